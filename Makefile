@@ -1,0 +1,123 @@
+# Build, execute and test the companion book.  Run `make` (or `make help`) for the list of targets.
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+# A failed recipe deletes its target: a notebook that raised leaves no executed copy behind.
+.DELETE_ON_ERROR:
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-builtin-rules
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+# Notebook parameters: PRESET picks the library's named configuration, PARAMS is passed to papermill
+# as is, e.g.  make execute PRESET=paper PARAMS='-p force True -y "seeds: [100, 101]"'
+PRESET ?= quick
+PARAMS ?=
+ifneq ($(filter-out smoke quick paper,$(PRESET))$(words $(PRESET)),1)
+  $(error PRESET='$(PRESET)' is not a preset; use one of: smoke | quick | paper)
+endif
+
+NOTEBOOKS := $(notdir $(basename $(wildcard book/*.py)))
+# Every file of the library: changing any of them re-executes the notebooks.
+SRC := $(shell find src -type f -not -path '*/__pycache__/*' -not -path '*.egg-info/*' 2>/dev/null)
+
+INSTALL_STAMP := $(VENV)/.installed
+NPM_STAMP     := node_modules/.package-lock.json
+MATHJAX       := _vendor/mathjax/tex-mml-chtml.js
+# --all: a fresh Sphinx environment each time; otherwise a page that warned is not re-read on the
+# next build, and that build passes --warningiserror although nothing was fixed.
+JB_BUILD      := $(BIN)/jupyter-book build --all --warningiserror --keep-going
+
+# The smoke-test book is staged in its own folder so that `make test` never touches the
+# executed notebooks or HTML of the default book.
+SMOKE        := _build/smoke
+SMOKE_STATIC := $(addprefix $(SMOKE)/,_config.yml _toc.yml \
+                  $(shell find book -type f -not -path '*/.*' -not -name '*.py' -not -name '*.ipynb'))
+
+.PHONY: help install execute book test test-unit test-book bench clean distclean FORCE
+
+help: ## list the targets
+	@echo "usage: make <target> [PRESET=smoke|quick|paper] [PARAMS=\"-p name value ...\"]"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+# ---------------------------------------------------------------------------------------------
+# Environment: a virtualenv from the lock file, and MathJax from npm served from _vendor/.
+
+install: $(INSTALL_STAMP) $(MATHJAX) ## create .venv (pip, lock file) and vendor MathJax (npm)
+
+$(INSTALL_STAMP): requirements-lock.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements-lock.txt -e .
+	touch $@
+
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+$(MATHJAX): $(NPM_STAMP)
+	rm -rf _vendor/mathjax
+	mkdir -p _vendor/mathjax
+	cp -R node_modules/mathjax/es5/{tex-mml-chtml.js,input,a11y,ui,sre,output} _vendor/mathjax/
+
+# ---------------------------------------------------------------------------------------------
+# Notebook execution.  $(call execute_rules,DIR,ARGS) defines how book/NAME.py becomes the executed
+# notebook DIR/NAME.ipynb, with the papermill arguments held in the variable named ARGS.  The
+# arguments are recorded in DIR/.params, which is rewritten only when they change, so a new preset
+# or new PARAMS re-run every notebook of DIR while an unchanged call does nothing.  Conversion is
+# one-way: an executed notebook is never synced back to its .py source.
+define execute_rules
+$(1)/%.ipynb: book/%.py $$(SRC) $(1)/.params | $$(INSTALL_STAMP)
+	@mkdir -p $$(@D)
+	$$(BIN)/jupytext --to ipynb --output - $$< \
+	  | XLA_PYTHON_CLIENT_PREALLOCATE=false $$(BIN)/papermill - $$@ \
+	      --cwd book -k python3 --language python --no-progress-bar --log-output $$($(2))
+
+$(1)/.params: export NB_ARGS = $$($(2))
+$(1)/.params: FORCE
+	@mkdir -p $$(@D)
+	@printf '%s\n' "$$$$NB_ARGS" | cmp -s - $$@ || printf '%s\n' "$$$$NB_ARGS" > $$@
+endef
+
+BOOK_ARGS  = -p preset $(PRESET) $(PARAMS)
+SMOKE_ARGS = -p preset smoke
+$(eval $(call execute_rules,book,BOOK_ARGS))
+$(eval $(call execute_rules,$(SMOKE)/book,SMOKE_ARGS))
+
+execute: $(NOTEBOOKS:%=book/%.ipynb) ## run every book/*.py with papermill at PRESET (default quick)
+
+book: execute $(INSTALL_STAMP) $(MATHJAX) ## execute, then build the HTML into _build/html
+	$(JB_BUILD) .
+	@echo "open _build/html/index.html"
+
+# ---------------------------------------------------------------------------------------------
+# Tests: unit tests, then every notebook at the smoke preset built into a book of its own.
+
+test: test-unit test-book ## unit tests + every notebook at preset smoke + book build (in _build/smoke)
+
+test-unit: $(INSTALL_STAMP) ## pytest only
+	$(BIN)/python -m pytest -q tests
+
+test-book: $(INSTALL_STAMP) $(NOTEBOOKS:%=$(SMOKE)/book/%.ipynb) $(SMOKE_STATIC) $(SMOKE)/_vendor ## smoke notebooks + book only
+	$(JB_BUILD) $(SMOKE)
+
+$(SMOKE_STATIC): $(SMOKE)/%: %
+	@mkdir -p $(@D)
+	cp $< $@
+
+$(SMOKE)/_vendor: | $(MATHJAX)
+	@mkdir -p $(@D)
+	ln -sfn ../../_vendor $@
+
+# ---------------------------------------------------------------------------------------------
+
+bench: $(INSTALL_STAMP) ## run the library's benchmarks (python -m compgen.bench)
+	$(BIN)/python -m compgen.bench
+
+clean: ## remove executed notebooks and _build (keeps .venv and results/)
+	rm -rf _build book/*.ipynb book/.params
+
+distclean: clean ## also remove .venv, node_modules and _vendor
+	rm -rf $(VENV) node_modules _vendor .pytest_cache src/*.egg-info
+
+FORCE:

@@ -1,0 +1,108 @@
+"""Benchmarks (`make bench`): seconds per outer step, compile time, peak memory, throughput.
+
+Each case runs in its own subprocess so that its peak resident memory is its own. A case compiles
+a chunk of ``steps`` outer steps, runs it ``repeats`` times and reports the median per-step time.
+
+    python -m compgen.bench            # the table
+    python -m compgen.bench --case teacher_student:quick   # one case, as JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+CASES = {
+    # name: (section, preset, overrides, steps per timed chunk, repeats)
+    "teacher_student:paper": ("teacher_student", "paper", {"seeds": (100,)}, 2, 3),
+    "teacher_student:quick": ("teacher_student", "quick", {"seeds": (100,)}, 50, 5),
+    "teacher_student:quick x21 (fig2c)": ("teacher_student", "quick", {}, 20, 3),
+}
+
+
+def _teacher_student_case(preset, overrides, steps, repeats):
+    import jax
+    import numpy as np
+
+    from compgen.experiments import teacher_student as ts
+
+    if "(fig2c)" in _CURRENT[0]:
+        configs = ts.fig2c_configs(preset, **overrides)
+    else:
+        configs = [ts.make_config(preset, **overrides)]
+    cfg = configs[0]
+    runs = ts._run_arrays(configs)
+    state = jax.jit(jax.vmap(lambda r: ts.init_run(cfg, r)))(runs)
+    step_all = jax.jit(lambda s: jax.vmap(lambda r, s_: ts.outer_step(cfg, r, s_))(runs, s))
+    chunk = jax.jit(lambda s: ts.meta.scan_steps(step_all, s, steps))
+    start = time.perf_counter()
+    compiled = chunk.lower(state).compile()
+    compile_s = time.perf_counter() - start
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        state, _ = compiled(state)
+        jax.block_until_ready(state)
+        times.append((time.perf_counter() - start) / steps)
+    n_runs = len(configs) * len(cfg.seeds)
+    # multiply-accumulates per sample and inner step: student forward and backward to ẑ, teacher labels
+    n, h, t, o = cfg.n_in, cfg.student_hidden, cfg.student_modules, cfg.n_out
+    per_sample = 3 * (n * h + h * o) + cfg.teacher_hidden * (n + o)
+    per_task = cfg.inner_steps * (cfg.batch * per_sample + 2 * t * n * h) + 3 * cfg.batch * (n * h + h * o)
+    flops = 2 * per_task * cfg.meta_batch * n_runs
+    return {"runs": n_runs, "s_per_step": float(np.median(times)), "compile_s": compile_s,
+            "gflops": flops / float(np.median(times)) / 1e9}
+
+
+def _gemm_gflops():
+    import jax
+    import jax.numpy as jnp
+
+    a = jax.random.normal(jax.random.key(0), (1024, 1024))
+    f = jax.jit(lambda a: a @ a)
+    f(a).block_until_ready()
+    start = time.perf_counter()
+    for _ in range(10):
+        f(a).block_until_ready()
+    return 2 * 1024**3 * 10 / (time.perf_counter() - start) / 1e9
+
+
+_CURRENT = [""]
+
+
+def run_case(name):
+    _CURRENT[0] = name
+    section, preset, overrides, steps, repeats = CASES[name]
+    result = _teacher_student_case(preset, overrides, steps, repeats)
+    result["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    result["gemm_gflops"] = _gemm_gflops()
+    return result
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--case", choices=sorted(CASES), help="run one case and print JSON")
+    args = parser.parse_args(argv)
+    if args.case:
+        print(json.dumps(run_case(args.case)))
+        return 0
+    header = f"| {'case':36s} | runs | s/outer step | s/run-step | compile s | peak RSS GB | GFLOP/s | GEMM GFLOP/s |"
+    print(header)
+    print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
+    for name in CASES:
+        out = subprocess.run([sys.executable, "-m", "compgen.bench", "--case", name], capture_output=True, text=True)
+        if out.returncode != 0:
+            print(f"| {name:36s} | failed: {out.stderr.strip().splitlines()[-1]} |")
+            continue
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"| {name:36s} | {r['runs']:4d} | {r['s_per_step']:12.4f} | {r['s_per_step'] / r['runs']:10.4f} "
+              f"| {r['compile_s']:9.1f} | {r['peak_rss_gb']:11.2f} | {r['gflops']:7.1f} | {r['gemm_gflops']:12.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""Command line: run one experiment of a section at a preset, writing to the results store.
+
+    compgen list
+    compgen run teacher_student fig2c --preset paper
+    compgen run teacher_student fig2d --preset quick --set seeds=[100] --set outer_steps=2000 --force
+
+A notebook that asks for the same config afterwards loads the stored result instead of training.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import sys
+
+SECTIONS = {"teacher_student": "compgen.experiments.teacher_student"}
+
+
+def _section(name):
+    if name not in SECTIONS:
+        raise SystemExit(f"section must be one of {sorted(SECTIONS)}, got {name!r}")
+    return importlib.import_module(SECTIONS[name])
+
+
+def _parse_override(text):
+    if "=" not in text:
+        raise SystemExit(f"--set takes FIELD=VALUE, got {text!r}")
+    field, value = text.split("=", 1)
+    try:
+        value = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        pass  # a plain string such as a mask list "01;12"
+    if isinstance(value, list):
+        value = tuple(value)
+    return field, value
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="compgen", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list sections, experiments and presets")
+    run = sub.add_parser("run", help="run one experiment of a section")
+    run.add_argument("section", help=f"one of {sorted(SECTIONS)}")
+    run.add_argument("experiment", help="an experiment of the section (see `compgen list`)")
+    run.add_argument("--preset", default="quick", help="smoke, quick or paper (default quick)")
+    run.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                     help="override a config field, e.g. --set seeds=[100] (repeatable)")
+    run.add_argument("--force", action="store_true", help="recompute even if the store has the result")
+    args = parser.parse_args(argv)
+
+    if args.command == "list":
+        for name in SECTIONS:
+            module = _section(name)
+            print(f"{name}: experiments {sorted(module.EXPERIMENTS)}; presets {list(module.PRESET_NAMES)}")
+        return 0
+
+    module = _section(args.section)
+    if args.experiment not in module.EXPERIMENTS:
+        raise SystemExit(f"experiment must be one of {sorted(module.EXPERIMENTS)}, got {args.experiment!r}")
+    overrides = dict(_parse_override(text) for text in args.set)
+    try:
+        configs = module.EXPERIMENTS[args.experiment](args.preset, **overrides)
+    except (TypeError, ValueError) as error:
+        raise SystemExit(f"error: {error}") from None
+    outputs = module.run(configs, force=args.force)
+    print(module.summarize(configs, outputs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

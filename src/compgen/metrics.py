@@ -1,0 +1,73 @@
+"""Metrics: losses, module alignment (spec §1.6) and linear decodability R² (spec §1.5, §2.7)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+
+def half_mse(prediction, target):
+    """½ · mean squared error over all entries (the theory section's loss, spec §1.4)."""
+    return 0.5 * jnp.mean((prediction - target) ** 2)
+
+
+def relative_population_loss(prediction, target):
+    """½ · MSE / mean squared target, over everything (``relative_wrt_population_loss``)."""
+    return 0.5 * jnp.mean((prediction - target) ** 2) / jnp.mean(target**2)
+
+
+def ridge_fit(features, targets, lam, cg_iters=None, intercept=False):
+    """Ridge regression ``targets ≈ features @ W (+ b)``: features (N, D), targets (N, K).
+
+    Solves ``(XᵀX + λI) W = Xᵀ y``: exactly when ``cg_iters`` is None, otherwise by that many
+    conjugate-gradient iterations from zero (the authors' code uses 10). With ``intercept`` the
+    features get a constant column that is not penalised. Returns ``(W (D, K), b (K,))``.
+    """
+    n, d = features.shape
+    x = jnp.concatenate([features, jnp.ones((n, 1))], axis=1) if intercept else features
+    penalty = jnp.ones(x.shape[1]).at[-1].set(0.0 if intercept else 1.0)
+    gram = x.T @ x + lam * jnp.diag(penalty)
+    rhs = x.T @ targets
+    if cg_iters is None:
+        solution = jnp.linalg.solve(gram, rhs)
+    else:
+        solution, _ = jax.scipy.sparse.linalg.cg(gram, rhs, x0=jnp.zeros_like(rhs), maxiter=cg_iters, tol=0.0)
+    if intercept:
+        return solution[:d], solution[d]
+    return solution, jnp.zeros(targets.shape[1])
+
+
+def r2_score(prediction, target):
+    """Coefficient of determination per output column: (N, K) -> (K,)."""
+    ss_res = jnp.sum((target - prediction) ** 2, axis=0)
+    ss_tot = jnp.sum((target - target.mean(axis=0)) ** 2, axis=0)
+    return 1.0 - ss_res / ss_tot
+
+
+def linear_decoding(train_features, train_targets, test_features, test_targets, lam, cg_iters=None, intercept=False):
+    """Fit a ridge decoder on one set and score it on another.
+
+    Returns ``(r2 (K,), weights (D, K))``: the R² of each target column on the test set and the
+    decoder, so that ``targets ≈ features @ weights``.
+    """
+    weights, bias = ridge_fit(train_features, train_targets, lam, cg_iters, intercept)
+    return r2_score(test_features @ weights + bias, test_targets), weights
+
+
+def _unit(v, axis):
+    return v / jnp.maximum(jnp.linalg.norm(v, axis=axis, keepdims=True), 1e-12)
+
+
+def module_alignment(teacher_modules, student_modules, decoder):
+    """Module alignment ``A`` of spec §1.6 (key ``template_alignment_all_mean``).
+
+    teacher_modules (M, n, h), student_modules (T, n, ĥ), decoder F (M, T) with ``z ≈ F ẑ``.
+    The student modules are expressed in teacher coordinates with ``P = pinv(F)``; for each teacher
+    unit ``i`` and student unit ``j`` the cosines of their per-module incoming weights are averaged
+    over modules; ``A`` is the mean over ``i`` of the (signed) max over ``j``. ``A = 1`` means the
+    student's modules are a linear re-mixing of the teacher's, up to a permutation of hidden units.
+    """
+    remix = jnp.linalg.pinv(decoder)  # (T, M)
+    in_teacher_coords = jnp.einsum("km,knj->mnj", remix, student_modules)  # (M, n, ĥ)
+    cosines = jnp.einsum("mni,mnj->mij", _unit(teacher_modules, 1), _unit(in_teacher_coords, 1))
+    return jnp.mean(jnp.max(jnp.mean(cosines, axis=0), axis=1))

@@ -1,0 +1,104 @@
+"""One function per paper figure. Each takes plain arrays and returns a matplotlib Figure."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+CONNECTED_COLOURS = {True: "#1b7837", False: "#c2a5cf"}
+
+
+def _seed_dots(ax, x, values, colour="k"):
+    jitter = np.linspace(-0.12, 0.12, len(values)) if len(values) > 1 else [0.0]
+    ax.scatter(np.asarray(x) + np.asarray(jitter), values, s=12, color=colour, zorder=3, linewidths=0)
+
+
+def fig2c_alignment(labels, distributions, connected, alignment, caption):
+    """Fig. 2C: final module alignment per task distribution.
+
+    labels, distributions, connected: one entry per Table A9 column; alignment (columns, seeds).
+    Bars are seed means, dots single seeds; colour marks connected support.
+    """
+    alignment = np.asarray(alignment)
+    fig, ax = plt.subplots(figsize=(8.5, 3.8))
+    x = np.arange(len(labels))
+    ax.bar(x, alignment.mean(1), color=[CONNECTED_COLOURS[c] for c in connected], edgecolor="k", linewidth=0.6)
+    for i in x:
+        _seed_dots(ax, i, alignment[i])
+    ax.set_xticks(x, [f"{lab}\n({dist})" for lab, dist in zip(labels, distributions)], fontsize=7)
+    ax.set_ylabel("module alignment A (1 = linear identification)")
+    ax.set_ylim(0, 1.05)
+    ax.axhline(1.0, color="grey", lw=0.6, ls=":")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=CONNECTED_COLOURS[c], ec="k") for c in (True, False)]
+    ax.legend(handles, ["connected support", "disconnected support"], loc="lower right", fontsize=8)
+    ax.set_title(caption, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def fig2d_overparameterisation(factors, alignment_by_distribution, teacher_hidden, n_modules, caption):
+    """Fig. 2D: final alignment over the student's (hidden, module) factors, per distribution.
+
+    factors: list of (f_h, f_M); alignment_by_distribution: {name: (len(factors), seeds)}.
+    A full grid is drawn as one heatmap per distribution, anything else as lines over the list.
+    """
+    hs, ms = sorted({f for f, _ in factors}), sorted({m for _, m in factors})
+    full_grid = len(hs) > 1 and len(ms) > 1 and len(factors) == len(hs) * len(ms)
+    names = list(alignment_by_distribution)
+    if full_grid:
+        fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.6), squeeze=False)
+        for ax, name in zip(axes[0], names):
+            grid = np.full((len(hs), len(ms)), np.nan)
+            for (fh, fm), values in zip(factors, np.asarray(alignment_by_distribution[name])):
+                grid[hs.index(fh), ms.index(fm)] = values.mean()
+            image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", origin="lower")
+            ax.set_xticks(range(len(ms)), [f"{m}×" for m in ms])
+            ax.set_yticks(range(len(hs)), [f"{h}×" for h in hs])
+            ax.set_xlabel(f"module factor M̂/M (M = {n_modules})")
+            ax.set_ylabel(f"hidden factor ĥ/h (h = {teacher_hidden})")
+            ax.set_title(name)
+            for (i, j), value in np.ndenumerate(grid):
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7, color="w")
+        fig.colorbar(image, ax=axes[0].tolist(), label="module alignment A")
+    else:
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+        x = np.arange(len(factors))
+        for name, colour in zip(names, ("#b2182b", "#2166ac")):
+            values = np.asarray(alignment_by_distribution[name])
+            ax.plot(x, values.mean(1), "-o", color=colour, label=name)
+            for i in x:
+                _seed_dots(ax, i, values[i], colour)
+        ax.set_xticks(x, [f"ĥ={teacher_hidden * fh}, M̂={n_modules * fm}\n({fh}×, {fm}×)" for fh, fm in factors],
+                      fontsize=8)
+        ax.set_xlabel("student size (hidden units, modules) and factor over the teacher")
+        ax.set_ylabel("module alignment A")
+        ax.set_ylim(0, 1.05)
+        ax.legend(fontsize=8)
+    fig.suptitle(caption, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def training_curves(step_losses, eval_steps, eval_alignment, labels, caption, smooth=50):
+    """Training loss (log scale, running mean) and alignment over outer steps, mean over seeds.
+
+    step_losses: {label: (seeds, steps)}; eval_alignment: {label: (seeds, evals)}.
+    """
+    fig, (ax_loss, ax_align) = plt.subplots(1, 2, figsize=(10, 3.6))
+    colours = plt.cm.tab10(np.arange(len(labels)))
+    for label, colour in zip(labels, colours):
+        loss = np.asarray(step_losses[label]).mean(0)
+        window = max(1, min(smooth, len(loss) // 5))
+        smoothed = np.convolve(loss, np.ones(window) / window, mode="valid")
+        ax_loss.plot(np.arange(len(smoothed)) + window, smoothed, color=colour, label=label, lw=1)
+        ax_align.plot(eval_steps, np.asarray(eval_alignment[label]).mean(0), "-o", ms=3, color=colour, lw=1)
+    ax_loss.set_yscale("log")
+    ax_loss.set_xlabel("outer step")
+    ax_loss.set_ylabel("query loss ½·MSE (running mean)")
+    ax_align.set_xlabel("outer step")
+    ax_align.set_ylabel("module alignment A")
+    ax_align.set_ylim(0, 1.05)
+    ax_loss.legend(fontsize=6, ncol=2)
+    fig.suptitle(caption, fontsize=9)
+    fig.tight_layout()
+    return fig

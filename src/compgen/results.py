@@ -1,0 +1,93 @@
+"""A results store: one experiment run saved under a hash of its full config, with provenance.
+
+Layout: ``<root>/<kind>/<hash>.npz`` (the arrays) and ``<root>/<kind>/<hash>.json`` (the config
+and provenance: library version, git commit, jax version, device, wall time, date). The root is
+``$COMPGEN_RESULTS`` if set, else ``results/`` at the top of the repository (found by walking up
+from the working directory to ``pyproject.toml``), else ``~/.cache/compgen/results``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+import jax
+import numpy as np
+
+import compgen
+
+
+def results_root() -> Path:
+    """The directory results are stored under (see module docstring)."""
+    if os.environ.get("COMPGEN_RESULTS"):
+        return Path(os.environ["COMPGEN_RESULTS"])
+    for folder in [Path.cwd(), *Path.cwd().parents]:
+        if (folder / "pyproject.toml").exists() and (folder / "src" / "compgen").is_dir():
+            return folder / "results"
+    return Path.home() / ".cache" / "compgen" / "results"
+
+
+def config_dict(config) -> dict:
+    """A JSON-ready dict of a (frozen dataclass) config."""
+    return json.loads(json.dumps(dataclasses.asdict(config), default=str))
+
+
+def config_hash(config) -> str:
+    """A short stable hash of the config's full contents (its class name included)."""
+    payload = json.dumps({"class": type(config).__name__, **config_dict(config)}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(compgen.__file__).parent)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def provenance(wall_time_s: float) -> dict:
+    """Where and how a result was computed."""
+    device = jax.devices()[0]
+    return {
+        "compgen_version": compgen.__version__,
+        "git_commit": _git_commit(),
+        "jax_version": jax.__version__,
+        "device": f"{device.platform}:{device.device_kind}",
+        "host": platform.node(),
+        "wall_time_s": round(float(wall_time_s), 3),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _paths(kind: str, config, root: Path | None):
+    folder = (root or results_root()) / kind
+    stem = config_hash(config)
+    return folder / f"{stem}.npz", folder / f"{stem}.json"
+
+
+def save(kind: str, config, arrays: dict, wall_time_s: float, root: Path | None = None) -> Path:
+    """Store ``arrays`` (a flat dict of name -> array) for ``config``; returns the .npz path."""
+    npz_path, json_path = _paths(kind, config, root)
+    npz_path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(npz_path, **{k: np.asarray(v) for k, v in arrays.items()})
+    meta = {"kind": kind, "config": config_dict(config), "provenance": provenance(wall_time_s)}
+    json_path.write_text(json.dumps(meta, indent=2))
+    return npz_path
+
+
+def load(kind: str, config, root: Path | None = None):
+    """``(arrays, meta)`` stored for ``config``, or ``None`` if there is none."""
+    npz_path, json_path = _paths(kind, config, root)
+    if not (npz_path.exists() and json_path.exists()):
+        return None
+    with np.load(npz_path) as data:
+        arrays = {k: data[k] for k in data.files}
+    return arrays, json.loads(json_path.read_text())

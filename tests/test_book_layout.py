@@ -1,0 +1,93 @@
+"""Cheap checks of the book's layout: the table of contents, the notebooks' parameters cells and the
+Jupyter Book configuration.  They run in well under a second and need no notebook execution."""
+
+import ast
+from pathlib import Path
+
+import jupytext
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+NOTEBOOKS = sorted(BOOK.glob("*.py"))
+
+
+def _load_yaml(name):
+    return yaml.safe_load((ROOT / name).read_text())
+
+
+def _toc_files():
+    """Every `file:` entry of _toc.yml (root included), in order."""
+    toc = _load_yaml("_toc.yml")
+    found = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                found.append(node["file"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk({k: v for k, v in toc.items() if k != "root"})
+    return found
+
+
+def _assigned_names(source):
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        else:
+            continue
+        for target in targets:
+            names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return names
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "no book/*.py notebook sources found"
+
+
+def test_toc_root_is_intro():
+    toc = _load_yaml("_toc.yml")
+    assert toc.get("format") == "jb-book"
+    assert toc["root"] == "book/intro"
+    assert (BOOK / "intro.md").is_file()
+
+
+def test_every_notebook_is_in_toc_and_every_toc_entry_exists():
+    entries = _toc_files()
+    duplicates = sorted({e for e in entries if entries.count(e) > 1})
+    assert not duplicates, f"listed more than once in _toc.yml: {duplicates}"
+
+    listed = {e for e in entries if e != "book/intro"}
+    sources = {f"book/{p.stem}" for p in NOTEBOOKS}
+    assert not sources - listed, f"book/*.py missing from _toc.yml: {sorted(sources - listed)}"
+    missing = sorted(e for e in listed - sources if not (ROOT / f"{e}.md").is_file())
+    assert not missing, f"_toc.yml entries with no book/<name>.py or .md source: {missing}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_has_one_parameters_cell_with_preset_and_force(path):
+    notebook = jupytext.read(path)
+    cells = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(cells) == 1, f"{path.name}: expected one cell tagged 'parameters', found {len(cells)}"
+    assert cells[0].cell_type == "code", f"{path.name}: the parameters cell must be a code cell"
+    names = _assigned_names(cells[0].source)
+    for required in ("preset", "force"):
+        assert required in names, f"{path.name}: parameters cell does not define `{required}`"
+
+
+def test_config_excludes_generated_folders():
+    config = _load_yaml("_config.yml")
+    excluded = set(config.get("exclude_patterns", []))
+    for folder in (".venv", "_build", "_vendor", "node_modules", "README.md"):
+        assert folder in excluded, f"_config.yml exclude_patterns lacks {folder!r}"
+    assert str(config["execute"]["execute_notebooks"]) == "off", "notebooks are executed by make, not jupyter-book"
+    assert config.get("only_build_toc_files") is True

@@ -1,0 +1,60 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from compgen import metrics
+from compgen.tasks import teacher
+
+
+def test_alignment_is_one_for_remixed_and_permuted_teacher():
+    params = teacher.init_teacher(jax.random.key(0), n_modules=6, n_hidden=16)
+    modules = params["modules"]
+    mix = jax.random.normal(jax.random.key(1), (6, 6))  # student module k = sum_m mix[k, m] teacher module m
+    perm = jax.random.permutation(jax.random.key(2), 16)
+    student = jnp.einsum("km,mnh->knh", mix, modules)[:, :, perm]
+    # the teacher latent z is produced by student latent zhat = inv(mix)ᵀ z, so z = mixᵀ... ≈ F zhat with F = mixᵀ
+    decoder = mix.T
+    assert float(metrics.module_alignment(modules, student, decoder)) > 0.999
+
+
+def test_alignment_with_extra_student_units_and_modules():
+    params = teacher.init_teacher(jax.random.key(0), n_modules=6, n_hidden=16)
+    modules = params["modules"]
+    extra = jax.random.normal(jax.random.key(3), (6, 16, 16))
+    wide = jnp.concatenate([modules, extra], axis=2)  # twice the hidden units
+    student = jnp.concatenate([wide, jnp.zeros((6, 16, 32))], axis=0)  # twice the modules
+    decoder = jnp.concatenate([jnp.eye(6), jnp.zeros((6, 6))], axis=1)
+    assert float(metrics.module_alignment(modules, student, decoder)) > 0.999
+
+
+def test_alignment_is_low_for_random_student():
+    modules = teacher.init_teacher(jax.random.key(0))["modules"]
+    student = teacher.init_teacher(jax.random.key(9), n_hidden=32, n_modules=12)["modules"]
+    decoder = jax.random.normal(jax.random.key(4), (6, 12))
+    assert float(metrics.module_alignment(modules, student, decoder)) < 0.6
+
+
+def test_r2_is_one_for_exactly_linear_features():
+    features = jax.random.normal(jax.random.key(0), (200, 12))
+    true_map = jax.random.normal(jax.random.key(1), (12, 6))
+    targets = features @ true_map
+    for cg_iters in (None, 50):
+        r2, weights = metrics.linear_decoding(features, targets, features, targets, 1e-6, cg_iters)
+        np.testing.assert_allclose(r2, 1.0, atol=1e-4)
+    np.testing.assert_allclose(weights, true_map, atol=1e-2)
+
+
+def test_r2_is_about_zero_for_unrelated_features():
+    features = jax.random.normal(jax.random.key(0), (400, 4))
+    targets = jax.random.normal(jax.random.key(1), (400, 2))
+    test_features = jax.random.normal(jax.random.key(2), (400, 4))
+    test_targets = jax.random.normal(jax.random.key(3), (400, 2))
+    r2, _ = metrics.linear_decoding(features, targets, test_features, test_targets, 1.0, intercept=True)
+    assert np.all(np.asarray(r2) < 0.05)
+
+
+def test_ridge_intercept_recovers_offset():
+    features = jax.random.normal(jax.random.key(0), (300, 3))
+    targets = features @ jnp.array([[1.0], [2.0], [-1.0]]) + 5.0
+    weights, bias = metrics.ridge_fit(features, targets, 1e-6, intercept=True)
+    np.testing.assert_allclose(bias, [5.0], atol=1e-3)
