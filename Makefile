@@ -61,8 +61,9 @@ $(MATHJAX): $(NPM_STAMP)
 	cp -R node_modules/mathjax/es5/{tex-mml-chtml.js,input,a11y,ui,sre,output} _vendor/mathjax/
 
 # ---------------------------------------------------------------------------------------------
-# Notebook execution.  $(call execute_rules,DIR,ARGS) defines how book/NAME.py becomes the executed
-# notebook DIR/NAME.ipynb, with the papermill arguments held in the variable named ARGS.  The
+# Notebook execution.  $(call execute_rules,DIR,ARGS,ENV) defines how book/NAME.py becomes the executed
+# notebook DIR/NAME.ipynb, with the papermill arguments held in the variable named ARGS and the
+# environment assignments ENV (the smoke book keeps its results store to itself).  The
 # arguments are recorded in DIR/.params, which is rewritten only when they change, so a new preset
 # or new PARAMS re-run every notebook of DIR while an unchanged call does nothing.  Conversion is
 # one-way: an executed notebook is never synced back to its .py source.
@@ -70,7 +71,7 @@ define execute_rules
 $(1)/%.ipynb: book/%.py $$(SRC) $(1)/.params | $$(INSTALL_STAMP)
 	@mkdir -p $$(@D)
 	$$(BIN)/jupytext --to ipynb --output - $$< \
-	  | XLA_PYTHON_CLIENT_PREALLOCATE=false $$(BIN)/papermill - $$@ \
+	  | XLA_PYTHON_CLIENT_PREALLOCATE=false $(3) $$(BIN)/papermill - $$@ \
 	      --cwd book -k python3 --language python --no-progress-bar --log-output $$($(2))
 
 $(1)/.params: export NB_ARGS = $$($(2))
@@ -82,7 +83,7 @@ endef
 BOOK_ARGS  = -p preset $(PRESET) $(PARAMS)
 SMOKE_ARGS = -p preset smoke
 $(eval $(call execute_rules,book,BOOK_ARGS))
-$(eval $(call execute_rules,$(SMOKE)/book,SMOKE_ARGS))
+$(eval $(call execute_rules,$(SMOKE)/book,SMOKE_ARGS,COMPGEN_RESULTS=$(CURDIR)/$(SMOKE)/results))
 
 execute: $(NOTEBOOKS:%=book/%.ipynb) ## run every book/*.py with papermill at PRESET (default quick)
 

@@ -66,7 +66,7 @@ def test_short_training_lowers_loss_and_is_reproducible(tmp_path, monkeypatch):
     for key in first:
         np.testing.assert_array_equal(forced[key], first[key])
     meta = results.load(ts.KIND, cfg)[1]
-    assert meta["config"]["outer_steps"] == 30 and meta["provenance"]["jax_version"] == jax.__version__
+    assert meta["config"]["outer_steps"] == 60 and meta["provenance"]["jax_version"] == jax.__version__
 
 
 def test_grouped_runs_equal_separate_runs(tmp_path, monkeypatch):
@@ -75,7 +75,7 @@ def test_grouped_runs_equal_separate_runs(tmp_path, monkeypatch):
     b = dataclasses.replace(a, masks="01;12;23;34;45;50", distribution="continuous", weight_decay=1e-3)
     grouped = ts.run([a, b], workers=1, log=lambda _: None)
     separate = ts.run([b], force=True, log=lambda _: None)
-    np.testing.assert_allclose(grouped[1]["steps/loss"], separate[0]["steps/loss"], rtol=1e-5)
+    np.testing.assert_allclose(grouped[1]["steps/loss"], separate[0]["steps/loss"], rtol=1e-4)
 
 
 def test_parallel_workers_match_in_process_training(tmp_path, monkeypatch):

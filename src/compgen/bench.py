@@ -17,20 +17,20 @@ import sys
 import time
 
 CASES = {
-    # name: (section, preset, overrides, steps per timed chunk, repeats)
-    "teacher_student:paper": ("teacher_student", "paper", {"seeds": (100,)}, 2, 3),
-    "teacher_student:quick": ("teacher_student", "quick", {"seeds": (100,)}, 50, 5),
-    "teacher_student:quick x21 (fig2c)": ("teacher_student", "quick", {}, 20, 3),
+    # name: (preset, experiment: one config or all of Fig. 2C, overrides, steps per timed chunk, repeats)
+    "teacher_student paper, 1 run": ("paper", "single", {"seeds": (100,)}, 2, 3),
+    "teacher_student quick, 1 run": ("quick", "single", {"seeds": (100,)}, 50, 5),
+    "teacher_student quick, Fig. 2C (21 runs)": ("quick", "fig2c", {}, 20, 3),
 }
 
 
-def _teacher_student_case(preset, overrides, steps, repeats):
+def _teacher_student_case(preset, experiment, overrides, steps, repeats):
     import jax
     import numpy as np
 
     from compgen.experiments import teacher_student as ts
 
-    if "(fig2c)" in _CURRENT[0]:
+    if experiment == "fig2c":
         configs = ts.fig2c_configs(preset, **overrides)
     else:
         configs = [ts.make_config(preset, **overrides)]
@@ -71,13 +71,8 @@ def _gemm_gflops():
     return 2 * 1024**3 * 10 / (time.perf_counter() - start) / 1e9
 
 
-_CURRENT = [""]
-
-
 def run_case(name):
-    _CURRENT[0] = name
-    section, preset, overrides, steps, repeats = CASES[name]
-    result = _teacher_student_case(preset, overrides, steps, repeats)
+    result = _teacher_student_case(*CASES[name])
     result["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     result["gemm_gflops"] = _gemm_gflops()
     return result
@@ -90,16 +85,16 @@ def main(argv=None):
     if args.case:
         print(json.dumps(run_case(args.case)))
         return 0
-    header = f"| {'case':36s} | runs | s/outer step | s/run-step | compile s | peak RSS GB | GFLOP/s | GEMM GFLOP/s |"
+    header = f"| {'case':42s} | runs | s/outer step | s/run-step | compile s | peak RSS GB | GFLOP/s | GEMM GFLOP/s |"
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
     for name in CASES:
         out = subprocess.run([sys.executable, "-m", "compgen.bench", "--case", name], capture_output=True, text=True)
         if out.returncode != 0:
-            print(f"| {name:36s} | failed: {out.stderr.strip().splitlines()[-1]} |")
+            print(f"| {name:42s} | failed: {out.stderr.strip().splitlines()[-1]} |")
             continue
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"| {name:36s} | {r['runs']:4d} | {r['s_per_step']:12.4f} | {r['s_per_step'] / r['runs']:10.4f} "
+        print(f"| {name:42s} | {r['runs']:4d} | {r['s_per_step']:12.4f} | {r['s_per_step'] / r['runs']:10.4f} "
               f"| {r['compile_s']:9.1f} | {r['peak_rss_gb']:11.2f} | {r['gflops']:7.1f} | {r['gemm_gflops']:12.1f} |")
     return 0
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -25,7 +27,7 @@ def fig2c_alignment(labels, distributions, connected, alignment, caption):
     ax.bar(x, alignment.mean(1), color=[CONNECTED_COLOURS[c] for c in connected], edgecolor="k", linewidth=0.6)
     for i in x:
         _seed_dots(ax, i, alignment[i])
-    ax.set_xticks(x, [f"{lab}\n({dist})" for lab, dist in zip(labels, distributions)], fontsize=7)
+    ax.set_xticks(x, [textwrap.fill(lab, 16) + f"\n({dist})" for lab, dist in zip(labels, distributions)], fontsize=7)
     ax.set_ylabel("module alignment A (1 = linear identification)")
     ax.set_ylim(0, 1.05)
     ax.axhline(1.0, color="grey", lw=0.6, ls=":")

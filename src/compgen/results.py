@@ -1,7 +1,8 @@
 """A results store: one experiment run saved under a hash of its full config, with provenance.
 
 Layout: ``<root>/<kind>/<hash>.npz`` (the arrays) and ``<root>/<kind>/<hash>.json`` (the config
-and provenance: library version, git commit, jax version, device, wall time, date). The root is
+and provenance: library version, git commit, jax version, device, wall time, date). The hash
+covers the config and a fingerprint of the library's source (:func:`code_fingerprint`). The root is
 ``$COMPGEN_RESULTS`` if set, else ``results/`` at the top of the repository (found by walking up
 from the working directory to ``pyproject.toml``), else ``~/.cache/compgen/results``.
 """
@@ -38,9 +39,29 @@ def config_dict(config) -> dict:
     return json.loads(json.dumps(dataclasses.asdict(config), default=str))
 
 
+def code_fingerprint() -> str:
+    """A hash of the library's source, so results computed by other code are never reused.
+
+    Covers every module under ``compgen/`` except the ones that cannot change a number
+    (plotting, command line, benchmarks, the store itself, process management).
+    """
+    package = Path(compgen.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        if path.name in _NUMBER_FREE_MODULES:
+            continue
+        digest.update(str(path.relative_to(package)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+_NUMBER_FREE_MODULES = {"plots.py", "cli.py", "bench.py", "results.py", "parallel.py"}
+
+
 def config_hash(config) -> str:
-    """A short stable hash of the config's full contents (its class name included)."""
-    payload = json.dumps({"class": type(config).__name__, **config_dict(config)}, sort_keys=True)
+    """A short stable hash of the config's full contents (its class name included) and the code."""
+    payload = json.dumps({"class": type(config).__name__, "code": code_fingerprint(), **config_dict(config)},
+                         sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -48,7 +69,11 @@ def _git_commit() -> str:
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
                              cwd=Path(compgen.__file__).parent)
-        return out.stdout.strip() or "unknown"
+        if out.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, timeout=5, cwd=Path(compgen.__file__).parent).stdout.strip()
+        return out.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
@@ -58,6 +83,7 @@ def provenance(wall_time_s: float) -> dict:
     device = jax.devices()[0]
     return {
         "compgen_version": compgen.__version__,
+        "code_fingerprint": code_fingerprint(),
         "git_commit": _git_commit(),
         "jax_version": jax.__version__,
         "device": f"{device.platform}:{device.device_kind}",

@@ -129,7 +129,8 @@ _PAPER_GRID = tuple((fh, fm) for fh in (2, 4, 8, 16, 32) for fm in (2, 4, 8, 16,
 
 PRESETS = {
     "smoke": Preset(
-        overrides=dict(input_sampler="hash", outer_steps=40, meta_batch=4, batch=16, inner_steps=10, inner_lr=3e-2, eval_every=20,
+        overrides=dict(input_sampler="hash", outer_steps=40, meta_batch=4, batch=16, inner_steps=10, inner_lr=0.2,
+                       inner_schedule="cosine", eval_every=20,
                        eval_tasks=16, eval_inputs=32, seeds=(100,)),
         overparam_factors=((1, 1), (2, 2)),
         table_a1_factors=((4, 4),),
@@ -137,8 +138,8 @@ PRESETS = {
         description="seconds; checks that everything runs, shows nothing",
     ),
     "quick": Preset(
-        overrides=dict(input_sampler="hash", outer_steps=5000, meta_batch=8, batch=64, inner_steps=50, inner_lr=3e-2,
-                       outer_lr=2e-3, eval_every=1000, eval_tasks=64, eval_inputs=256),
+        overrides=dict(input_sampler="hash", outer_steps=4000, meta_batch=8, batch=64, inner_steps=50, inner_lr=0.2,
+                       inner_schedule="cosine", outer_lr=2e-3, eval_every=1000, eval_tasks=64, eval_inputs=256),
         overparam_factors=((1, 1), (2, 2), (4, 4)),
         table_a1_factors=((4, 4),),
         table_a1_weight_decays=(1e-3, 0.0),
@@ -162,6 +163,17 @@ def get_preset(name: str) -> Preset:
 def make_config(preset: str = "quick", **overrides) -> TeacherStudentConfig:
     """The config of a preset, with any field overridden."""
     return TeacherStudentConfig(**{**get_preset(preset).overrides, **overrides})
+
+
+def differences_from_paper(cfg: TeacherStudentConfig):
+    """``(field, this config's value, the paper's value)`` for every shared field that differs.
+
+    The fields that pick an experiment's task distribution and student are left out.
+    """
+    paper = TeacherStudentConfig()
+    per_experiment = {"masks", "distribution", "expect_connected", "hidden_factor", "module_factor", "weight_decay"}
+    return [(f.name, getattr(cfg, f.name), getattr(paper, f.name)) for f in dataclasses.fields(cfg)
+            if f.name not in per_experiment and getattr(cfg, f.name) != getattr(paper, f.name)]
 
 
 CONFIG_CLASS = TeacherStudentConfig
