@@ -34,10 +34,6 @@ def lookup():
     return ce.overparameterised_lookup(jax.random.key(2), ood_masks="02;135", **FAST)
 
 
-def test_half_mse():
-    assert float(ce.half_mse(np.array([1.0, 3.0]), np.array([0.0, 1.0]))) == pytest.approx(0.5 * (1 + 4) / 2)
-
-
 def test_two_modules_fits_training_tasks_and_fails_ood(two_modules):
     r = two_modules
     assert r["train_loss"].shape == (4,)

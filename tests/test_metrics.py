@@ -58,3 +58,7 @@ def test_ridge_intercept_recovers_offset():
     targets = features @ jnp.array([[1.0], [2.0], [-1.0]]) + 5.0
     weights, bias = metrics.ridge_fit(features, targets, 1e-6, intercept=True)
     np.testing.assert_allclose(bias, [5.0], atol=1e-3)
+
+
+def test_half_mse():
+    assert float(metrics.half_mse(np.array([1.0, 3.0]), np.array([0.0, 1.0]))) == 0.5 * (1 + 4) / 2

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from compgen.metrics import half_mse
 from compgen.tasks import support
 from compgen.tasks.teacher import (
     apply_teacher,
@@ -38,7 +39,6 @@ from compgen.tasks.teacher import (
 )
 
 __all__ = [
-    "half_mse",
     "task_losses",
     "target_power",
     "fit_latents",
@@ -56,11 +56,6 @@ __all__ = [
 # --------------------------------------------------------------------------------------------------
 # Losses and latent inference
 # --------------------------------------------------------------------------------------------------
-
-
-def half_mse(prediction, target):
-    """``½ · mean((prediction − target)²)`` over all axes (spec §1.4)."""
-    return 0.5 * jnp.mean((prediction - target) ** 2)
 
 
 def task_losses(student, teacher, z_student, z_teacher, x):

@@ -2,7 +2,8 @@
 
 Layout: ``<root>/<kind>/<hash>.npz`` (the arrays) and ``<root>/<kind>/<hash>.json`` (the config
 and provenance: library version, git commit, jax version, device, wall time, date). The hash
-covers the config and a fingerprint of the library's source (:func:`code_fingerprint`). The root is
+covers the config and a fingerprint of the source of the modules the experiment's numbers depend
+on (:func:`code_fingerprint`). The root is
 ``$COMPGEN_RESULTS`` if set, else ``results/`` at the top of the repository (found by walking up
 from the working directory to ``pyproject.toml``), else ``~/.cache/compgen/results``.
 """
@@ -39,28 +40,24 @@ def config_dict(config) -> dict:
     return json.loads(json.dumps(dataclasses.asdict(config), default=str))
 
 
-def code_fingerprint() -> str:
-    """A hash of the library's source, so results computed by other code are never reused.
+def code_fingerprint(modules=None) -> str:
+    """A hash of the source of ``modules`` (default: every module of the library).
 
-    Covers every module under ``compgen/`` except the ones that cannot change a number
-    (plotting, command line, benchmarks, the store itself, process management).
+    An experiment passes the modules its numbers depend on, so a result computed by other code is
+    never reused, while edits elsewhere in the library (plots, other sections) keep it valid.
     """
     package = Path(compgen.__file__).parent
+    paths = sorted(package.rglob("*.py")) if modules is None else sorted(Path(m.__file__) for m in modules)
     digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        if path.name in _NUMBER_FREE_MODULES:
-            continue
-        digest.update(str(path.relative_to(package)).encode())
+    for path in paths:
+        digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 
 
-_NUMBER_FREE_MODULES = {"plots.py", "cli.py", "bench.py", "results.py", "parallel.py"}
-
-
-def config_hash(config) -> str:
-    """A short stable hash of the config's full contents (its class name included) and the code."""
-    payload = json.dumps({"class": type(config).__name__, "code": code_fingerprint(), **config_dict(config)},
+def config_hash(config, code=None) -> str:
+    """A short stable hash of the config's full contents (its class name included) and of the code."""
+    payload = json.dumps({"class": type(config).__name__, "code": code_fingerprint(code), **config_dict(config)},
                          sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
@@ -78,12 +75,12 @@ def _git_commit() -> str:
         return "unknown"
 
 
-def provenance(wall_time_s: float) -> dict:
+def provenance(wall_time_s: float, code=None) -> dict:
     """Where and how a result was computed."""
     device = jax.devices()[0]
     return {
         "compgen_version": compgen.__version__,
-        "code_fingerprint": code_fingerprint(),
+        "code_fingerprint": code_fingerprint(code),
         "git_commit": _git_commit(),
         "jax_version": jax.__version__,
         "device": f"{device.platform}:{device.device_kind}",
@@ -93,25 +90,25 @@ def provenance(wall_time_s: float) -> dict:
     }
 
 
-def _paths(kind: str, config, root: Path | None):
+def _paths(kind: str, config, root: Path | None, code):
     folder = (root or results_root()) / kind
-    stem = config_hash(config)
+    stem = config_hash(config, code)
     return folder / f"{stem}.npz", folder / f"{stem}.json"
 
 
-def save(kind: str, config, arrays: dict, wall_time_s: float, root: Path | None = None) -> Path:
-    """Store ``arrays`` (a flat dict of name -> array) for ``config``; returns the .npz path."""
-    npz_path, json_path = _paths(kind, config, root)
+def save(kind: str, config, arrays: dict, wall_time_s: float, root: Path | None = None, code=None) -> Path:
+    """Store ``arrays`` (a flat dict of name -> array) for ``config`` computed by the modules ``code``."""
+    npz_path, json_path = _paths(kind, config, root, code)
     npz_path.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(npz_path, **{k: np.asarray(v) for k, v in arrays.items()})
-    meta = {"kind": kind, "config": config_dict(config), "provenance": provenance(wall_time_s)}
+    meta = {"kind": kind, "config": config_dict(config), "provenance": provenance(wall_time_s, code)}
     json_path.write_text(json.dumps(meta, indent=2))
     return npz_path
 
 
-def load(kind: str, config, root: Path | None = None):
-    """``(arrays, meta)`` stored for ``config``, or ``None`` if there is none."""
-    npz_path, json_path = _paths(kind, config, root)
+def load(kind: str, config, root: Path | None = None, code=None):
+    """``(arrays, meta)`` stored for ``config`` and the modules ``code``, or ``None`` if there is none."""
+    npz_path, json_path = _paths(kind, config, root, code)
     if not (npz_path.exists() and json_path.exists()):
         return None
     with np.load(npz_path) as data:

@@ -12,6 +12,7 @@ one compiled program, vmapped over (config, seed). Results are cached in the res
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -177,6 +178,12 @@ def differences_from_paper(cfg: TeacherStudentConfig):
 
 
 CONFIG_CLASS = TeacherStudentConfig
+
+
+def _code():
+    """The modules whose source the numbers of this section depend on (see results.code_fingerprint)."""
+    return (teacher, support, meta, metrics, rng, sys.modules[__name__])
+
 
 # --------------------------------------------------------------------------------------------- training
 
@@ -370,7 +377,7 @@ def train_and_store(configs, log=print):
         n_seeds = len(c.seeds)
         for j, config in enumerate(group):
             arrays = {k: (v if k == "eval_steps" else v[j * n_seeds:(j + 1) * n_seeds]) for k, v in flat.items()}
-            results.save(KIND, config, arrays, wall / len(group))
+            results.save(KIND, config, arrays, wall / len(group), code=_code())
 
 
 def training_cost(cfg: TeacherStudentConfig) -> float:
@@ -391,13 +398,13 @@ def run(configs, force: bool = False, workers: int | None = None, log=print):
     configs = list(configs)
     todo = []
     for c in configs:
-        stored = None if force else results.load(KIND, c)
+        stored = None if force else results.load(KIND, c, code=_code())
         if stored is None:
             if c not in todo:
                 todo.append(c)
         else:
             prov = stored[1]["provenance"]
-            log(f"[results] reusing stored run {results.config_hash(c)} ({prov['date']}, "
+            log(f"[results] reusing stored run {results.config_hash(c, _code())} ({prov['date']}, "
                 f"{prov['wall_time_s']:.0f} s on {prov['device']}, commit {prov['git_commit'][:8]})")
     if todo:
         workers = parallel.default_workers(len(todo)) if workers is None else workers
@@ -405,7 +412,7 @@ def run(configs, force: bool = False, workers: int | None = None, log=print):
             parallel.run_workers(__name__, todo, [training_cost(c) for c in todo], workers, log)
         else:
             train_and_store(todo, log)
-    return [results.load(KIND, c)[0] for c in configs]
+    return [results.load(KIND, c, code=_code())[0] for c in configs]
 
 
 # --------------------------------------------------------------------------------------------- experiments
