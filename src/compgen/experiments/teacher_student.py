@@ -194,8 +194,9 @@ def _eval_mask_sets(n_modules):
 
 
 def _half_mse_to_teacher(student, zhat, teacher_weight, readout, x):
+    """½-MSE of the student at ẑ against the teacher whose generated weight is ``teacher_weight``."""
     target = jax.nn.relu(x @ teacher_weight / jnp.sqrt(x.shape[-1])) @ readout
-    return metrics.half_mse(teacher.apply_teacher(student, zhat, x), target), target
+    return metrics.half_mse(teacher.apply_teacher(student, zhat, x), target)
 
 
 def infer_latent(cfg: TeacherStudentConfig, student, teacher_params, z, zhat_init, key):
@@ -208,7 +209,7 @@ def infer_latent(cfg: TeacherStudentConfig, student, teacher_params, z, zhat_ini
 
     def loss(zhat, step_key):
         x = teacher.sample_inputs(step_key, cfg.batch, cfg.n_in, cfg.input_sampler)
-        return _half_mse_to_teacher(student, zhat, teacher_weight, teacher_params["readout"], x)[0]
+        return _half_mse_to_teacher(student, zhat, teacher_weight, teacher_params["readout"], x)
 
     return meta.inner_adapt(loss, zhat_init, _inner_optimizer(cfg), cfg.inner_steps, key, mode="stop_gradient")
 
@@ -254,7 +255,7 @@ def outer_step(cfg: TeacherStudentConfig, run, state):
         zhat, inner_losses = infer_latent(cfg, student, state["teacher"], z_task, state["zhat_init"], k_inner)
         x = teacher.sample_inputs(k_query, cfg.batch, cfg.n_in, cfg.input_sampler)
         teacher_weight = teacher.generated_weight(state["teacher"]["modules"], z_task)
-        loss, _ = _half_mse_to_teacher(student, zhat, teacher_weight, state["teacher"]["readout"], x)
+        loss = _half_mse_to_teacher(student, zhat, teacher_weight, state["teacher"]["readout"], x)
         return loss, (inner_losses[0], inner_losses[-1])
 
     def meta_loss(student):
