@@ -35,12 +35,10 @@ def _teacher_student_case(preset, experiment, overrides, steps, repeats):
     else:
         configs = [ts.make_config(preset, **overrides)]
     cfg = configs[0]
-    runs = ts._run_arrays(configs)
-    state = jax.jit(jax.vmap(lambda r: ts.init_run(cfg, r)))(runs)
-    step_all = jax.jit(lambda s: jax.vmap(lambda r, s_: ts.outer_step(cfg, r, s_))(runs, s))
-    chunk = jax.jit(lambda s: ts.meta.scan_steps(step_all, s, steps))
+    runs, init, chunk, _ = ts.make_train(configs)
+    state = init()
     start = time.perf_counter()
-    compiled = chunk.lower(state).compile()
+    compiled = chunk.lower(state, steps).compile()
     compile_s = time.perf_counter() - start
     times = []
     for _ in range(repeats):

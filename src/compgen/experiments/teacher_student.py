@@ -321,30 +321,34 @@ def _run_arrays(configs):
     return jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *rows)
 
 
+def make_train(configs):
+    """The compiled pieces of training every seed of same-shape ``configs`` together.
+
+    Returns ``(runs, init, chunk, evaluate)``: the stacked per-run arrays (config-major, then seed),
+    ``init() -> state``, ``chunk(state, n) -> (state, per-step metrics)`` running ``n`` outer steps
+    under one ``lax.scan``, and ``evaluate(state) -> metrics``; every array has a leading run axis.
+    """
+    cfg = configs[0]
+    if any(c.shape_key() != cfg.shape_key() for c in configs):
+        raise ValueError("configs trained together must differ only in masks, distribution, weight_decay, seeds")
+    if len({len(c.seeds) for c in configs}) != 1:
+        raise ValueError("configs trained together must have the same number of seeds")
+    runs = _run_arrays(configs)
+    init = jax.jit(lambda: jax.vmap(lambda r: init_run(cfg, r))(runs))
+    step_all = lambda state: jax.vmap(lambda r, s: outer_step(cfg, r, s))(runs, state)
+    chunk = jax.jit(lambda state, n: meta.scan_steps(step_all, state, n), static_argnums=1)
+    evaluate = jax.jit(lambda state: jax.vmap(lambda r, s: evaluate_run(cfg, r, s))(runs, state))
+    return runs, init, chunk, evaluate
+
+
 def train_group(configs, log=print):
-    """Train every seed of same-shape ``configs`` in one compiled program.
+    """Train every seed of same-shape ``configs`` in one compiled program (:func:`make_train`).
 
     Returns ``(history, wall_time_s)``; every array in ``history`` has a leading run axis
     (config-major, then seed).
     """
-    cfg = configs[0]
-    if any(c.shape_key() != cfg.shape_key() for c in configs):
-        raise ValueError("train_group needs configs that differ only in masks, distribution, weight_decay, seeds")
-    if len({len(c.seeds) for c in configs}) != 1:
-        raise ValueError("train_group needs the same number of seeds in every config")
-    runs = _run_arrays(configs)
     start = time.perf_counter()
-    state = jax.jit(jax.vmap(lambda r: init_run(cfg, r)))(runs)
-
-    @jax.jit
-    def evaluate(state):
-        return jax.vmap(lambda r, s: evaluate_run(cfg, r, s))(runs, state)
-
-    @jax.jit
-    def step_all(state):
-        return jax.vmap(lambda r, s: outer_step(cfg, r, s))(runs, state)
-
-    chunk = jax.jit(lambda state, n: meta.scan_steps(step_all, state, n), static_argnums=1)
+    _, init, chunk, evaluate = make_train(configs)
 
     def describe(step_metrics, evaluation):
         text = f"loss {np.mean(step_metrics['loss'][-1]):.2e}"
@@ -352,7 +356,8 @@ def train_group(configs, log=print):
             text += f"  alignment {np.mean(evaluation['alignment']):.3f}"
         return text
 
-    _, history = meta.run_chunks(chunk, state, cfg.outer_steps, cfg.eval_every, evaluate, describe, log)
+    _, history = meta.run_chunks(chunk, init(), configs[0].outer_steps, configs[0].eval_every, evaluate, describe,
+                                 log)
     history = jax.tree.map(lambda a: np.moveaxis(np.asarray(a), 1, 0) if np.ndim(a) > 1 else np.asarray(a), history)
     return history, time.perf_counter() - start
 
