@@ -35,7 +35,7 @@ def _teacher_student_case(preset, experiment, overrides, steps, repeats):
     else:
         configs = [ts.make_config(preset, **overrides)]
     cfg = configs[0]
-    runs, init, chunk, _ = ts.make_train(configs)
+    _, init, chunk, _ = ts.make_train(configs)
     state = init()
     start = time.perf_counter()
     compiled = chunk.lower(state, steps).compile()

@@ -402,13 +402,14 @@ def run(configs, force: bool = False, workers: int | None = None, log=print):
     ``eval/alignment`` (seed, eval); ``eval_steps`` (eval,). Sets are :data:`EVAL_SET_NAMES`.
     """
     configs = list(configs)
-    todo = []
+    loaded, todo = {}, []
     for c in configs:
         stored = None if force else results.load(KIND, c, code=_code())
         if stored is None:
             if c not in todo:
                 todo.append(c)
         else:
+            loaded[c] = stored[0]
             prov = stored[1]["provenance"]
             log(f"[results] reusing stored run {results.config_hash(c, _code())} ({prov['date']}, "
                 f"{prov['wall_time_s']:.0f} s on {prov['device']}, commit {prov['git_commit'][:8]})")
@@ -418,7 +419,8 @@ def run(configs, force: bool = False, workers: int | None = None, log=print):
             parallel.run_workers(__name__, todo, [training_cost(c) for c in todo], workers, log)
         else:
             train_and_store(todo, log)
-    return [results.load(KIND, c, code=_code())[0] for c in configs]
+        loaded.update({c: results.load(KIND, c, code=_code())[0] for c in todo})
+    return [loaded[c] for c in configs]
 
 
 # --------------------------------------------------------------------------------------------- experiments
