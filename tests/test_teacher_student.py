@@ -65,7 +65,7 @@ def test_short_training_lowers_loss_and_is_reproducible(tmp_path, monkeypatch):
     (forced,) = ts.run([cfg], force=True, log=lines.append)
     for key in first:
         np.testing.assert_array_equal(forced[key], first[key])
-    meta = results.load(ts.KIND, cfg, code=ts._code())[1]
+    meta = results.load(ts.KIND, cfg, code=ts.code())[1]
     assert meta["config"]["outer_steps"] == 60 and meta["provenance"]["jax_version"] == jax.__version__
 
 

@@ -3,6 +3,7 @@
     compgen list
     compgen run teacher_student fig2c --preset paper
     compgen run teacher_student fig2d --preset quick --set seeds=[100] --set outer_steps=2000 --force
+    compgen run hyperteacher fig3b --preset paper --set seeds=[2020]
 
 A notebook that asks for the same config afterwards loads the stored result instead of training.
 """
@@ -14,7 +15,8 @@ import ast
 import importlib
 import sys
 
-SECTIONS = {"teacher_student": "compgen.experiments.teacher_student"}
+SECTIONS = {"teacher_student": "compgen.experiments.teacher_student",
+            "hyperteacher": "compgen.experiments.hyperteacher"}
 
 
 def _section(name):

@@ -98,3 +98,57 @@ def run_chunks(
         history["eval"] = jax.tree.map(lambda *xs: jnp.stack(xs, axis=0), *evals)
         history["eval_steps"] = jnp.asarray(eval_steps)
     return state, history
+
+
+# --------------------------------------------------------------------------------------------- few-shot
+
+
+def adapt(model, meta_params, support, loss_fn, optimizer, num_steps, key, inner_batch=None, mode="second_order",
+          precompute_features=True):
+    """Adapt a task's fast parameters on its support set (spec §5.1).
+
+    ``support`` = (x (N, n_in), y (N, ...)); ``loss_fn(prediction, y) -> scalar``. Each inner step uses
+    the whole support set, or, with ``inner_batch``, a minibatch drawn with replacement. With
+    ``precompute_features`` the fast-independent part of the model (ANIL's body) runs once on the
+    support set instead of once per inner step; the gradient is the same.
+    Returns ``(fast, inner_losses (num_steps,))``.
+    """
+    x, y = support
+    inputs = model.features(meta_params, x) if precompute_features else x
+    forward = (lambda fast, h: model.head(meta_params, fast, h)) if precompute_features else \
+        (lambda fast, h: model.apply(meta_params, fast, h))
+
+    def inner_loss(fast, step_key):
+        if inner_batch is None:
+            return loss_fn(forward(fast, inputs), y)
+        idx = jax.random.randint(step_key, (inner_batch,), 0, x.shape[0])
+        return loss_fn(forward(fast, inputs[idx]), y[idx])
+
+    return inner_adapt(inner_loss, model.fast_init(meta_params), optimizer, num_steps, key, mode)
+
+
+def fewshot_loss(model, meta_params, support, query, loss_fn, optimizer, num_steps, key, inner_batch=None,
+                 mode="second_order", precompute_features=True):
+    """Query loss of one task after adaptation on its support set; differentiable w.r.t. ``meta_params``.
+
+    Returns ``(loss, (fast, query prediction))``.
+    """
+    fast, _ = adapt(model, meta_params, support, loss_fn, optimizer, num_steps, key, inner_batch, mode,
+                    precompute_features)
+    prediction = model.apply(meta_params, fast, query[0])
+    return loss_fn(prediction, query[1]), (fast, prediction)
+
+
+def outer_optimizer(learning_rate, clip_norm, weight_decay, max_consecutive_errors=1):
+    """Global-norm clipping then AdamW; updates with a non-finite value are skipped and counted.
+
+    ``learning_rate`` is a float or an optax schedule. The count of skipped updates is
+    ``state.total_notfinite`` (optax.apply_if_finite).
+    """
+    chain = optax.chain(optax.clip_by_global_norm(clip_norm), optax.adamw(learning_rate, weight_decay=weight_decay))
+    return optax.apply_if_finite(chain, max_consecutive_errors)
+
+
+def inner_optimizer(learning_rate, weight_decay=1e-4):
+    """The inner AdamW of the few-shot sections: optax defaults with eps_root for a finite second-order gradient."""
+    return optax.adamw(learning_rate, eps_root=1.19e-7, weight_decay=weight_decay)

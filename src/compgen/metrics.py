@@ -16,22 +16,28 @@ def relative_population_loss(prediction, target):
     return 0.5 * jnp.mean((prediction - target) ** 2) / jnp.mean(target**2)
 
 
-def ridge_fit(features, targets, lam, cg_iters=None, intercept=False):
+def ridge_fit(features, targets, lam, cg_iters=None, intercept=False, penalise_intercept=False):
     """Ridge regression ``targets ≈ features @ W (+ b)``: features (N, D), targets (N, K).
 
-    Solves ``(XᵀX + λI) W = Xᵀ y``: exactly when ``cg_iters`` is None, otherwise by that many
-    conjugate-gradient iterations from zero (the authors' code uses 10). With ``intercept`` the
-    features get a constant column that is not penalised. Returns ``(W (D, K), b (K,))``.
+    Solves ``(XᵀX + λP) W = Xᵀ y``: exactly when ``cg_iters`` is None, otherwise by that many
+    conjugate-gradient iterations from zero (the authors' code uses 10), with matrix-vector products
+    only, so D may be large. With ``intercept`` the features get a constant column, penalised only
+    if ``penalise_intercept`` (the hyperteacher probe, spec §2.7). Returns ``(W (D, K), b (K,))``.
     """
     n, d = features.shape
     x = jnp.concatenate([features, jnp.ones((n, 1))], axis=1) if intercept else features
-    penalty = jnp.ones(x.shape[1]).at[-1].set(0.0 if intercept else 1.0)
-    gram = x.T @ x + lam * jnp.diag(penalty)
+    penalty = jnp.ones(x.shape[1])
+    if intercept and not penalise_intercept:
+        penalty = penalty.at[-1].set(0.0)
     rhs = x.T @ targets
     if cg_iters is None:
-        solution = jnp.linalg.solve(gram, rhs)
+        if x.shape[1] <= n or not jnp.all(penalty > 0):
+            solution = jnp.linalg.solve(x.T @ x + lam * jnp.diag(penalty), rhs)
+        else:  # dual form: W = Xᵀ (XXᵀ + λI)⁻¹ y, cheaper when D > N
+            solution = x.T @ jnp.linalg.solve(x @ x.T + lam * jnp.eye(n), targets)
     else:
-        solution, _ = jax.scipy.sparse.linalg.cg(gram, rhs, x0=jnp.zeros_like(rhs), maxiter=cg_iters, tol=0.0)
+        operator = lambda w: x.T @ (x @ w) + lam * penalty[:, None] * w
+        solution, _ = jax.scipy.sparse.linalg.cg(operator, rhs, x0=jnp.zeros_like(rhs), maxiter=cg_iters, tol=0.0)
     if intercept:
         return solution[:d], solution[d]
     return solution, jnp.zeros(targets.shape[1])
@@ -44,14 +50,20 @@ def r2_score(prediction, target):
     return 1.0 - ss_res / ss_tot
 
 
-def linear_decoding(train_features, train_targets, test_features, test_targets, lam, cg_iters=None, intercept=False):
+def linear_decoding(train_features, train_targets, test_features, test_targets, lam, cg_iters=None, intercept=False,
+                    penalise_intercept=False):
     """Fit a ridge decoder on one set and score it on another.
 
     Returns ``(r2 (K,), weights (D, K))``: the R² of each target column on the test set and the
     decoder, so that ``targets ≈ features @ weights``.
     """
-    weights, bias = ridge_fit(train_features, train_targets, lam, cg_iters, intercept)
+    weights, bias = ridge_fit(train_features, train_targets, lam, cg_iters, intercept, penalise_intercept)
     return r2_score(test_features @ weights + bias, test_targets), weights
+
+
+def pooled_r2(prediction, target):
+    """R² pooled over columns, 1 - Σ SS_res / Σ SS_tot: defined even when some column is constant."""
+    return 1.0 - jnp.sum((target - prediction) ** 2) / jnp.sum((target - target.mean(axis=0)) ** 2)
 
 
 def _unit(v, axis):

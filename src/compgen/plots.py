@@ -104,3 +104,100 @@ def training_curves(step_losses, eval_steps, eval_alignment, labels, caption, sm
     fig.suptitle(caption, fontsize=9)
     fig.tight_layout()
     return fig
+
+
+# --------------------------------------------------------------------------------------------- hyperteacher
+
+SPLIT_COLOURS = {"train": "#4d9221", "ood": "#c51b7d", "unused": "#f0f0f0"}
+
+
+def task_split_grids(grids, combination_labels, caption):
+    """The task universe as an S×S grid (layer-0 combination × layer-1 combination) per split.
+
+    grids: {title: (S, S) array with 1 = training task, 2 = OOD task, 0 = neither}.
+    """
+    from matplotlib.colors import ListedColormap
+
+    cmap = ListedColormap([SPLIT_COLOURS["unused"], SPLIT_COLOURS["train"], SPLIT_COLOURS["ood"]])
+    fig, axes = plt.subplots(1, len(grids), figsize=(3.2 * len(grids), 3.6), squeeze=False)
+    size = len(combination_labels)
+    for ax, (title, grid) in zip(axes[0], grids.items()):
+        ax.imshow(grid, cmap=cmap, vmin=0, vmax=2, interpolation="nearest")
+        ticks = np.arange(size) if size <= 12 else np.arange(0, size, max(1, size // 8))
+        ax.set_xticks(ticks, [combination_labels[i] for i in ticks], fontsize=6, rotation=90)
+        ax.set_yticks(ticks, [combination_labels[i] for i in ticks], fontsize=6)
+        ax.set_xlabel("experts of generated layer 1")
+        ax.set_ylabel("experts of generated layer 0")
+        ax.set_title(title, fontsize=9)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=SPLIT_COLOURS[k], ec="k") for k in ("train", "ood", "unused")]
+    fig.legend(handles, ["training task", "OOD task", "in neither"], loc="lower center", ncol=3, fontsize=8)
+    fig.suptitle(caption, fontsize=9)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
+
+
+def grouped_bars(groups, series, values, ylabel, caption, ylim=None, reference=None, reference_label=None):
+    """Bars of the seed mean with one dot per seed: ``values[s][g]`` is an array over seeds.
+
+    groups: x-axis categories; series: bars within a group (legend). ``reference`` draws a dashed line.
+    """
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(groups) * max(1, len(series)) / 2, 3.6))
+    width = 0.8 / len(series)
+    colours = plt.cm.Set2(np.arange(len(series)))
+    for s, (name, colour) in enumerate(zip(series, colours)):
+        for g in range(len(groups)):
+            x = g + (s - (len(series) - 1) / 2) * width
+            v = np.asarray(values[s][g], float)
+            ax.bar(x, np.nanmean(v), width, color=colour, edgecolor="k", linewidth=0.6, label=name if g == 0 else None)
+            _seed_dots(ax, x, v)
+    ax.set_xticks(range(len(groups)), groups, fontsize=8)
+    ax.set_ylabel(ylabel)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    if reference is not None:
+        ax.axhline(reference, color="grey", lw=0.8, ls="--", label=reference_label)
+    ax.legend(fontsize=7, loc="best")
+    ax.set_title(caption, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def heatmap(values, row_labels, col_labels, xlabel, ylabel, colorbar_label, caption, vmin=None, vmax=None):
+    """One annotated heatmap: ``values`` (rows, cols), e.g. accuracy over hidden width x T/M."""
+    values = np.asarray(values, float)
+    fig, ax = plt.subplots(figsize=(1.5 + 0.9 * len(col_labels), 1.2 + 0.6 * len(row_labels)))
+    image = ax.imshow(values, cmap="viridis", origin="lower", vmin=vmin, vmax=vmax, aspect="auto")
+    ax.set_xticks(range(len(col_labels)), col_labels)
+    ax.set_yticks(range(len(row_labels)), row_labels)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    for (i, j), value in np.ndenumerate(values):
+        ax.text(j, i, f"{value:.1f}", ha="center", va="center", fontsize=8, color="w")
+    fig.colorbar(image, ax=ax, label=colorbar_label)
+    ax.set_title(caption, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def accuracy_curves(curves, caption, chance=None):
+    """Evaluation accuracy (%) over outer steps, mean over seeds with the seed range shaded.
+
+    curves: {label: (eval_steps, {set name: (seeds, evals) in %})}; one panel per set name.
+    """
+    set_names = list(next(iter(curves.values()))[1])
+    fig, axes = plt.subplots(1, len(set_names), figsize=(3.6 * len(set_names), 3.3), squeeze=False, sharey=True)
+    colours = plt.cm.tab10(np.arange(len(curves)))
+    for ax, name in zip(axes[0], set_names):
+        for (label, (steps, sets)), colour in zip(curves.items(), colours):
+            values = np.asarray(sets[name])
+            ax.plot(steps, values.mean(0), "-", color=colour, lw=1.2, label=label)
+            ax.fill_between(steps, values.min(0), values.max(0), color=colour, alpha=0.15, lw=0)
+        if chance is not None:
+            ax.axhline(chance, color="grey", lw=0.6, ls=":")
+        ax.set_xlabel("outer step")
+        ax.set_title(f"{name} accuracy", fontsize=9)
+    axes[0][0].set_ylabel("accuracy (%)")
+    axes[0][-1].legend(fontsize=6)
+    fig.suptitle(caption, fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,73 @@
+"""One module per section of the book. Each defines a frozen config class (``CONFIG_CLASS``), its
+``PRESETS``, ``KIND`` (its folder in the results store), ``code()`` (the modules its numbers depend
+on), ``shape_key(cfg)`` (configs equal there share one compiled program), ``train_group(configs)``
+and ``training_cost(cfg)``; the helpers below turn those into cached, parallel runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from compgen import parallel, results
+
+
+def flatten_history(history):
+    """``{"steps": {...}, "eval": {...}, "eval_steps": a}`` -> flat ``{"steps/k": ..., "eval/k": ..., "eval_steps"}``."""
+    flat = {f"steps/{k}": v for k, v in history["steps"].items()}
+    flat.update({f"eval/{k}": v for k, v in history["eval"].items()})
+    flat["eval_steps"] = history["eval_steps"]
+    return flat
+
+
+def train_and_store(section, configs, log=print):
+    """Train ``configs`` of ``section`` (grouped by shape, one compiled program per group); store each."""
+    groups = {}
+    for c in configs:
+        groups.setdefault((section.shape_key(c), len(c.seeds)), []).append(c)
+    for group in groups.values():
+        log(f"[train] {section.describe_group(group)}")
+        history, wall = section.train_group(group, log)
+        flat = flatten_history(history)
+        n_seeds = len(group[0].seeds)
+        for j, config in enumerate(group):
+            arrays = {k: (v if k == "eval_steps" else v[j * n_seeds:(j + 1) * n_seeds]) for k, v in flat.items()}
+            results.save(section.KIND, config, arrays, wall / len(group), code=section.code())
+
+
+def run(section, configs, force=False, workers=None, log=print):
+    """Results for each config (a list, in order): dicts of arrays with a leading seed axis.
+
+    Stored results are loaded unless ``force``; the rest are trained, split over ``workers``
+    processes (default: one per CPU core, 1 on an accelerator), and stored.
+    """
+    configs = list(configs)
+    loaded, todo = {}, []
+    for c in configs:
+        stored = None if force else results.load(section.KIND, c, code=section.code())
+        if stored is None:
+            if c not in todo:
+                todo.append(c)
+        else:
+            loaded[c] = stored[0]
+            prov = stored[1]["provenance"]
+            log(f"[results] reusing stored run {results.config_hash(c, section.code())} ({prov['date']}, "
+                f"{prov['wall_time_s']:.0f} s on {prov['device']}, commit {prov['git_commit'][:8]})")
+    if todo:
+        workers = parallel.default_workers(len(todo)) if workers is None else workers
+        if workers > 1 and len(todo) > 1:
+            parallel.run_workers(section.__name__, todo, [section.training_cost(c) for c in todo], workers, log)
+        else:
+            train_and_store(section, todo, log)
+        for c in todo:
+            stored = results.load(section.KIND, c, code=section.code())
+            if stored is None:
+                raise RuntimeError(f"the run of {c} was not found in the store after training: it was stored "
+                                   "under another code version (was the library edited during the run?)")
+            loaded[c] = stored[0]
+    return [loaded[c] for c in configs]
+
+
+def mean_std(values, digits=3):
+    """``"mean ± std"`` of ``values`` (NaNs ignored)."""
+    values = np.asarray(values, float)
+    return f"{np.nanmean(values):.{digits}f} ± {np.nanstd(values):.{digits}f}"

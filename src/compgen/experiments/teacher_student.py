@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from compgen import meta, metrics, parallel, results, rng
+from compgen import experiments, meta, metrics, rng
 from compgen.tasks import support, teacher
 
 PRESET_NAMES = ("smoke", "quick", "paper")
@@ -180,7 +180,7 @@ def differences_from_paper(cfg: TeacherStudentConfig):
 CONFIG_CLASS = TeacherStudentConfig
 
 
-def _code():
+def code():
     """The modules whose source the numbers of this section depend on (see results.code_fingerprint)."""
     return (teacher, support, meta, metrics, rng, sys.modules[__name__])
 
@@ -362,28 +362,19 @@ def train_group(configs, log=print):
     return history, time.perf_counter() - start
 
 
-def _flatten(history):
-    flat = {f"steps/{k}": v for k, v in history["steps"].items()}
-    flat.update({f"eval/{k}": v for k, v in history["eval"].items()})
-    flat["eval_steps"] = history["eval_steps"]
-    return flat
+def shape_key(cfg: TeacherStudentConfig):
+    return cfg.shape_key()
+
+
+def describe_group(group):
+    c = group[0]
+    return (f"{len(group)} config(s) x {len(c.seeds)} seed(s): student {c.student_hidden} hidden, "
+            f"{c.student_modules} modules, {c.outer_steps} steps")
 
 
 def train_and_store(configs, log=print):
     """Train ``configs`` (grouped by shape, one compiled program per group) and store each result."""
-    groups = {}
-    for c in configs:
-        groups.setdefault((c.shape_key(), len(c.seeds)), []).append(c)
-    for group in groups.values():
-        c = group[0]
-        log(f"[train] {len(group)} config(s) x {len(c.seeds)} seed(s): student {c.student_hidden} hidden, "
-            f"{c.student_modules} modules, {c.outer_steps} steps")
-        history, wall = train_group(group, log)
-        flat = _flatten(history)
-        n_seeds = len(c.seeds)
-        for j, config in enumerate(group):
-            arrays = {k: (v if k == "eval_steps" else v[j * n_seeds:(j + 1) * n_seeds]) for k, v in flat.items()}
-            results.save(KIND, config, arrays, wall / len(group), code=_code())
+    experiments.train_and_store(sys.modules[__name__], configs, log)
 
 
 def training_cost(cfg: TeacherStudentConfig) -> float:
@@ -401,26 +392,7 @@ def run(configs, force: bool = False, workers: int | None = None, log=print):
     ``eval/loss``, ``eval/relative_loss`` (seed, eval, set); ``eval/r2`` (seed, eval, set, M);
     ``eval/alignment`` (seed, eval); ``eval_steps`` (eval,). Sets are :data:`EVAL_SET_NAMES`.
     """
-    configs = list(configs)
-    loaded, todo = {}, []
-    for c in configs:
-        stored = None if force else results.load(KIND, c, code=_code())
-        if stored is None:
-            if c not in todo:
-                todo.append(c)
-        else:
-            loaded[c] = stored[0]
-            prov = stored[1]["provenance"]
-            log(f"[results] reusing stored run {results.config_hash(c, _code())} ({prov['date']}, "
-                f"{prov['wall_time_s']:.0f} s on {prov['device']}, commit {prov['git_commit'][:8]})")
-    if todo:
-        workers = parallel.default_workers(len(todo)) if workers is None else workers
-        if workers > 1 and len(todo) > 1:
-            parallel.run_workers(__name__, todo, [training_cost(c) for c in todo], workers, log)
-        else:
-            train_and_store(todo, log)
-        loaded.update({c: results.load(KIND, c, code=_code())[0] for c in todo})
-    return [loaded[c] for c in configs]
+    return experiments.run(sys.modules[__name__], configs, force, workers, log)
 
 
 # --------------------------------------------------------------------------------------------- experiments
@@ -468,9 +440,7 @@ def final_alignment(output):
     return np.asarray(output["eval/alignment"])[:, -1]
 
 
-def mean_std(values, digits=3):
-    values = np.asarray(values, float)
-    return f"{values.mean():.{digits}f} ± {values.std():.{digits}f}"
+mean_std = experiments.mean_std
 
 
 def summarize(configs, outputs) -> str:

@@ -1,0 +1,203 @@
+"""The hyperteacher: a teacher network whose hidden layers a hypernetwork generates from a
+modular task code (spec §2.1-2.4).
+
+A task is a code z in {0,1}^(2×M): one row per generated layer, each with 1..K of the M experts
+active. The teacher is a 16-32-32-32-8 ReLU MLP in NTK parameterisation without biases; its two
+hidden->hidden layers are a bias-free linear function of the flattened code (so one code entry
+influences both generated layers, as in the authors' code). Its outputs, standardised per unit
+over 1000 fixed inputs, become soft targets at temperature 0.1.
+
+The universe of tasks is every (layer-0 combination, layer-1 combination) pair; a task id is
+``c0 * S + c1`` with the combinations of :func:`layer_combinations`. The splits of spec §2.3 pick
+training and out-of-distribution (OOD) ids from it.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from compgen.tasks import support
+from compgen.tasks.teacher import truncated_normal
+
+SPLITS = ("random", "non_compositional", "connected", "disconnected")
+N_GENERATED = 2  # generated layers (hidden_0, hidden_1)
+
+
+# --------------------------------------------------------------------------------------------- teacher
+
+
+def init_teacher(key, n_modules, n_in=16, hidden=32, n_out=8):
+    """Teacher parameters from the run's fixed key; every entry TN(1.0) (spec §2.1).
+
+    ``{"input": (n_in, hidden), "output": (hidden, n_out), "bank": (2M, 2, hidden, hidden)}``.
+    """
+    k_io, k_bank = jax.random.split(key)
+    k_in, k_out = jax.random.split(k_io)
+    return {
+        "input": truncated_normal(k_in, (n_in, hidden), 1.0),
+        "output": truncated_normal(k_out, (hidden, n_out), 1.0),
+        "bank": truncated_normal(k_bank, (N_GENERATED * n_modules, N_GENERATED, hidden, hidden), 1.0),
+    }
+
+
+def teacher_logits(params, code, x):
+    """Raw teacher outputs for task ``code`` (2, M) on inputs ``x`` (N, n_in) -> (N, n_out)."""
+    generated = jnp.tensordot(code.reshape(-1), params["bank"], axes=1)  # (2, hidden, hidden)
+    h = jax.nn.relu(x @ params["input"] / jnp.sqrt(x.shape[-1]))
+    for w in generated:
+        h = jax.nn.relu(h @ w / jnp.sqrt(w.shape[0]))
+    return h @ params["output"] / jnp.sqrt(h.shape[-1])
+
+
+def sample_inputs(key, num, n_in):
+    """Inputs i.i.d. Uniform[-1, 1]: (num, n_in)."""
+    return jax.random.uniform(key, (num, n_in), minval=-1.0, maxval=1.0)
+
+
+def standardised_logits(params, norm_inputs, code, x):
+    """Teacher outputs standardised per unit with the task's mean/std over ``norm_inputs``: (N, n_out)."""
+    reference = teacher_logits(params, code, norm_inputs)
+    return (teacher_logits(params, code, x) - reference.mean(0)) / reference.std(0)
+
+
+def task_data(params, norm_inputs, code, key, n_support, n_query, temperature=0.1):
+    """Fresh support and query sets of one task: ``((x_s, y_s), (x_q, y_q))`` with soft targets y."""
+    x = sample_inputs(key, n_support + n_query, params["input"].shape[0])
+    targets = jax.nn.softmax(standardised_logits(params, norm_inputs, code, x) / temperature)
+    return (x[:n_support], targets[:n_support]), (x[n_support:], targets[n_support:])
+
+
+def kl_loss(prediction, target):
+    """KL(target ‖ softmax(prediction)) summed over classes, averaged over points."""
+    log_q = jax.nn.log_softmax(prediction)
+    return jnp.mean(jnp.sum(jax.scipy.special.xlogy(target, target) - target * log_q, axis=-1))
+
+
+def accuracy(prediction, target):
+    """Fraction of points whose predicted class is the target's most likely class."""
+    return jnp.mean(jnp.argmax(prediction, -1) == jnp.argmax(target, -1))
+
+
+# --------------------------------------------------------------------------------------------- task universe
+
+
+def check_modules(n_modules, max_hot):
+    """Raise a ValueError naming the parameter unless 1 <= K <= M."""
+    if isinstance(n_modules, bool) or int(n_modules) != n_modules or n_modules < 1:
+        raise ValueError(f"n_modules must be a positive integer, got {n_modules!r}")
+    if isinstance(max_hot, bool) or int(max_hot) != max_hot or not 1 <= max_hot <= n_modules:
+        raise ValueError(f"max_hot (K) must be an integer in 1..n_modules={n_modules}, got {max_hot!r}")
+
+
+def layer_combinations(n_modules, max_hot):
+    """The S = Σ_{k<=K} C(M, k) expert combinations of one layer, ordered by k: (S, M) int32."""
+    check_modules(n_modules, max_hot)
+    return support.masks_up_to_k(n_modules, max_hot)
+
+
+def task_codes(n_modules, max_hot, ids=None):
+    """Codes of task ``ids`` (default: all S² tasks): (n, 2, M) float32."""
+    combos = layer_combinations(n_modules, max_hot)
+    s = len(combos)
+    ids = np.arange(s * s) if ids is None else np.asarray(ids)
+    return np.stack([combos[ids // s], combos[ids % s]], axis=1).astype(np.float32)
+
+
+def _connected_layer_set(n_modules):
+    """One-hots, (i, i+1 mod M) and (i, i+2 mod M) pairs: the 3M per-layer combinations of spec §2.3."""
+    rows = [{i} for i in range(n_modules)]
+    rows += [{i, (i + 1) % n_modules} for i in range(n_modules)]
+    rows += [{i, (i + 2) % n_modules} for i in range(n_modules)]
+    return {frozenset(r) for r in rows}
+
+
+def task_split(n_modules, max_hot, split="random", frac_ood=0.25, seed=0, max_redraws=100):
+    """Training and OOD task ids of a split (spec §2.3): ``(train (n,), ood (m,), redraws)``.
+
+    * ``random``: a permutation of all tasks from ``seed``; the last ⌊frac_ood·S²⌋ are OOD. The
+      split is re-drawn (``redraws`` counts how often) until every expert of every layer is active in
+      some training task, so the training support is compositional.
+    * ``non_compositional``: OOD = every task whose last generated layer uses expert M-1.
+    * ``connected`` / ``disconnected`` (K = 2, M even and > 4): training tasks whose per-layer
+      combinations are one-hots or ring pairs at distance 1 and 2 / both layers 1-hot or both 2-hot
+      within one half of the experts; OOD = the tasks in neither set.
+    """
+    check_modules(n_modules, max_hot)
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    if not 0.0 < frac_ood < 1.0:
+        raise ValueError(f"frac_ood must lie strictly between 0 and 1, got {frac_ood!r}")
+    codes = task_codes(n_modules, max_hot)
+    n_tasks = len(codes)
+    redraws = 0
+    if split == "random":
+        n_ood = int(np.floor(frac_ood * n_tasks))
+        if n_ood == 0 or n_ood == n_tasks:
+            raise ValueError(f"frac_ood={frac_ood} leaves {n_ood} of {n_tasks} tasks out of distribution; "
+                             "choose frac_ood so that both sets are non-empty")
+        key = jax.random.key(seed)
+        while True:
+            order = np.asarray(jax.random.permutation(jax.random.fold_in(key, redraws) if redraws else key, n_tasks))
+            train, ood = order[: n_tasks - n_ood], order[n_tasks - n_ood:]
+            if codes[train].any(axis=0).all():
+                break
+            redraws += 1
+            if redraws > max_redraws:
+                raise ValueError(f"no compositional random split found in {max_redraws} draws "
+                                 f"(M={n_modules}, K={max_hot}, frac_ood={frac_ood}); lower frac_ood")
+        return np.sort(train), np.sort(ood), redraws
+    if split == "non_compositional":
+        held_out = codes[:, -1, n_modules - 1] == 1
+        return np.flatnonzero(~held_out), np.flatnonzero(held_out), 0
+    if max_hot != 2 or n_modules % 2 or n_modules <= 4:
+        raise ValueError(f"split={split!r} needs max_hot (K) = 2 and an even n_modules (M) > 4, "
+                         f"got K={max_hot}, M={n_modules}")
+    per_layer = [[frozenset(np.flatnonzero(codes[t, layer])) for layer in range(N_GENERATED)] for t in range(n_tasks)]
+    ring = _connected_layer_set(n_modules)
+    halves = (frozenset(range(n_modules // 2)), frozenset(range(n_modules // 2, n_modules)))
+    connected = np.array([all(c in ring for c in layers) for layers in per_layer])
+    disconnected = np.array([len({len(c) for c in layers}) == 1 and any(frozenset().union(*layers) <= h for h in halves)
+                             for layers in per_layer])
+    train = connected if split == "connected" else disconnected
+    return np.flatnonzero(train), np.flatnonzero(~(connected | disconnected)), 0
+
+
+def ood_k_values(n_modules):
+    """The k of the ``ood_k`` evaluation sets: powers of two up to M."""
+    return tuple(2**i for i in range(int(np.log2(n_modules)) + 1))
+
+
+def sample_codes(key, codes, num):
+    """``num`` codes drawn uniformly with replacement from ``codes`` (n, 2, M)."""
+    return jnp.asarray(codes)[jax.random.randint(key, (num,), 0, len(codes))]
+
+
+def sample_k_hot_codes(key, n_modules, k, num):
+    """``num`` codes with k distinct experts drawn uniformly in each layer independently: (num, 2, M)."""
+    scores = jax.random.uniform(key, (num, N_GENERATED, n_modules))
+    kth = jnp.sort(scores, axis=-1)[..., n_modules - k][..., None]
+    return (scores >= kth).astype(jnp.float32)
+
+
+def evaluation_codes(key, n_modules, max_hot, train_ids, ood_ids, num):
+    """The fixed evaluation sets of spec §2.4: ``{name: codes (num, 2, M) or None}``.
+
+    ``valid``/``test`` draw from the training tasks, ``ood`` from the OOD tasks, and ``ood_k`` from the
+    OOD tasks whose every layer has exactly k experts (k <= K; None when there are none) or, for
+    k > K, from fresh k-hot codes.
+    """
+    codes = task_codes(n_modules, max_hot)
+    k_train, k_test, k_valid, k_ood, k_aux = jax.random.split(key, 5)
+    sets = {"valid": sample_codes(k_valid, codes[train_ids], num), "test": sample_codes(k_test, codes[train_ids], num),
+            "ood": sample_codes(k_ood, codes[ood_ids], num)}
+    ood = codes[ood_ids]
+    for i, k in enumerate(ood_k_values(n_modules)):
+        set_key = jax.random.fold_in(k_aux, i)
+        if k <= max_hot:
+            exact = ood[(ood.sum(-1) == k).all(-1)]
+            sets[f"ood_{k}"] = sample_codes(set_key, exact, num) if len(exact) else None
+        else:
+            sets[f"ood_{k}"] = sample_k_hot_codes(set_key, n_modules, k, num)
+    return sets
