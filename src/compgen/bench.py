@@ -17,25 +17,27 @@ import sys
 import time
 
 CASES = {
-    # name: (preset, experiment: one config or all of Fig. 2C, overrides, steps per timed chunk, repeats)
-    "teacher_student paper, 1 run": ("paper", "single", {"seeds": (100,)}, 2, 3),
-    "teacher_student quick, 1 run": ("quick", "single", {"seeds": (100,)}, 50, 5),
-    "teacher_student quick, Fig. 2C (21 runs)": ("quick", "fig2c", {}, 20, 3),
+    # name: (section, preset, experiment or model, overrides, steps per timed chunk, repeats)
+    "teacher_student paper, 1 run": ("teacher_student", "paper", "single", {"seeds": (100,)}, 2, 3),
+    "teacher_student quick, 1 run": ("teacher_student", "quick", "single", {"seeds": (100,)}, 50, 5),
+    "teacher_student quick, Fig. 2C (21 runs)": ("teacher_student", "quick", "fig2c", {}, 20, 3),
 }
+# The hyperteacher at the configuration of the reference timings (M = 4, K = 2, 128 tasks, 256 + 256 shots)
+# and at quick, one seed, for each model.
+_HT_PAPER = {"n_modules": 4, "max_hot": 2, "seeds": (2020,)}
+for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
+    CASES[f"hyperteacher {_model} paper (M=4, K=2)"] = ("hyperteacher", "paper", _model, _HT_PAPER, 1, 2)
+for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
+    CASES[f"hyperteacher {_model} quick"] = ("hyperteacher", "quick", _model, {"seeds": (2020,)}, 20, 3)
+# seconds per outer step of the authors' implementation on this 2-core CPU at the paper configuration
+REFERENCE_S_PER_STEP = {"hnet_linear": 3.4, "anil": 26.0, "maml": 28.0}
 
 
-def _teacher_student_case(preset, experiment, overrides, steps, repeats):
+def _time_chunks(init, chunk, steps, repeats):
+    """Compile a chunk of ``steps`` outer steps, run it ``repeats`` times: (median s/step, compile s)."""
     import jax
     import numpy as np
 
-    from compgen.experiments import teacher_student as ts
-
-    if experiment == "fig2c":
-        configs = ts.fig2c_configs(preset, **overrides)
-    else:
-        configs = [ts.make_config(preset, **overrides)]
-    cfg = configs[0]
-    _, init, chunk, _ = ts.make_train(configs)
     state = init()
     start = time.perf_counter()
     compiled = chunk.lower(state, steps).compile()
@@ -46,14 +48,36 @@ def _teacher_student_case(preset, experiment, overrides, steps, repeats):
         state, _ = compiled(state)
         jax.block_until_ready(state)
         times.append((time.perf_counter() - start) / steps)
+    return float(np.median(times)), compile_s
+
+
+def _hyperteacher_case(preset, model, overrides, steps, repeats):
+    from compgen.experiments import hyperteacher as ht
+
+    cfg = ht.make_config(preset, model, **overrides)
+    _, init, chunk, _ = ht.make_train([cfg])
+    s_per_step, compile_s = _time_chunks(init, chunk, steps, repeats)
+    return {"runs": 1, "s_per_step": s_per_step, "compile_s": compile_s,
+            "gflops": ht.flops_per_step(cfg) / s_per_step / 1e9}
+
+
+def _teacher_student_case(preset, experiment, overrides, steps, repeats):
+    from compgen.experiments import teacher_student as ts
+
+    if experiment == "fig2c":
+        configs = ts.fig2c_configs(preset, **overrides)
+    else:
+        configs = [ts.make_config(preset, **overrides)]
+    cfg = configs[0]
+    _, init, chunk, _ = ts.make_train(configs)
+    s_per_step, compile_s = _time_chunks(init, chunk, steps, repeats)
     n_runs = len(configs) * len(cfg.seeds)
     # multiply-accumulates per sample and inner step: student forward and backward to ẑ, teacher labels
     n, h, t, o = cfg.n_in, cfg.student_hidden, cfg.student_modules, cfg.n_out
     per_sample = 3 * (n * h + h * o) + cfg.teacher_hidden * (n + o)
     per_task = cfg.inner_steps * (cfg.batch * per_sample + 2 * t * n * h) + 3 * cfg.batch * (n * h + h * o)
     flops = 2 * per_task * cfg.meta_batch * n_runs
-    return {"runs": n_runs, "s_per_step": float(np.median(times)), "compile_s": compile_s,
-            "gflops": flops / float(np.median(times)) / 1e9}
+    return {"runs": n_runs, "s_per_step": s_per_step, "compile_s": compile_s, "gflops": flops / s_per_step / 1e9}
 
 
 def _gemm_gflops():
@@ -70,30 +94,41 @@ def _gemm_gflops():
 
 
 def run_case(name):
-    result = _teacher_student_case(*CASES[name])
+    section, *args = CASES[name]
+    result = (_hyperteacher_case if section == "hyperteacher" else _teacher_student_case)(*args)
     result["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     result["gemm_gflops"] = _gemm_gflops()
     return result
 
 
+def _reference(name):
+    for model, seconds in REFERENCE_S_PER_STEP.items():
+        if name.startswith(f"hyperteacher {model} paper"):
+            return f"{seconds:.1f}"
+    return "–"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--case", choices=sorted(CASES), help="run one case and print JSON")
+    parser.add_argument("--only", default="", help="run the cases whose name contains this text")
     args = parser.parse_args(argv)
     if args.case:
         print(json.dumps(run_case(args.case)))
         return 0
-    header = f"| {'case':42s} | runs | s/outer step | s/run-step | compile s | peak RSS GB | GFLOP/s | GEMM GFLOP/s |"
+    header = (f"| {'case':42s} | runs | s/outer step | s/run-step | compile s | peak RSS GB | GFLOP/s | GEMM GFLOP/s "
+              "| reference s/step |")
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
-    for name in CASES:
+    for name in [n for n in CASES if args.only in n]:
         out = subprocess.run([sys.executable, "-m", "compgen.bench", "--case", name], capture_output=True, text=True)
         if out.returncode != 0:
             print(f"| {name:42s} | failed: {out.stderr.strip().splitlines()[-1]} |")
             continue
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"| {name:42s} | {r['runs']:4d} | {r['s_per_step']:12.4f} | {r['s_per_step'] / r['runs']:10.4f} "
-              f"| {r['compile_s']:9.1f} | {r['peak_rss_gb']:11.2f} | {r['gflops']:7.1f} | {r['gemm_gflops']:12.1f} |")
+              f"| {r['compile_s']:9.1f} | {r['peak_rss_gb']:11.2f} | {r['gflops']:7.1f} | {r['gemm_gflops']:12.1f} "
+              f"| {_reference(name):16s} |", flush=True)
     return 0
 
 

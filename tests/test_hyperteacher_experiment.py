@@ -1,0 +1,92 @@
+import dataclasses
+
+import jax
+import numpy as np
+import pytest
+
+from compgen import results
+from compgen.experiments import hyperteacher as H
+from compgen.experiments import hyperteacher_summary as S
+from compgen.models import MODEL_NAMES
+
+
+def test_presets_and_paper_values():
+    paper = H.make_config("paper", "anil")
+    assert (paper.hidden, paper.inner_steps, paper.inner_batch, paper.inner_lr) == (512, 100, 64, 0.03)
+    assert (paper.meta_batch, paper.shots_support, paper.outer_steps, paper.temperature) == (128, 256, 200_000, 0.1)
+    assert H.make_config("paper", "hnet_deepmlp").outer_lr == 3e-3
+    assert H.make_config("paper", "hnet_linear").n_templates == 32  # T = 4 M at M = 8
+    assert H.differences_from_paper(H.make_config("paper", "maml")) == []
+    assert len(H.fig3e_configs("paper")) == 4 * 12  # (M, K) cells with K <= M, spec §2.8
+    assert {c.split for c in H.fig3cd_configs("paper")} == {"connected", "disconnected"}
+
+
+@pytest.mark.parametrize("overrides, match", [
+    (dict(max_hot=5), "max_hot"),
+    (dict(split="diagonal"), "split must be one of"),
+    (dict(frac_ood=1.5), "frac_ood"),
+    (dict(split="connected", max_hot=4, n_modules=8), "K"),
+    (dict(split="connected", n_modules=7), "even"),
+    (dict(inner_batch=0), "inner_batch"),
+    (dict(gradient="zeroth"), "gradient"),
+    (dict(outer_schedule="linear"), "outer_schedule"),
+    (dict(hidden=0), "hidden"),
+])
+def test_bad_parameters_name_the_parameter(overrides, match):
+    with pytest.raises(ValueError, match=match):
+        H.make_config("smoke", "hnet_linear", **overrides)
+
+
+def test_unknown_model_and_preset_are_rejected():
+    with pytest.raises(ValueError, match="model must be one of"):
+        H.make_config("smoke", "transformer")
+    with pytest.raises(ValueError, match="preset must be one of"):
+        H.make_config("fast", "anil")
+
+
+def test_flop_estimate_orders_the_models_as_the_spec():
+    flops = {m: H.flops_per_step(H.make_config("paper", m)) for m in MODEL_NAMES}
+    # spec §7.1 at M = 8: hnets ~250 GFLOP, MAML ~1,850, ANIL ~2,700 (with the body re-run per minibatch)
+    assert 100e9 < flops["hnet_linear"] < 500e9 and 1000e9 < flops["maml"] < 3000e9
+    assert flops["anil"] < flops["maml"]  # the fast path computes ANIL's body once per task
+
+
+@pytest.mark.parametrize("model", MODEL_NAMES)
+def test_short_training_lowers_the_loss(model):
+    cfg = H.make_config("smoke", model, outer_steps=60, meta_batch=8, shots_support=32, shots_query=32,
+                        outer_lr=3e-3)
+    _, init, chunk, _ = H.make_train([cfg])
+    _, metrics = chunk(init(), cfg.outer_steps)
+    loss = np.asarray(metrics["loss"])[:, 0]
+    assert np.isfinite(loss).all() and int(np.asarray(metrics["skipped"])[-1, 0]) == 0
+    assert loss[-15:].mean() < 0.9 * loss[:15].mean()
+
+
+def test_run_is_stored_reproducible_and_summarised(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path))
+    cfg = H.make_config("smoke", "hnet_linear", outer_steps=10, eval_every=10)
+    other = dataclasses.replace(cfg, split="non_compositional")
+    lines = []
+    first = H.run([cfg, other], workers=1, log=lines.append)
+    again = H.run([cfg, other], force=True, workers=1, log=lines.append)
+    for a, b in zip(first, again):
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key])
+    names = cfg.eval_set_names()
+    assert first[0]["eval/accuracy"].shape == (1, 2, len(names)) and first[0]["eval/r2_ood"].shape == (1, 2, 8)
+    # evaluation sets: in-distribution tasks differ between the splits, the fixed sets do not change over time
+    assert not np.array_equal(first[0]["eval/accuracy"], first[1]["eval/accuracy"])
+    assert results.load(H.KIND, cfg, code=H.code())[1]["config"]["model"] == "hnet_linear"
+    table = H.summarize([cfg, other], first)
+    assert "| Linear hnet | random |" in table and "| Linear hnet | non_compositional |" in table
+    accuracy = S.accuracy_table([cfg], [first[0]])
+    assert "Train" in accuracy and "OOD (K=4)" in accuracy
+
+
+def test_grouped_runs_equal_separate_runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path))
+    cfg = H.make_config("smoke", "anil", outer_steps=6, eval_every=6)
+    other = dataclasses.replace(cfg, split="non_compositional")
+    grouped = H.run([cfg, other], workers=1, log=lambda _: None)
+    separate = H.run([other], force=True, workers=1, log=lambda _: None)
+    np.testing.assert_allclose(grouped[1]["steps/loss"], separate[0]["steps/loss"], rtol=1e-4)
