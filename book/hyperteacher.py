@@ -87,10 +87,17 @@ display(Markdown(f"**Preset `{preset}`** ({p.description}). Fields that differ f
                  "of each model (Fig. 3B runs):\n\n| model | differences |\n|---|---|\n" + "\n".join(rows)))
 
 
-def caption(cfg, what, seeds_=None):
-    s = seeds_ or cfg.seeds
-    return (f"{what} — preset {preset}: M = {cfg.n_modules}, K = {cfg.max_hot}, {cfg.outer_steps:,} outer steps "
-            f"× {cfg.meta_batch} tasks, seeds {', '.join(map(str, s))}")
+def caption(cfgs, what):
+    """Figure caption: preset, M and K, outer steps per model, tasks per step and seeds of ``cfgs``."""
+    cfgs = list(cfgs) if isinstance(cfgs, (list, tuple)) else [cfgs]
+    join = lambda values: "/".join(map(str, sorted(set(values))))
+    steps = {}
+    for c in cfgs:
+        steps.setdefault(H.MODEL_LABELS[c.model], set()).add(c.outer_steps)
+    steps_text = ", ".join(f"{label} {'/'.join(f'{n:,}' for n in sorted(n_steps))}" for label, n_steps in steps.items())
+    return (f"{what} — preset {preset}: M = {join(c.n_modules for c in cfgs)}, K = {join(c.max_hot for c in cfgs)}, "
+            f"{join(c.meta_batch for c in cfgs)} tasks/step, outer steps: {steps_text}; "
+            f"seeds {join(s for c in cfgs for s in c.seeds)}")
 
 
 # %% [markdown]
@@ -159,7 +166,7 @@ splits = ("random", "non_compositional")
 values = [[S.final_accuracy(c, outputs[c]) for split in splits for c in fig3b if c.model == m and c.split == split]
           for m in H.MODELS]
 plots.grouped_bars(["compositional (random)", "non-compositional"], [H.MODEL_LABELS[m] for m in H.MODELS], values,
-                   "OOD accuracy (%)", caption(fig3b[0], "Fig. 3B: OOD accuracy"), ylim=(0, 100),
+                   "OOD accuracy (%)", caption(fig3b, "Fig. 3B: OOD accuracy"), ylim=(0, 100),
                    reference=12.5, reference_label="chance")
 plt.show()
 lines = ["| model | OOD acc., compositional | OOD acc., non-compositional | test acc., compositional | paper A6 OOD (M=8) |",
@@ -213,7 +220,7 @@ groups = ["compositional", "non-compositional", f"connected (M={fig3cd[0].n_modu
           f"disconnected (M={fig3cd[0].n_modules})"]
 plots.grouped_bars(groups, [H.MODEL_LABELS[m] for m in ("hnet_linear", "hnet_deepmlp")],
                    [[r2_cd[(m, s)] for s in splits + ("connected", "disconnected")] for m in ("hnet_linear", "hnet_deepmlp")],
-                   "R² of decoding z on OOD tasks", caption(fig3b[0], "Fig. 3C/D: linear decodability"),
+                   "R² of decoding z on OOD tasks", caption(fig3b + fig3cd, "Fig. 3C/D: linear decodability"),
                    ylim=(min(-0.5, min(np.min(v) for v in r2_cd.values()) - 0.05), 1.05), reference=0.0)
 plt.show()
 lines = ["| hypernetwork | " + " | ".join(groups) + " |", "|---|" + "---|" * len(groups)]
@@ -243,7 +250,7 @@ cells = list(dict.fromkeys((c.n_modules, c.max_hot) for c in fig3e))
 plots.grouped_bars([f"M={m}, K={k}" for m, k in cells], [H.MODEL_LABELS[m] for m in models_e],
                    [[S.final_accuracy(c, outputs[c]) for cell in cells for c in fig3e
                      if c.model == model and (c.n_modules, c.max_hot) == cell] for model in models_e],
-                   "OOD accuracy (%)", caption(fig3e[0], "Fig. 3E: OOD accuracy over M and K"), ylim=(0, 100),
+                   "OOD accuracy (%)", caption(fig3e, "Fig. 3E: OOD accuracy over M and K"), ylim=(0, 100),
                    reference=12.5, reference_label="chance")
 plt.show()
 
@@ -290,7 +297,7 @@ for model in p.fig3f_models:
             grid[i, j] = max(cell)
     plots.heatmap(grid, [str(h) for h in p.fig3f_hidden], [str(r) for r in p.fig3f_ratios], "modules per expert T/M",
                   f"student hidden width (teacher {cfgs[0].teacher_hidden})", "OOD accuracy (%)",
-                  caption(cfgs[0], f"Fig. 3F: {H.MODEL_LABELS[model]}"))
+                  caption(cfgs, f"Fig. 3F: {H.MODEL_LABELS[model]}"))
     plt.show()
 
 # %% [markdown]
@@ -309,7 +316,7 @@ for c in fig3b:
     names = c.eval_set_names()
     curves[f"{H.MODEL_LABELS[c.model]}, {c.split}"] = (
         out["eval_steps"], {s: 100 * np.asarray(out["eval/accuracy"])[:, :, names.index(s)] for s in ("test", "ood")})
-plots.accuracy_curves(curves, caption(fig3b[0], "Fig. A7: accuracy during training"), chance=12.5)
+plots.accuracy_curves(curves, caption(fig3b, "Fig. A7: accuracy during training"), chance=12.5)
 plt.show()
 skipped = {f"{H.MODEL_LABELS[c.model]}, {c.split}": int(np.asarray(outputs[c]["steps/skipped"])[:, -1].max())
            for c in all_configs}

@@ -53,13 +53,16 @@ def test_flop_estimate_orders_the_models_as_the_spec():
 
 @pytest.mark.parametrize("model", MODEL_NAMES)
 def test_short_training_lowers_the_loss(model):
-    cfg = H.make_config("smoke", model, outer_steps=60, meta_batch=8, shots_support=32, shots_query=32,
-                        outer_lr=3e-3)
+    cfg = H.make_config("smoke", model, outer_steps=100, meta_batch=8, shots_support=32, shots_query=32,
+                        outer_lr=5e-3)
     _, init, chunk, _ = H.make_train([cfg])
     _, metrics = chunk(init(), cfg.outer_steps)
     loss = np.asarray(metrics["loss"])[:, 0]
     assert np.isfinite(loss).all() and int(np.asarray(metrics["skipped"])[-1, 0]) == 0
-    assert loss[-15:].mean() < 0.9 * loss[:15].mean()
+    # the query loss of fresh tasks is noisy: require the drop to exceed three standard errors
+    first, last = loss[:25], loss[-25:]
+    stderr = np.sqrt(first.var() / len(first) + last.var() / len(last))
+    assert first.mean() - last.mean() > 3 * stderr, (first.mean(), last.mean(), stderr)
 
 
 def test_run_is_stored_reproducible_and_summarised(tmp_path, monkeypatch):

@@ -132,7 +132,7 @@ def task_split_grids(grids, combination_labels, caption):
     handles = [plt.Rectangle((0, 0), 1, 1, color=SPLIT_COLOURS[k], ec="k") for k in ("train", "ood", "unused")]
     fig.legend(handles, ["training task", "OOD task", "in neither"], loc="lower center", ncol=3, fontsize=8)
     fig.suptitle(caption, fontsize=9)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
@@ -157,7 +157,7 @@ def grouped_bars(groups, series, values, ylabel, caption, ylim=None, reference=N
     if reference is not None:
         ax.axhline(reference, color="grey", lw=0.8, ls="--", label=reference_label)
     ax.legend(fontsize=7, loc="best")
-    ax.set_title(caption, fontsize=9)
+    ax.set_title(textwrap.fill(caption, 100), fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -165,7 +165,7 @@ def grouped_bars(groups, series, values, ylabel, caption, ylim=None, reference=N
 def heatmap(values, row_labels, col_labels, xlabel, ylabel, colorbar_label, caption, vmin=None, vmax=None):
     """One annotated heatmap: ``values`` (rows, cols), e.g. accuracy over hidden width x T/M."""
     values = np.asarray(values, float)
-    fig, ax = plt.subplots(figsize=(1.5 + 0.9 * len(col_labels), 1.2 + 0.6 * len(row_labels)))
+    fig, ax = plt.subplots(figsize=(max(5.5, 2.5 + 0.9 * len(col_labels)), max(3.2, 1.6 + 0.6 * len(row_labels))))
     image = ax.imshow(values, cmap="viridis", origin="lower", vmin=vmin, vmax=vmax, aspect="auto")
     ax.set_xticks(range(len(col_labels)), col_labels)
     ax.set_yticks(range(len(row_labels)), row_labels)
@@ -174,7 +174,7 @@ def heatmap(values, row_labels, col_labels, xlabel, ylabel, colorbar_label, capt
     for (i, j), value in np.ndenumerate(values):
         ax.text(j, i, f"{value:.1f}", ha="center", va="center", fontsize=8, color="w")
     fig.colorbar(image, ax=ax, label=colorbar_label)
-    ax.set_title(caption, fontsize=9)
+    ax.set_title(textwrap.fill(caption, 70), fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -197,7 +197,7 @@ def accuracy_curves(curves, caption, chance=None):
         ax.set_xlabel("outer step")
         ax.set_title(f"{name} accuracy", fontsize=9)
     axes[0][0].set_ylabel("accuracy (%)")
-    axes[0][-1].legend(fontsize=6)
-    fig.suptitle(caption, fontsize=9)
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.suptitle(textwrap.fill(caption, 120), fontsize=8)
     fig.tight_layout()
     return fig
