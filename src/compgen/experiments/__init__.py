@@ -6,9 +6,41 @@ and ``training_cost(cfg)``; the helpers below turn those into cached, parallel r
 
 from __future__ import annotations
 
+import time
+
+import jax
 import numpy as np
 
-from compgen import parallel, results
+from compgen import meta, parallel, results
+
+
+def compile_runs(cfg, runs, init_run, outer_step, evaluate_run):
+    """The jitted pieces that train every run of ``runs`` (per-run arrays stacked on axis 0) together.
+
+    ``init_run(cfg, run) -> state``, ``outer_step(cfg, run, state) -> (state, metrics)`` and
+    ``evaluate_run(cfg, run, state) -> metrics`` describe one run; they are vmapped over runs.
+    Returns ``(init() -> state, chunk(state, n) -> (state, per-step metrics), evaluate(state) -> metrics)``,
+    ``chunk`` running ``n`` outer steps under one ``lax.scan``.
+    """
+    init = jax.jit(lambda: jax.vmap(lambda r: init_run(cfg, r))(runs))
+    step_all = lambda state: jax.vmap(lambda r, s: outer_step(cfg, r, s))(runs, state)
+    chunk = jax.jit(lambda state, n: meta.scan_steps(step_all, state, n), static_argnums=1)
+    evaluate = jax.jit(lambda state: jax.vmap(lambda r, s: evaluate_run(cfg, r, s))(runs, state))
+    return init, chunk, evaluate
+
+
+def train_compiled(make_train, configs, describe, log=print):
+    """Train every seed of same-shape ``configs`` with ``make_train(configs)``, printing ``describe`` lines.
+
+    Returns ``(history, wall_time_s)``; every array in ``history`` has a leading run axis
+    (config-major, then seed).
+    """
+    start = time.perf_counter()
+    _, init, chunk, evaluate = make_train(configs)
+    _, history = meta.run_chunks(chunk, init(), configs[0].outer_steps, configs[0].eval_every, evaluate, describe,
+                                 log)
+    history = jax.tree.map(lambda a: np.moveaxis(np.asarray(a), 1, 0) if np.ndim(a) > 1 else np.asarray(a), history)
+    return history, time.perf_counter() - start
 
 
 def flatten_history(history):

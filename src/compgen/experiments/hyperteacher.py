@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import time
 from dataclasses import dataclass
 
 import jax
@@ -226,7 +225,7 @@ def code():
     """The modules whose source the numbers of this section depend on (see results.code_fingerprint)."""
     import compgen.tasks.teacher as teacher_module
 
-    return (ht, support, teacher_module, meta, metrics, models, hypernetwork, mlp, sys.modules[__name__])
+    return (ht, support, teacher_module, meta, metrics, models, hypernetwork, mlp, experiments, sys.modules[__name__])
 
 
 # --------------------------------------------------------------------------------------------- training
@@ -384,11 +383,7 @@ def make_train(configs):
     if len({len(c.seeds) for c in configs}) != 1:
         raise ValueError("configs trained together must have the same number of seeds")
     runs = _run_arrays(configs)
-    init = jax.jit(lambda: jax.vmap(lambda r: init_run(cfg, r))(runs))
-    step_all = lambda state: jax.vmap(lambda r, s: outer_step(cfg, r, s))(runs, state)
-    chunk = jax.jit(lambda state, n: meta.scan_steps(step_all, state, n), static_argnums=1)
-    evaluate = jax.jit(lambda state: jax.vmap(lambda r, s: evaluate_run(cfg, r, s))(runs, state))
-    return runs, init, chunk, evaluate
+    return (runs,) + experiments.compile_runs(cfg, runs, init_run, outer_step, evaluate_run)
 
 
 def describe_group(group):
@@ -400,8 +395,6 @@ def describe_group(group):
 
 def train_group(configs, log=print):
     """Train every seed of same-shape ``configs`` in one compiled program; ``(history, wall_time_s)``."""
-    start = time.perf_counter()
-    _, init, chunk, evaluate = make_train(configs)
     ood = configs[0].eval_set_names().index("ood")
 
     def describe(step_metrics, evaluation):
@@ -410,9 +403,7 @@ def train_group(configs, log=print):
             text += f"  ood acc {np.mean(evaluation['accuracy'][:, ood]):.3f}"
         return text
 
-    _, history = meta.run_chunks(chunk, init(), configs[0].outer_steps, configs[0].eval_every, evaluate, describe, log)
-    history = jax.tree.map(lambda a: np.moveaxis(np.asarray(a), 1, 0) if np.ndim(a) > 1 else np.asarray(a), history)
-    return history, time.perf_counter() - start
+    return experiments.train_compiled(make_train, configs, describe, log)
 
 
 def train_and_store(configs, log=print):

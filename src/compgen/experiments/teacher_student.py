@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import time
 from dataclasses import dataclass, field
 
 import jax
@@ -182,7 +181,7 @@ CONFIG_CLASS = TeacherStudentConfig
 
 def code():
     """The modules whose source the numbers of this section depend on (see results.code_fingerprint)."""
-    return (teacher, support, meta, metrics, rng, sys.modules[__name__])
+    return (teacher, support, meta, metrics, rng, experiments, sys.modules[__name__])
 
 
 # --------------------------------------------------------------------------------------------- training
@@ -334,11 +333,7 @@ def make_train(configs):
     if len({len(c.seeds) for c in configs}) != 1:
         raise ValueError("configs trained together must have the same number of seeds")
     runs = _run_arrays(configs)
-    init = jax.jit(lambda: jax.vmap(lambda r: init_run(cfg, r))(runs))
-    step_all = lambda state: jax.vmap(lambda r, s: outer_step(cfg, r, s))(runs, state)
-    chunk = jax.jit(lambda state, n: meta.scan_steps(step_all, state, n), static_argnums=1)
-    evaluate = jax.jit(lambda state: jax.vmap(lambda r, s: evaluate_run(cfg, r, s))(runs, state))
-    return runs, init, chunk, evaluate
+    return (runs,) + experiments.compile_runs(cfg, runs, init_run, outer_step, evaluate_run)
 
 
 def train_group(configs, log=print):
@@ -347,19 +342,13 @@ def train_group(configs, log=print):
     Returns ``(history, wall_time_s)``; every array in ``history`` has a leading run axis
     (config-major, then seed).
     """
-    start = time.perf_counter()
-    _, init, chunk, evaluate = make_train(configs)
-
     def describe(step_metrics, evaluation):
         text = f"loss {np.mean(step_metrics['loss'][-1]):.2e}"
         if evaluation is not None:
             text += f"  alignment {np.mean(evaluation['alignment']):.3f}"
         return text
 
-    _, history = meta.run_chunks(chunk, init(), configs[0].outer_steps, configs[0].eval_every, evaluate, describe,
-                                 log)
-    history = jax.tree.map(lambda a: np.moveaxis(np.asarray(a), 1, 0) if np.ndim(a) > 1 else np.asarray(a), history)
-    return history, time.perf_counter() - start
+    return experiments.train_compiled(make_train, configs, describe, log)
 
 
 def shape_key(cfg: TeacherStudentConfig):
