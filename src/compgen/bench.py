@@ -29,6 +29,16 @@ for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
     CASES[f"hyperteacher {_model} paper (M=4, K=2)"] = ("hyperteacher", "paper", _model, _HT_PAPER, 1, 2)
 for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
     CASES[f"hyperteacher {_model} quick"] = ("hyperteacher", "quick", _model, {"seeds": (2020,)}, 20, 3)
+# The grid worlds: task generation alone (one meta-batch of tasks with their demonstrations), and one
+# outer step per model at the paper configuration and at quick, one seed.
+FEWSHOT_SECTIONS = {"preferences": ("compgen.experiments.preferences_presets", "compgen.experiments.preferences")}
+for _section in FEWSHOT_SECTIONS:
+    for _preset in ("paper", "quick"):
+        CASES[f"{_section} task generation, {_preset}"] = (_section, _preset, "tasks", {"seeds": (2020,)}, 5, 5)
+    for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
+        CASES[f"{_section} {_model} paper"] = (_section, "paper", _model, {"seeds": (2020,)}, 1, 2)
+    for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
+        CASES[f"{_section} {_model} quick"] = (_section, "quick", _model, {"seeds": (2020,)}, 20, 3)
 # seconds per outer step of the authors' implementation on this 2-core CPU at the paper configuration
 REFERENCE_S_PER_STEP = {"hnet_linear": 3.4, "anil": 26.0, "maml": 28.0}
 
@@ -59,6 +69,38 @@ def _hyperteacher_case(preset, model, overrides, steps, repeats):
     s_per_step, compile_s = _time_chunks(init, chunk, steps, repeats)
     return {"runs": 1, "s_per_step": s_per_step, "compile_s": compile_s,
             "gflops": ht.flops_per_step(cfg) / s_per_step / 1e9}
+
+
+def _fewshot_case(section, preset, model, overrides, steps, repeats):
+    """A grid-world section: one model's outer step, or (``model == "tasks"``) task generation alone."""
+    import importlib
+
+    import jax
+
+    presets, training = (importlib.import_module(name) for name in FEWSHOT_SECTIONS[section])
+    cfg = presets.make_config(preset, "hnet_linear" if model == "tasks" else model, **overrides)
+    runs, init, chunk, _ = training.make_train([cfg])
+    if model != "tasks":
+        s_per_step, compile_s = _time_chunks(init, chunk, steps, repeats)
+        return {"runs": 1, "s_per_step": s_per_step, "compile_s": compile_s,
+                "gflops": training.training_cost(cfg) / cfg.outer_steps / s_per_step / 1e9}
+    run = jax.tree.map(lambda a: a[0], runs)
+
+    def generate(key):
+        tasks = training.ENV.sample_tasks(cfg, run, key, cfg.meta_batch)
+        keys = jax.random.split(key, cfg.meta_batch)
+        return jax.vmap(lambda t, k: training.ENV.task_data(cfg, run, t, k, cfg.shots_query))(tasks, keys)
+
+    generate = jax.jit(lambda key: jax.lax.map(generate, jax.random.split(key, steps)))
+    start = time.perf_counter()
+    compiled = generate.lower(jax.random.key(0)).compile()
+    compile_s = time.perf_counter() - start
+    times = []
+    for i in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(jax.random.key(i)))
+        times.append((time.perf_counter() - start) / steps)
+    return {"runs": 1, "s_per_step": sorted(times)[len(times) // 2], "compile_s": compile_s, "gflops": float("nan")}
 
 
 def _teacher_student_case(preset, experiment, overrides, steps, repeats):
@@ -95,7 +137,8 @@ def _gemm_gflops():
 
 def run_case(name):
     section, *args = CASES[name]
-    result = (_hyperteacher_case if section == "hyperteacher" else _teacher_student_case)(*args)
+    case = {"hyperteacher": _hyperteacher_case, "teacher_student": _teacher_student_case}.get(section, None)
+    result = case(*args) if case else _fewshot_case(section, *args)
     result["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     result["gemm_gflops"] = _gemm_gflops()
     return result

@@ -4,6 +4,7 @@
     compgen run teacher_student fig2c --preset paper
     compgen run teacher_student fig2d --preset quick --set seeds=[100] --set outer_steps=2000 --force
     compgen run hyperteacher fig3b --preset paper --set seeds=[2020]
+    compgen run preferences fig4c --preset quick --set seeds=[2020]
 
 A notebook that asks for the same config afterwards loads the stored result instead of training.
 """
@@ -16,7 +17,8 @@ import importlib
 import sys
 
 SECTIONS = {"teacher_student": "compgen.experiments.teacher_student",
-            "hyperteacher": "compgen.experiments.hyperteacher"}
+            "hyperteacher": "compgen.experiments.hyperteacher",
+            "preferences": "compgen.experiments.preferences_presets"}
 
 
 def _section(name):

@@ -107,7 +107,8 @@ def adapt(model, meta_params, support, loss_fn, optimizer, num_steps, key, inner
           precompute_features=True):
     """Adapt a task's fast parameters on its support set (spec §5.1).
 
-    ``support`` = (x (N, n_in), y (N, ...)); ``loss_fn(prediction, y) -> scalar``. Each inner step uses
+    ``support`` = (x (N, n_in), y) with ``y`` an array or pytree of arrays with leading axis N (e.g.
+    targets and a mask); ``loss_fn(prediction, y) -> scalar``. Each inner step uses
     the whole support set, or, with ``inner_batch``, a minibatch drawn with replacement. With
     ``precompute_features`` the fast-independent part of the model (ANIL's body) runs once on the
     support set instead of once per inner step; the gradient is the same.
@@ -122,7 +123,7 @@ def adapt(model, meta_params, support, loss_fn, optimizer, num_steps, key, inner
         if inner_batch is None:
             return loss_fn(forward(fast, inputs), y)
         idx = jax.random.randint(step_key, (inner_batch,), 0, x.shape[0])
-        return loss_fn(forward(fast, inputs[idx]), y[idx])
+        return loss_fn(forward(fast, inputs[idx]), jax.tree.map(lambda a: a[idx], y))
 
     return inner_adapt(inner_loss, model.fast_init(meta_params), optimizer, num_steps, key, mode)
 

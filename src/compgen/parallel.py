@@ -2,7 +2,7 @@
 
 XLA runs the small matrix products of these experiments on one core, so a 2-core machine trains
 twice as fast with two processes. Each worker trains its share of the configs with the section's
-``train_and_store`` and writes to the results store; the caller then loads from the store.
+``compgen.experiments.train_and_store`` and writes to the results store; the caller then loads from the store.
 Progress lines of the workers are forwarded, prefixed with the worker number.
 """
 
@@ -69,7 +69,9 @@ def _worker(module_name: str, path: str):
     module = importlib.import_module(module_name)
     with open(path) as handle:
         configs = [module.CONFIG_CLASS(**d) for d in json.load(handle)]
-    module.train_and_store(configs)
+    from compgen import experiments
+
+    experiments.train_and_store(module, configs)
 
 
 if __name__ == "__main__":

@@ -111,7 +111,8 @@ def training_curves(step_losses, eval_steps, eval_alignment, labels, caption, sm
 SPLIT_COLOURS = {"train": "#4d9221", "ood": "#c51b7d", "unused": "#f0f0f0"}
 
 
-def task_split_grids(grids, combination_labels, caption):
+def task_split_grids(grids, combination_labels, caption, xlabel="experts of generated layer 1",
+                     ylabel="experts of generated layer 0"):
     """The task universe as an S×S grid (layer-0 combination × layer-1 combination) per split.
 
     grids: {title: (S, S) array with 1 = training task, 2 = OOD task, 0 = neither}.
@@ -126,8 +127,8 @@ def task_split_grids(grids, combination_labels, caption):
         ticks = np.arange(size) if size <= 12 else np.arange(0, size, max(1, size // 8))
         ax.set_xticks(ticks, [combination_labels[i] for i in ticks], fontsize=6, rotation=90)
         ax.set_yticks(ticks, [combination_labels[i] for i in ticks], fontsize=6)
-        ax.set_xlabel("experts of generated layer 1")
-        ax.set_ylabel("experts of generated layer 0")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
         ax.set_title(title, fontsize=9)
     handles = [plt.Rectangle((0, 0), 1, 1, color=SPLIT_COLOURS[k], ec="k") for k in ("train", "ood", "unused")]
     fig.legend(handles, ["training task", "OOD task", "in neither"], loc="lower center", ncol=3, fontsize=8)
@@ -179,10 +180,11 @@ def heatmap(values, row_labels, col_labels, xlabel, ylabel, colorbar_label, capt
     return fig
 
 
-def accuracy_curves(curves, caption, chance=None):
-    """Evaluation accuracy (%) over outer steps, mean over seeds with the seed range shaded.
+def accuracy_curves(curves, caption, chance=None, quantity="accuracy", ylabel="accuracy (%)", log_y=False):
+    """An evaluation metric (accuracy in % by default) over outer steps, mean over seeds with the seed
+    range shaded.
 
-    curves: {label: (eval_steps, {set name: (seeds, evals) in %})}; one panel per set name.
+    curves: {label: (eval_steps, {set name: (seeds, evals)})}; one panel per set name.
     """
     set_names = list(next(iter(curves.values()))[1])
     fig, axes = plt.subplots(1, len(set_names), figsize=(3.6 * len(set_names), 3.3), squeeze=False, sharey=True)
@@ -195,9 +197,61 @@ def accuracy_curves(curves, caption, chance=None):
         if chance is not None:
             ax.axhline(chance, color="grey", lw=0.6, ls=":")
         ax.set_xlabel("outer step")
-        ax.set_title(f"{name} accuracy", fontsize=9)
-    axes[0][0].set_ylabel("accuracy (%)")
+        ax.set_title(f"{name} {quantity}", fontsize=9)
+        if log_y:
+            ax.set_yscale("log")
+    axes[0][0].set_ylabel(ylabel)
     axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.suptitle(textwrap.fill(caption, 120), fontsize=8)
     fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------------------------- preferences world
+
+PREFERENCE_COLOURS = ("#e41a1c", "#ff7f00", "#ffd92f", "#4daf4a", "#00bcd4", "#377eb8", "#984ea3", "#f781bf")
+
+
+def preference_instance(ax, walls, free_cells, instance, preferences, path_cells, title=""):
+    """Draw one layout of the preferences grid world on ``ax``: walls, the 4 objects in their colours
+    (labelled with the task's reward for that colour), the agent's start and its greedy path.
+
+    ``free_cells`` maps free-cell indices to grid indices; ``instance`` holds free-cell indices
+    (``agent``, ``cells`` (4,), ``colours`` (4,)); ``path_cells`` (steps + 1,) free-cell indices.
+    """
+    size = walls.shape[0]
+    ax.imshow(walls, cmap="Greys", vmin=0, vmax=1.6, origin="upper")
+    to_rc = lambda i: divmod(int(free_cells[int(i)]), size)
+    for cell, colour in zip(instance["cells"], instance["colours"]):
+        r, c = to_rc(cell)
+        ax.add_patch(plt.Circle((c, r), 0.33, color=PREFERENCE_COLOURS[int(colour)], ec="k", lw=0.6))
+        ax.text(c, r + 0.62, f"{float(preferences[int(colour)]):+.1f}", ha="center", va="center", fontsize=6)
+    path = np.array([to_rc(i) for i in path_cells])
+    ax.plot(path[:, 1], path[:, 0], "-", color="k", lw=1.2, alpha=0.7)
+    r, c = to_rc(instance["agent"])
+    ax.plot(c, r, marker="^", color="k", markersize=8)
+    r, c = path[-1]
+    ax.plot(c, r, marker="s", mfc="none", color="k", markersize=10, mew=1.2)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(title, fontsize=8)
+
+
+def preference_templates(templates, task_preferences, caption):
+    """The preference modules (rows of P, M x 8 colours) and the colour preferences of a few tasks."""
+    templates, task_preferences = np.asarray(templates), np.asarray(task_preferences)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), gridspec_kw={"width_ratios": [len(templates), len(task_preferences)]})
+    limit = np.abs(np.concatenate([templates.ravel(), task_preferences.ravel()])).max()
+    for ax, values, ylabel in ((axes[0], templates, "module"), (axes[1], task_preferences, "task")):
+        image = ax.imshow(values, cmap="RdBu_r", vmin=-limit, vmax=limit)
+        ax.set_xticks(range(values.shape[1]), [""] * values.shape[1])
+        for j, colour in enumerate(PREFERENCE_COLOURS[: values.shape[1]]):
+            ax.add_patch(plt.Rectangle((j - 0.4, values.shape[0] - 0.35), 0.8, 0.3, color=colour, clip_on=False))
+        ax.set_yticks(range(values.shape[0]))
+        ax.set_ylabel(ylabel)
+        ax.set_xlabel("colour")
+    axes[0].set_title("preference modules P (rows)", fontsize=9)
+    axes[1].set_title("task preferences Pᵀz", fontsize=9)
+    fig.colorbar(image, ax=list(axes), label="reward of a colour", shrink=0.8)
+    fig.suptitle(textwrap.fill(caption, 110), fontsize=8)
     return fig

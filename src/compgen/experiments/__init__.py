@@ -10,6 +10,7 @@ import time
 
 import jax
 import numpy as np
+from jax.flatten_util import ravel_pytree
 
 from compgen import meta, parallel, results
 
@@ -29,24 +30,30 @@ def compile_runs(cfg, runs, init_run, outer_step, evaluate_run):
     return init, chunk, evaluate
 
 
-def train_compiled(make_train, configs, describe, log=print):
+def train_compiled(make_train, configs, describe, log=print, keep_params=False):
     """Train every seed of same-shape ``configs`` with ``make_train(configs)``, printing ``describe`` lines.
 
     Returns ``(history, wall_time_s)``; every array in ``history`` has a leading run axis
-    (config-major, then seed).
+    (config-major, then seed). With ``keep_params`` the final meta-parameters are kept too, flattened
+    per run (``history["final"]["meta"]``, (runs, P); unflatten with ``jax.flatten_util.ravel_pytree``
+    of the model's ``init``).
     """
     start = time.perf_counter()
     _, init, chunk, evaluate = make_train(configs)
-    _, history = meta.run_chunks(chunk, init(), configs[0].outer_steps, configs[0].eval_every, evaluate, describe,
-                                 log)
+    state, history = meta.run_chunks(chunk, init(), configs[0].outer_steps, configs[0].eval_every, evaluate,
+                                     describe, log)
     history = jax.tree.map(lambda a: np.moveaxis(np.asarray(a), 1, 0) if np.ndim(a) > 1 else np.asarray(a), history)
+    if keep_params:
+        history["final"] = {"meta": np.asarray(jax.vmap(lambda p: ravel_pytree(p)[0])(state["meta"]))}
     return history, time.perf_counter() - start
 
 
 def flatten_history(history):
-    """``{"steps": {...}, "eval": {...}, "eval_steps": a}`` -> flat ``{"steps/k": ..., "eval/k": ..., "eval_steps"}``."""
+    """``{"steps": {...}, "eval": {...}, "final": {...}, "eval_steps": a}`` -> flat ``{"steps/k": ..., "eval/k": ...,
+    "final/k": ..., "eval_steps"}`` ("final" is optional)."""
     flat = {f"steps/{k}": v for k, v in history["steps"].items()}
     flat.update({f"eval/{k}": v for k, v in history["eval"].items()})
+    flat.update({f"final/{k}": v for k, v in history.get("final", {}).items()})
     flat["eval_steps"] = history["eval_steps"]
     return flat
 
