@@ -65,7 +65,7 @@ import numpy as np
 from IPython.display import Markdown, display
 
 from compgen import plots
-from compgen.experiments import hyperteacher as H
+from compgen.experiments import hyperteacher_presets as H
 from compgen.experiments import hyperteacher_summary as S
 from compgen.experiments import mean_std
 from compgen.tasks import hyperteacher as ht

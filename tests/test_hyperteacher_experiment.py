@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from compgen import results
-from compgen.experiments import hyperteacher as H
+from compgen.experiments import hyperteacher as HT
+from compgen.experiments import hyperteacher_presets as H
 from compgen.experiments import hyperteacher_summary as S
 from compgen.models import MODEL_NAMES
 
@@ -45,7 +46,7 @@ def test_unknown_model_and_preset_are_rejected():
 
 
 def test_flop_estimate_orders_the_models_as_the_spec():
-    flops = {m: H.flops_per_step(H.make_config("paper", m)) for m in MODEL_NAMES}
+    flops = {m: HT.flops_per_step(H.make_config("paper", m)) for m in MODEL_NAMES}
     # spec §7.1 at M = 8: hnets ~250 GFLOP, MAML ~1,850, ANIL ~2,700 (with the body re-run per minibatch)
     assert 100e9 < flops["hnet_linear"] < 500e9 and 1000e9 < flops["maml"] < 3000e9
     assert flops["anil"] < flops["maml"]  # the fast path computes ANIL's body once per task
@@ -55,7 +56,7 @@ def test_flop_estimate_orders_the_models_as_the_spec():
 def test_short_training_lowers_the_loss(model):
     cfg = H.make_config("smoke", model, outer_steps=100, meta_batch=8, shots_support=32, shots_query=32,
                         outer_lr=5e-3)
-    _, init, chunk, _ = H.make_train([cfg])
+    _, init, chunk, _ = HT.make_train([cfg])
     _, metrics = chunk(init(), cfg.outer_steps)
     loss = np.asarray(metrics["loss"])[:, 0]
     assert np.isfinite(loss).all() and int(np.asarray(metrics["skipped"])[-1, 0]) == 0
@@ -79,7 +80,7 @@ def test_run_is_stored_reproducible_and_summarised(tmp_path, monkeypatch):
     assert first[0]["eval/accuracy"].shape == (1, 2, len(names)) and first[0]["eval/r2_ood"].shape == (1, 2, 8)
     # evaluation sets: in-distribution tasks differ between the splits, the fixed sets do not change over time
     assert not np.array_equal(first[0]["eval/accuracy"], first[1]["eval/accuracy"])
-    assert results.load(H.KIND, cfg, code=H.code())[1]["config"]["model"] == "hnet_linear"
+    assert results.load(HT.KIND, cfg, code=HT.code())[1]["config"]["model"] == "hnet_linear"
     table = H.summarize([cfg, other], first)
     assert "| Linear hnet | random |" in table and "| Linear hnet | non_compositional |" in table
     accuracy = S.accuracy_table([cfg], [first[0]])

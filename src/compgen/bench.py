@@ -63,8 +63,9 @@ def _time_chunks(init, chunk, steps, repeats):
 
 def _hyperteacher_case(preset, model, overrides, steps, repeats):
     from compgen.experiments import hyperteacher as ht
+    from compgen.experiments import hyperteacher_presets
 
-    cfg = ht.make_config(preset, model, **overrides)
+    cfg = hyperteacher_presets.make_config(preset, model, **overrides)
     _, init, chunk, _ = ht.make_train([cfg])
     s_per_step, compile_s = _time_chunks(init, chunk, steps, repeats)
     return {"runs": 1, "s_per_step": s_per_step, "compile_s": compile_s,

@@ -17,7 +17,7 @@ import importlib
 import sys
 
 SECTIONS = {"teacher_student": "compgen.experiments.teacher_student",
-            "hyperteacher": "compgen.experiments.hyperteacher",
+            "hyperteacher": "compgen.experiments.hyperteacher_presets",
             "preferences": "compgen.experiments.preferences_presets"}
 
 

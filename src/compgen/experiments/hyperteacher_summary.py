@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from compgen import experiments
-from compgen.experiments.hyperteacher import MODEL_LABELS, MODELS
+from compgen.experiments.hyperteacher_presets import MODEL_LABELS, MODELS
 
 # Tables A2-A8 of the paper (spec §6.2), accuracy in %: {(M, K): {row: (ANIL, MAML, linear, nonlinear)}}.
 PAPER_TABLES = {
