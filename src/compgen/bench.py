@@ -87,12 +87,12 @@ def _fewshot_case(section, preset, model, overrides, steps, repeats):
                 "gflops": training.training_cost(cfg) / cfg.outer_steps / s_per_step / 1e9}
     run = jax.tree.map(lambda a: a[0], runs)
 
-    def generate(key):
+    def meta_batch(key):
         tasks = training.ENV.sample_tasks(cfg, run, key, cfg.meta_batch)
         keys = jax.random.split(key, cfg.meta_batch)
         return jax.vmap(lambda t, k: training.ENV.task_data(cfg, run, t, k, cfg.shots_query))(tasks, keys)
 
-    generate = jax.jit(lambda key: jax.lax.map(generate, jax.random.split(key, steps)))
+    generate = jax.jit(lambda key: jax.lax.map(meta_batch, jax.random.split(key, steps)))
     start = time.perf_counter()
     compiled = generate.lower(jax.random.key(0)).compile()
     compile_s = time.perf_counter() - start
