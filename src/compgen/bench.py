@@ -31,7 +31,8 @@ for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
     CASES[f"hyperteacher {_model} quick"] = ("hyperteacher", "quick", _model, {"seeds": (2020,)}, 20, 3)
 # The grid worlds: task generation alone (one meta-batch of tasks with their demonstrations), and one
 # outer step per model at the paper configuration and at quick, one seed.
-FEWSHOT_SECTIONS = {"preferences": ("compgen.experiments.preferences_presets", "compgen.experiments.preferences")}
+FEWSHOT_SECTIONS = {"preferences": ("compgen.experiments.preferences_presets", "compgen.experiments.preferences"),
+                    "goals": ("compgen.experiments.goals_presets", "compgen.experiments.goals")}
 for _section in FEWSHOT_SECTIONS:
     for _preset in ("paper", "quick"):
         CASES[f"{_section} task generation, {_preset}"] = (_section, _preset, "tasks", {"seeds": (2020,)}, 5, 5)

@@ -5,6 +5,7 @@
     compgen run teacher_student fig2d --preset quick --set seeds=[100] --set outer_steps=2000 --force
     compgen run hyperteacher fig3b --preset paper --set seeds=[2020]
     compgen run preferences fig4c --preset quick --set seeds=[2020]
+    compgen run goals fig4ef --preset paper --set seeds=[2020]
 
 A notebook that asks for the same config afterwards loads the stored result instead of training.
 """
@@ -18,7 +19,8 @@ import sys
 
 SECTIONS = {"teacher_student": "compgen.experiments.teacher_student",
             "hyperteacher": "compgen.experiments.hyperteacher_presets",
-            "preferences": "compgen.experiments.preferences_presets"}
+            "preferences": "compgen.experiments.preferences_presets",
+            "goals": "compgen.experiments.goals_presets"}
 
 
 def _section(name):
