@@ -207,6 +207,23 @@ def evaluate_run(env: Environment, cfg, run, state):
 # --------------------------------------------------------------------------------------------- cost
 
 
+def make_train(env: Environment, configs, run_arrays, shape_key):
+    """``(runs, init, chunk, evaluate)``: the compiled pieces that train every seed of same-shape ``configs``
+    (see :func:`compgen.experiments.compile_runs`); ``run_arrays(configs)`` stacks the per-run inputs and
+    ``shape_key(cfg)`` says which configs may share one program."""
+    from compgen import experiments
+
+    cfg = configs[0]
+    if any(shape_key(c) != shape_key(cfg) for c in configs):
+        raise ValueError("configs trained together must differ only in split and seeds")
+    if len({len(c.seeds) for c in configs}) != 1:
+        raise ValueError("configs trained together must have the same number of seeds")
+    runs = run_arrays(configs)
+    step = lambda c, r, s: outer_step(env, c, r, s)
+    evaluate = lambda c, r, s: evaluate_run(env, c, r, s)
+    return (runs,) + experiments.compile_runs(cfg, runs, init_run, step, evaluate)
+
+
 def flops_per_step(cfg, support_points, query_points):
     """Analytic FLOPs of one outer step of one run (spec §7.1: backward = 2x forward, the meta-backward
     through the unroll = 2x the inner loop); ``*_points`` = data points per task."""

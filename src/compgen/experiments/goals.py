@@ -151,15 +151,7 @@ def _run_arrays(configs):
 
 def make_train(configs):
     """``(runs, init, chunk, evaluate)``: the compiled pieces that train every seed of same-shape ``configs``."""
-    cfg = configs[0]
-    if any(shape_key(c) != shape_key(cfg) for c in configs):
-        raise ValueError("configs trained together must differ only in split and seeds")
-    if len({len(c.seeds) for c in configs}) != 1:
-        raise ValueError("configs trained together must have the same number of seeds")
-    runs = _run_arrays(configs)
-    step = lambda c, r, s: fewshot.outer_step(ENV, c, r, s)
-    evaluate = lambda c, r, s: fewshot.evaluate_run(ENV, c, r, s)
-    return (runs,) + experiments.compile_runs(cfg, runs, fewshot.init_run, step, evaluate)
+    return fewshot.make_train(ENV, configs, _run_arrays, shape_key)
 
 
 def describe_group(group):
