@@ -35,7 +35,7 @@ SMOKE        := _build/smoke
 SMOKE_STATIC := $(addprefix $(SMOKE)/,_config.yml _toc.yml \
                   $(shell find book -type f -not -path '*/.*' -not -name '*.py' -not -name '*.ipynb'))
 
-.PHONY: help install execute book test test-unit test-book bench clean distclean FORCE
+.PHONY: help install execute book test test-unit test-book bench sweep clean distclean FORCE
 
 help: ## list the targets
 	@echo "usage: make <target> [PRESET=smoke|quick|paper] [PARAMS=\"-p name value ...\"]"
@@ -114,6 +114,15 @@ $(SMOKE)/_vendor: | $(MATHJAX)
 
 bench: $(INSTALL_STAMP) ## run the library's benchmarks (python -m compgen.bench)
 	$(BIN)/python -m compgen.bench
+
+# make sweep SWEEP=sweeps/<folder>/<name>.toml [BACKEND=local|devices|ray] [PRESET=...] [SWEEP_ARGS="--dry-run"]
+# PRESET is passed on only when given; otherwise the sweep file's own preset (paper) is used.
+SWEEP   ?=
+BACKEND ?= local
+sweep: $(INSTALL_STAMP) ## train the runs of a sweep file not yet stored: make sweep SWEEP=sweeps/... BACKEND=local
+	@test -n "$(SWEEP)" || { echo "usage: make sweep SWEEP=sweeps/<folder>/<name>.toml [BACKEND=local|devices|ray]"; exit 2; }
+	$(BIN)/compgen sweep $(SWEEP) --backend $(BACKEND) \
+	  $(if $(filter command line environment,$(origin PRESET)),--preset $(PRESET)) $(SWEEP_ARGS)
 
 clean: ## remove executed notebooks and _build (keeps .venv and results/)
 	rm -rf _build book/*.ipynb book/.params

@@ -6,6 +6,7 @@
     compgen run hyperteacher fig3b --preset paper --set seeds=[2020]
     compgen run preferences fig4c --preset quick --set seeds=[2020]
     compgen run goals fig4ef --preset paper --set seeds=[2020]
+    compgen sweep sweeps/hyperteacher/compositional.toml --backend devices --checkpoint-every 10
 
 A notebook that asks for the same config afterwards loads the stored result instead of training.
 """
@@ -54,7 +55,25 @@ def main(argv=None):
     run.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                      help="override a config field, e.g. --set seeds=[100] (repeatable)")
     run.add_argument("--force", action="store_true", help="recompute even if the store has the result")
+    sweep = sub.add_parser("sweep", help="run every config of a sweep file (sweeps/*.toml) with a backend")
+    sweep.add_argument("file", help="a sweep file, e.g. sweeps/hyperteacher/compositional.toml")
+    sweep.add_argument("--backend", default="local", help="local (default), devices or ray")
+    sweep.add_argument("--preset", default=None, help="smoke, quick or paper (default: the file's)")
+    sweep.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                       help="override a config field of every run (repeatable)")
+    sweep.add_argument("--force", action="store_true", help="retrain runs that are already stored")
+    sweep.add_argument("--dry-run", action="store_true", help="list the runs and whether they are stored")
+    sweep.add_argument("--checkpoint-every", type=int, default=None, metavar="N",
+                       help="save the training state every N chunks and resume from it (default "
+                            "$COMPGEN_CHECKPOINT_EVERY, else off)")
+    sweep.add_argument("--ray-address", default=None, help="Ray cluster address (default: $RAY_ADDRESS or local)")
+    sweep.add_argument("--ray-gpus", type=float, default=0, help="GPUs per Ray task (default 0)")
     args = parser.parse_args(argv)
+
+    if args.command == "sweep":
+        from compgen import sweeps
+
+        return sweeps.main(args, dict(_parse_override(text) for text in args.set))
 
     if args.command == "list":
         for name in SECTIONS:

@@ -62,6 +62,7 @@ def run_chunks(
     evaluate: Callable | None = None,
     describe: Callable | None = None,
     log: Callable[[str], None] = print,
+    checkpoint=None,
 ):
     """Drive a compiled training loop chunk by chunk, printing progress between chunks.
 
@@ -70,12 +71,21 @@ def run_chunks(
     and after each chunk; ``describe(step_metrics, eval_metrics) -> str`` formats the progress line.
     Returns ``(state, history)`` where ``history`` has the per-step metrics concatenated and the
     evaluations stacked, with the steps at which they were taken.
+
+    With ``checkpoint`` (a :class:`compgen.checkpoint.Checkpointer`) the run starts from its latest
+    valid checkpoint if there is one, and the state and the history so far are saved every
+    ``checkpoint.every`` chunks; the returned history is the same as an uninterrupted run's.
     """
-    step_metrics, evals, eval_steps = [], [], []
-    if evaluate is not None:
+    step_metrics, evals, eval_steps, done = [], [], [], 0
+    restored = None if checkpoint is None else checkpoint.restore(state)
+    if restored is not None:
+        state, progress = restored
+        step_metrics, evals, eval_steps, done = (progress[k] for k in ("steps", "evals", "eval_steps", "done"))
+        log(f"resumed from step {done}/{num_steps}")
+    elif evaluate is not None:
         evals.append(jax.device_get(evaluate(state)))
         eval_steps.append(0)
-    done, start = 0, time.perf_counter()
+    start, first, chunks = time.perf_counter(), done, 0
     while done < num_steps:
         n = min(chunk_size, num_steps - done)
         state, metrics = chunk_fn(state, n)
@@ -88,11 +98,14 @@ def run_chunks(
             evals.append(evaluation)
             eval_steps.append(done)
         elapsed = time.perf_counter() - start
-        rate = done / elapsed
+        rate = (done - first) / elapsed
         line = f"step {done:>7d}/{num_steps}  {rate:7.1f} steps/s  ETA {(num_steps - done) / rate:6.0f} s"
         if describe is not None:
             line += "  " + describe(metrics, evaluation)
         log(line)
+        chunks += 1
+        if checkpoint is not None and chunks % checkpoint.every == 0 and done < num_steps:
+            checkpoint.save(state, {"done": done, "steps": step_metrics, "evals": evals, "eval_steps": eval_steps})
     history = {"steps": jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0), *step_metrics)}
     if evals:
         history["eval"] = jax.tree.map(lambda *xs: jnp.stack(xs, axis=0), *evals)

@@ -6,13 +6,19 @@ and ``training_cost(cfg)``; the helpers below turn those into cached, parallel r
 
 from __future__ import annotations
 
+import contextvars
+import os
+import shutil
 import time
 
 import jax
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from compgen import meta, parallel, results
+from compgen import checkpoint, devices, meta, parallel, results
+
+# The checkpointer of the group being trained (set by train_and_store; None: no checkpoints).
+_CHECKPOINTER = contextvars.ContextVar("compgen_checkpointer", default=None)
 
 
 def compile_runs(cfg, runs, init_run, outer_step, evaluate_run):
@@ -21,8 +27,11 @@ def compile_runs(cfg, runs, init_run, outer_step, evaluate_run):
     ``init_run(cfg, run) -> state``, ``outer_step(cfg, run, state) -> (state, metrics)`` and
     ``evaluate_run(cfg, run, state) -> metrics`` describe one run; they are vmapped over runs.
     Returns ``(init() -> state, chunk(state, n) -> (state, per-step metrics), evaluate(state) -> metrics)``,
-    ``chunk`` running ``n`` outer steps under one ``lax.scan``.
+    ``chunk`` running ``n`` outer steps under one ``lax.scan``. Inside :func:`compgen.devices.use_devices`
+    the run axis is padded to a multiple of the device count and sharded over the devices.
     """
+    if devices.current_mesh() is not None:
+        return devices.compile_sharded(cfg, runs, init_run, outer_step, evaluate_run, meta.scan_steps)
     init = jax.jit(lambda: jax.vmap(lambda r: init_run(cfg, r))(runs))
     step_all = lambda state: jax.vmap(lambda r, s: outer_step(cfg, r, s))(runs, state)
     chunk = jax.jit(lambda state, n: meta.scan_steps(step_all, state, n), static_argnums=1)
@@ -39,12 +48,16 @@ def train_compiled(make_train, configs, describe, log=print, keep_params=False):
     of the model's ``init``).
     """
     start = time.perf_counter()
-    _, init, chunk, evaluate = make_train(configs)
+    runs, init, chunk, evaluate = make_train(configs)
+    n = len(jax.tree.leaves(runs)[0])  # the run axis may be padded on several devices: keep the first n
+    show = describe and (lambda m, e: describe(jax.tree.map(lambda a: a[:, :n], m),
+                                              e and jax.tree.map(lambda a: a[:n], e)))
     state, history = meta.run_chunks(chunk, init(), configs[0].outer_steps, configs[0].eval_every, evaluate,
-                                     describe, log)
-    history = jax.tree.map(lambda a: np.moveaxis(np.asarray(a), 1, 0) if np.ndim(a) > 1 else np.asarray(a), history)
+                                     show, log, _CHECKPOINTER.get())
+    history = jax.tree.map(lambda a: np.moveaxis(np.asarray(a), 1, 0)[:n] if np.ndim(a) > 1 else np.asarray(a),
+                           history)
     if keep_params:
-        history["final"] = {"meta": np.asarray(jax.vmap(lambda p: ravel_pytree(p)[0])(state["meta"]))}
+        history["final"] = {"meta": np.asarray(jax.vmap(lambda p: ravel_pytree(p)[0])(state["meta"]))[:n]}
     return history, time.perf_counter() - start
 
 
@@ -58,19 +71,34 @@ def flatten_history(history):
     return flat
 
 
-def train_and_store(section, configs, log=print):
-    """Train ``configs`` of ``section`` (grouped by shape, one compiled program per group); store each."""
+def train_and_store(section, configs, log=print, checkpoint_every=None):
+    """Train ``configs`` of ``section`` (grouped by shape, one compiled program per group); store each.
+
+    With ``checkpoint_every`` = N > 0 (default: ``$COMPGEN_CHECKPOINT_EVERY``, else 0 = off) each group
+    saves its training state every N chunks under :func:`compgen.checkpoint.group_dir`, resumes from
+    there when started again, and removes its checkpoints once its results are stored.
+    """
+    if checkpoint_every is None:
+        checkpoint_every = int(os.environ.get("COMPGEN_CHECKPOINT_EVERY") or 0)
     groups = {}
     for c in configs:
         groups.setdefault((section.shape_key(c), len(c.seeds)), []).append(c)
     for group in groups.values():
         log(f"[train] {section.describe_group(group)}")
-        history, wall = section.train_group(group, log)
+        folder = checkpoint.group_dir(section, group) if checkpoint_every > 0 else None
+        saver = checkpoint.Checkpointer(folder, checkpoint_every, log=log) if folder else None
+        token = _CHECKPOINTER.set(saver)
+        try:
+            history, wall = section.train_group(group, log)
+        finally:
+            _CHECKPOINTER.reset(token)
         flat = flatten_history(history)
         n_seeds = len(group[0].seeds)
         for j, config in enumerate(group):
             arrays = {k: (v if k == "eval_steps" else v[j * n_seeds:(j + 1) * n_seeds]) for k, v in flat.items()}
             results.save(section.KIND, config, arrays, wall / len(group), code=section.code())
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def run(section, configs, force=False, workers=None, log=print):

@@ -1,0 +1,180 @@
+"""Checkpoints of a training run: the full state and the history so far, written atomically.
+
+A checkpoint is one file ``step-<done>.ckpt``: an ``.npz`` archive followed by a trailer (a magic
+string, the archive's length and its SHA-256), so a truncated or garbled file is detected on
+reading. It is written to a temporary file in the same folder, flushed to disk and renamed over the
+final name (``os.replace`` is atomic), so a kill during a write never leaves a half-written
+checkpoint under a final name. The last ``keep`` checkpoints are kept; :meth:`Checkpointer.restore`
+uses the newest that reads back intact.
+
+The state is any pytree of arrays, PRNG keys included (stored as their key data); it is restored
+into the structure, dtypes and shardings of a template state (the freshly initialised one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import struct
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from compgen import results
+
+MAGIC = b"compgen-checkpoint-v1"
+_TRAILER = len(MAGIC) + 8 + 32  # magic, payload length (uint64), sha256
+
+
+class CorruptCheckpoint(ValueError):
+    """A checkpoint file that is truncated, garbled or does not match the state it should restore."""
+
+
+def checkpoint_root() -> Path:
+    """``$COMPGEN_CHECKPOINTS`` if set, else ``checkpoints/`` inside the results store's root."""
+    env = os.environ.get("COMPGEN_CHECKPOINTS")
+    return Path(env) if env else results.results_root() / "checkpoints"
+
+
+def group_dir(section, configs) -> Path:
+    """The folder of the checkpoints of ``configs`` trained together: keyed by their config hashes
+    (code fingerprint included), so the same configs started again find it and other code never does."""
+    hashes = ",".join(results.config_hash(c, section.code()) for c in configs)
+    return checkpoint_root() / section.KIND / hashlib.sha256(hashes.encode()).hexdigest()[:16]
+
+
+def write_arrays(path: Path, arrays: dict) -> None:
+    """Write ``arrays`` (name -> array) to ``path`` atomically, with a length and checksum trailer."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    payload = buffer.getvalue()
+    trailer = MAGIC + struct.pack("<Q", len(payload)) + hashlib.sha256(payload).digest()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(payload + trailer)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)  # make the rename itself durable
+    finally:
+        os.close(folder)
+
+
+def read_arrays(path: Path) -> dict:
+    """The arrays of a file written by :func:`write_arrays`; raises :class:`CorruptCheckpoint` if it
+    is truncated or its checksum does not match."""
+    data = Path(path).read_bytes()
+    if len(data) < _TRAILER or data[-_TRAILER:-_TRAILER + len(MAGIC)] != MAGIC:
+        raise CorruptCheckpoint(f"{path}: no checkpoint trailer (truncated?)")
+    (length,) = struct.unpack("<Q", data[-40:-32])
+    payload = data[:-_TRAILER]
+    if length != len(payload):
+        raise CorruptCheckpoint(f"{path}: {len(payload)} bytes of data, the trailer says {length}")
+    if hashlib.sha256(payload).digest() != data[-32:]:
+        raise CorruptCheckpoint(f"{path}: checksum mismatch")
+    with np.load(io.BytesIO(payload)) as archive:
+        return {k: archive[k] for k in archive.files}
+
+
+def _is_key(leaf) -> bool:
+    return hasattr(leaf, "dtype") and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+
+
+def _flat_dict(tree: dict, prefix: str) -> dict:
+    """Nested dicts of arrays -> ``{prefix + "a/b": array}``."""
+    out = {}
+    for k, v in tree.items():
+        if isinstance(v, dict):
+            out.update(_flat_dict(v, f"{prefix}{k}/"))
+        else:
+            out[f"{prefix}{k}"] = np.asarray(v)
+    return out
+
+
+def _nested_dict(flat: dict, prefix: str) -> dict:
+    """The inverse of :func:`_flat_dict` for the entries starting with ``prefix``."""
+    out = {}
+    for name, value in flat.items():
+        if name.startswith(prefix):
+            *parents, leaf = name[len(prefix):].split("/")
+            node = out
+            for p in parents:
+                node = node.setdefault(p, {})
+            node[leaf] = value
+    return out
+
+
+class Checkpointer:
+    """Saves and restores one run's checkpoints in ``directory`` (see module docstring).
+
+    ``every``: save after every ``every`` chunks (read by :func:`compgen.meta.run_chunks`).
+    ``progress`` as saved: ``done`` (steps), ``steps`` (list of per-chunk metric dicts), ``evals``
+    (list of evaluation dicts), ``eval_steps`` (list of ints).
+    """
+
+    def __init__(self, directory, every: int = 1, keep: int = 2, log=print):
+        if int(every) < 1 or int(keep) < 1:
+            raise ValueError(f"every and keep must be positive integers, got every={every!r}, keep={keep!r}")
+        self.directory, self.every, self.keep, self.log = Path(directory), int(every), int(keep), log
+
+    def paths(self) -> list:
+        """The checkpoint files, newest first."""
+        return sorted(self.directory.glob("step-*.ckpt"), reverse=True)
+
+    def save(self, state, progress: dict) -> Path:
+        leaves = jax.tree.leaves(state)
+        arrays = {f"state/{i}": np.asarray(jax.random.key_data(x) if _is_key(x) else x) for i, x in enumerate(leaves)}
+        steps = jax.tree.map(lambda *xs: np.concatenate(xs, axis=0), *progress["steps"]) if progress["steps"] else {}
+        evals = jax.tree.map(lambda *xs: np.stack(xs, axis=0), *progress["evals"]) if progress["evals"] else {}
+        arrays.update(_flat_dict(steps, "steps/"))
+        arrays.update(_flat_dict(evals, "evals/"))
+        arrays["done"] = np.asarray(progress["done"])
+        arrays["n_evals"] = np.asarray(len(progress["evals"]))
+        arrays["eval_steps"] = np.asarray(progress["eval_steps"], dtype=np.int64)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / f"step-{int(progress['done']):010d}.ckpt"
+        write_arrays(path, arrays)
+        for old in self.paths()[self.keep:]:
+            old.unlink(missing_ok=True)
+        self.log(f"[checkpoint] saved step {int(progress['done'])} to {path}")
+        return path
+
+    def restore(self, template):
+        """``(state, progress)`` from the newest intact checkpoint, or ``None`` if there is none.
+
+        ``template`` is a state of the right structure (its leaves give dtypes, key types and
+        shardings). A corrupt checkpoint is reported through ``log`` and the previous one is tried.
+        """
+        for path in self.paths():
+            try:
+                return self._read(path, template)
+            except (CorruptCheckpoint, OSError, ValueError, KeyError) as error:
+                self.log(f"[checkpoint] ignoring {path.name}: {error}")
+        return None
+
+    def _read(self, path, template):
+        arrays = read_arrays(path)
+        leaves, treedef = jax.tree.flatten(template)
+        restored = []
+        for i, t in enumerate(leaves):
+            value = arrays[f"state/{i}"]
+            expected = jax.eval_shape(jax.random.key_data, t) if _is_key(t) else t
+            if value.shape != np.shape(expected) or value.dtype != np.dtype(expected.dtype):
+                raise CorruptCheckpoint(f"{path}: leaf {i} is {value.dtype}{value.shape}, expected "
+                                        f"{np.dtype(expected.dtype)}{np.shape(expected)}")
+            if _is_key(t):
+                value = jax.random.wrap_key_data(value, impl=jax.random.key_impl(t))
+            restored.append(jax.device_put(value, t.sharding) if isinstance(t, jax.Array) else value)
+        if f"state/{len(leaves)}" in arrays:
+            raise CorruptCheckpoint(f"{path}: more state leaves than the template has")
+        steps, evals = _nested_dict(arrays, "steps/"), _nested_dict(arrays, "evals/")
+        n_evals = int(arrays["n_evals"])
+        progress = {"done": int(arrays["done"]), "steps": [steps] if steps else [],
+                    "evals": [jax.tree.map(lambda a, i=i: a[i], evals) for i in range(n_evals)],
+                    "eval_steps": [int(s) for s in arrays["eval_steps"]]}
+        self.log(f"[checkpoint] restored step {progress['done']} from {path}")
+        return jax.tree.unflatten(treedef, restored), progress
