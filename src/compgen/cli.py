@@ -21,7 +21,8 @@ import sys
 SECTIONS = {"teacher_student": "compgen.experiments.teacher_student",
             "hyperteacher": "compgen.experiments.hyperteacher_presets",
             "preferences": "compgen.experiments.preferences_presets",
-            "goals": "compgen.experiments.goals_presets"}
+            "goals": "compgen.experiments.goals_presets",
+            "incontext": "compgen.experiments.incontext_presets"}
 
 
 def _section(name):
