@@ -36,10 +36,14 @@ import itertools
 import json
 import os
 import tempfile
-import tomllib
 from pathlib import Path
 
 from compgen import checkpoint, devices, experiments, results
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: sweep files must then be JSON
+    tomllib = None
 
 BACKENDS = ("local", "devices", "ray")
 FILE_KEYS = ("section", "preset", "seeds", "experiment", "fixed", "at", "cases", "grid", "exclude", "description")
@@ -161,6 +165,9 @@ def load(path) -> Sweep:
     """Read a sweep file (``.toml`` or ``.json``)."""
     path = Path(path)
     text = path.read_text()
+    if path.suffix != ".json" and tomllib is None:
+        raise ValueError(f"reading the TOML sweep file {path} needs Python >= 3.11 (tomllib); "
+                         "on Python 3.10 write it as JSON with the same keys")
     data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     return parse(data, name=str(path))
 
@@ -334,6 +341,6 @@ def main(args, overrides) -> int:
             return 0
         report = run_sweep(sweep, args.backend, args.preset, overrides, args.force, args.checkpoint_every,
                            ray_address=args.ray_address, ray_gpus=args.ray_gpus)
-    except (ValueError, FileNotFoundError, tomllib.TOMLDecodeError, json.JSONDecodeError) as error:
+    except (ValueError, FileNotFoundError, json.JSONDecodeError) as error:
         raise SystemExit(f"error: {error}") from None
     return 1 if report.failed else 0
