@@ -21,6 +21,15 @@ from compgen import checkpoint, devices, meta, parallel, results
 _CHECKPOINTER = contextvars.ContextVar("compgen_checkpointer", default=None)
 
 
+def check_group(configs, shape_key, varying):
+    """Raise unless ``configs`` can share one compiled program: equal ``shape_key(cfg)`` and as many seeds
+    each; ``varying`` names the fields allowed to differ (for the message)."""
+    if any(shape_key(c) != shape_key(configs[0]) for c in configs):
+        raise ValueError(f"configs trained together must differ only in {varying}")
+    if len({len(c.seeds) for c in configs}) != 1:
+        raise ValueError("configs trained together must have the same number of seeds")
+
+
 def compile_runs(cfg, runs, init_run, outer_step, evaluate_run):
     """The jitted pieces that train every run of ``runs`` (per-run arrays stacked on axis 0) together.
 

@@ -214,10 +214,7 @@ def make_train(env: Environment, configs, run_arrays, shape_key):
     from compgen import experiments
 
     cfg = configs[0]
-    if any(shape_key(c) != shape_key(cfg) for c in configs):
-        raise ValueError("configs trained together must differ only in split and seeds")
-    if len({len(c.seeds) for c in configs}) != 1:
-        raise ValueError("configs trained together must have the same number of seeds")
+    experiments.check_group(configs, shape_key, "split and seeds")
     runs = run_arrays(configs)
     step = lambda c, r, s: outer_step(env, c, r, s)
     evaluate = lambda c, r, s: evaluate_run(env, c, r, s)

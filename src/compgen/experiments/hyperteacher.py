@@ -286,10 +286,7 @@ def make_train(configs):
     Returns ``(runs, init, chunk, evaluate)`` as in :func:`compgen.experiments.teacher_student.make_train`.
     """
     cfg = configs[0]
-    if any(shape_key(c) != shape_key(cfg) for c in configs):
-        raise ValueError("configs trained together must differ only in split, frac_ood and seeds")
-    if len({len(c.seeds) for c in configs}) != 1:
-        raise ValueError("configs trained together must have the same number of seeds")
+    experiments.check_group(configs, shape_key, "split, frac_ood and seeds")
     runs = _run_arrays(configs)
     return (runs,) + experiments.compile_runs(cfg, runs, init_run, outer_step, evaluate_run)
 

@@ -240,10 +240,7 @@ def evaluate_run(cfg: InContextConfig, run, state):
 def make_train(configs):
     """``(runs, init, chunk, evaluate)`` for every seed of same-shape ``configs`` (one compiled program)."""
     cfg = configs[0]
-    if any(shape_key(c) != shape_key(cfg) for c in configs):
-        raise ValueError("configs trained together must differ only in split, frac_ood and seeds")
-    if len({len(c.seeds) for c in configs}) != 1:
-        raise ValueError("configs trained together must have the same number of seeds")
+    experiments.check_group(configs, shape_key, "split, frac_ood and seeds")
     runs = hyperteacher_experiment._run_arrays(configs)  # the hyperteacher's splits and evaluation codes
     return (runs,) + experiments.compile_runs(cfg, runs, init_run, outer_step, evaluate_run)
 

@@ -328,10 +328,7 @@ def make_train(configs):
     under one ``lax.scan``, and ``evaluate(state) -> metrics``; every array has a leading run axis.
     """
     cfg = configs[0]
-    if any(c.shape_key() != cfg.shape_key() for c in configs):
-        raise ValueError("configs trained together must differ only in masks, distribution, weight_decay, seeds")
-    if len({len(c.seeds) for c in configs}) != 1:
-        raise ValueError("configs trained together must have the same number of seeds")
+    experiments.check_group(configs, lambda c: c.shape_key(), "masks, distribution, weight_decay, seeds")
     runs = _run_arrays(configs)
     return (runs,) + experiments.compile_runs(cfg, runs, init_run, outer_step, evaluate_run)
 
