@@ -81,10 +81,12 @@ def test_grouped_runs_equal_separate_runs(tmp_path, monkeypatch):
 def test_parallel_workers_match_in_process_training(tmp_path, monkeypatch):
     monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path))
     a = ts.make_config("smoke", **{**TINY, "outer_steps": 10, "eval_every": 10})
-    b = dataclasses.replace(a, masks="0;1;2;3;4;5", distribution="continuous")
+    b = dataclasses.replace(a, masks="0;1;2;3;4;5", distribution="continuous")  # shares a's program
+    c = dataclasses.replace(a, outer_steps=20)  # a program of its own
     lines = []
-    in_workers = ts.run([a, b], workers=2, log=lines.append)
-    assert any(line.startswith("[worker 1]") for line in lines)
-    in_process = ts.run([a, b], force=True, workers=1, log=lambda _: None)
+    in_workers = ts.run([a, b, c], workers=2, log=lines.append)
+    # two jobs, {a, b} and c, one per slot
+    assert sorted(line.split(" [train]")[0] for line in lines if " [train]" in line) == ["[worker 0]", "[worker 1]"]
+    in_process = ts.run([a, b, c], force=True, workers=1, log=lambda _: None)
     for x, y in zip(in_workers, in_process):
         np.testing.assert_allclose(x["steps/loss"], y["steps/loss"], rtol=1e-5)

@@ -1,9 +1,11 @@
 """Train independent configs in parallel worker processes on a multi-core CPU.
 
-XLA runs the small matrix products of these experiments on one core, so a 2-core machine trains
-twice as fast with two processes. Each worker trains its share of the configs with the section's
-``compgen.experiments.train_and_store`` and writes to the results store; the caller then loads from the store.
-Progress lines of the workers are forwarded, prefixed with the worker number.
+XLA runs the small matrix products of these experiments on about one core, so a 2-core machine
+trains faster with two processes. The jobs are groups of configs that share one compiled program;
+they are started longest first, each in its own ``python -m compgen.parallel`` process, and a new
+one starts as soon as a running one ends, so that no core idles while work is left. Each job trains
+its configs with the section's ``compgen.experiments.train_and_store`` and writes to the results
+store; the caller then loads from the store. Progress lines are forwarded, prefixed with the slot.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 
 def default_workers(n_jobs: int) -> int:
@@ -27,42 +30,42 @@ def default_workers(n_jobs: int) -> int:
     return max(1, min(n_jobs, os.cpu_count() or 1))
 
 
-def partition(costs, n_parts):
-    """Greedy longest-first split of job indices into ``n_parts`` lists of similar total cost."""
-    parts, totals = [[] for _ in range(n_parts)], [0.0] * n_parts
-    for i in sorted(range(len(costs)), key=lambda i: -costs[i]):
-        k = totals.index(min(totals))
-        parts[k].append(i)
-        totals[k] += costs[i]
-    return [sorted(p) for p in parts if p]
+def _start(module_name, configs, slot, log):
+    handle = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    json.dump([dataclasses.asdict(c) for c in configs], handle)
+    handle.close()
+    proc = subprocess.Popen([sys.executable, "-u", "-m", "compgen.parallel", module_name, handle.name],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def forward():
+        for line in proc.stdout:
+            log(f"[worker {slot}] {line.rstrip()}")
+
+    thread = threading.Thread(target=forward, daemon=True)
+    thread.start()
+    return proc, thread, handle.name
 
 
-def run_workers(module_name: str, configs, costs, n_workers: int, log=print):
-    """Train ``configs`` in ``n_workers`` subprocesses of ``python -m compgen.parallel``."""
-    procs, threads, files = [], [], []
-    for w, part in enumerate(partition(costs, n_workers)):
-        handle = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-        json.dump([dataclasses.asdict(configs[i]) for i in part], handle)
-        handle.close()
-        files.append(handle.name)
-        proc = subprocess.Popen([sys.executable, "-u", "-m", "compgen.parallel", module_name, handle.name],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        procs.append(proc)
-
-        def forward(proc=proc, w=w):
-            for line in proc.stdout:
-                log(f"[worker {w}] {line.rstrip()}")
-
-        thread = threading.Thread(target=forward, daemon=True)
-        thread.start()
-        threads.append(thread)
-    codes = [proc.wait() for proc in procs]
-    for thread in threads:
-        thread.join()
-    for name in files:
-        os.unlink(name)
-    if any(codes):
-        raise RuntimeError(f"a worker failed (exit codes {codes}); see its output above")
+def run_workers(module_name: str, jobs, costs, n_workers: int, log=print, poll_s: float = 0.5):
+    """Train ``jobs`` (lists of configs, each list one compiled program) in at most ``n_workers``
+    processes at once, longest ``costs`` first, starting the next job whenever a slot frees."""
+    pending = sorted(range(len(jobs)), key=lambda i: -costs[i])
+    running, failed = {}, []  # slot -> (job, proc, thread, file)
+    while pending or running:
+        for slot in range(n_workers):
+            if slot not in running and pending:
+                job = pending.pop(0)
+                running[slot] = (job, *_start(module_name, jobs[job], slot, log))
+        time.sleep(poll_s)
+        for slot, (job, proc, thread, name) in list(running.items()):
+            if proc.poll() is not None:
+                thread.join()
+                os.unlink(name)
+                if proc.returncode:
+                    failed.append((job, proc.returncode))
+                del running[slot]
+    if failed:
+        raise RuntimeError(f"{len(failed)} job(s) failed (job, exit code: {failed}); see their output above")
 
 
 def _worker(module_name: str, path: str):

@@ -80,6 +80,25 @@ def flatten_history(history):
     return flat
 
 
+def shape_groups(section, configs):
+    """``configs`` grouped by compiled program (equal ``shape_key`` and number of seeds), in first-seen order."""
+    groups = {}
+    for c in configs:
+        groups.setdefault((section.shape_key(c), len(c.seeds)), []).append(c)
+    return list(groups.values())
+
+
+def split_jobs(groups, workers):
+    """Halve the largest group until there are ``workers`` jobs (or none has two configs left), so
+    that a few large groups still keep every worker busy."""
+    jobs = list(groups)
+    while len(jobs) < workers and max(len(j) for j in jobs) > 1:
+        big = max(range(len(jobs)), key=lambda i: len(jobs[i]))
+        group = jobs.pop(big)
+        jobs += [group[: len(group) // 2], group[len(group) // 2:]]
+    return jobs
+
+
 def train_and_store(section, configs, log=print, checkpoint_every=None):
     """Train ``configs`` of ``section`` (grouped by shape, one compiled program per group); store each.
 
@@ -89,10 +108,7 @@ def train_and_store(section, configs, log=print, checkpoint_every=None):
     """
     if checkpoint_every is None:
         checkpoint_every = int(os.environ.get("COMPGEN_CHECKPOINT_EVERY") or 0)
-    groups = {}
-    for c in configs:
-        groups.setdefault((section.shape_key(c), len(c.seeds)), []).append(c)
-    for group in groups.values():
+    for group in shape_groups(section, configs):
         log(f"[train] {section.describe_group(group)}")
         folder = checkpoint.group_dir(section, group) if checkpoint_every > 0 else None
         saver = checkpoint.Checkpointer(folder, checkpoint_every, log=log) if folder else None
@@ -130,8 +146,10 @@ def run(section, configs, force=False, workers=None, log=print):
                 f"{prov['wall_time_s']:.0f} s on {prov['device']}, commit {prov['git_commit'][:8]})")
     if todo:
         workers = parallel.default_workers(len(todo)) if workers is None else workers
-        if workers > 1 and len(todo) > 1:
-            parallel.run_workers(section.__name__, todo, [section.training_cost(c) for c in todo], workers, log)
+        jobs = split_jobs(shape_groups(section, todo), workers)
+        if workers > 1 and len(jobs) > 1:
+            costs = [sum(section.training_cost(c) for c in job) for job in jobs]
+            parallel.run_workers(section.__name__, jobs, costs, workers, log)
         else:
             train_and_store(section, todo, log)
         for c in todo:
