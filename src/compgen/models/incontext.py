@@ -24,6 +24,12 @@ Three learners, each a :class:`InContextModel` (pure functions over an explicit 
 
 None has a positional encoding, so every prediction is invariant to the order of the support
 examples (up to float rounding), and no learner receives query targets.
+
+Support tokens may carry a boolean ``mask`` (N,), False for padding (the padded steps of a grid-world
+demonstration). A masked token has no influence at all: its content is zeroed before it is encoded,
+its key is masked out of every attention, and pooled means run over the valid tokens only, so that
+its content and its number change no prediction (at least one token must be valid). ``mask=None``
+means every token is valid and computes exactly what the learners computed before masks existed.
 """
 
 from __future__ import annotations
@@ -47,8 +53,8 @@ GROUPS = ("input", "hidden", "output")  # the hypernetwork's chunk groups, in la
 class InContextModel:
     name: str
     init: Callable  # key -> params
-    apply: Callable  # (params, x_s (N, n_in), y_s (N, n_out), x_q (Q, n_in)) -> logits (Q, n_out)
-    task_representation: Callable  # (params, x_s, y_s) -> (D,): the task code (bottleneck) or a pooled summary
+    apply: Callable  # (params, x_s (N, n_in), y_s (N, n_out), x_q (Q, n_in), mask=None (N,)) -> logits (Q, n_out)
+    task_representation: Callable  # (params, x_s, y_s, mask=None) -> (D,): the task code or a pooled summary
 
 
 @dataclass(frozen=True)
@@ -114,15 +120,17 @@ def _project(params, x, num_heads):
     return tuple(_heads(dense(params[name], x), num_heads) for name in ("q", "k", "v"))
 
 
-def attend(params, q, k, v, self_kv=None):
+def attend(params, q, k, v, self_kv=None, mask=None):
     """Multi-head scaled dot-product attention of queries ``q`` (Q, H, dh) over keys/values ``k``, ``v``
-    (N, H, dh), then the output projection: (Q, d).
+    (N, H, dh), then the output projection: (Q, d). Keys where ``mask`` (N,) is False get zero weight.
 
     With ``self_kv`` = (k_self, v_self), each (Q, H, dh), query ``i`` also attends to its own key and value:
     the equivalent of a joint sequence where each query sees the memory and itself, without a (Q, Q) mask.
     """
     scale = 1.0 / jnp.sqrt(q.shape[-1])
     scores = jnp.einsum("qhd,nhd->hqn", q, k) * scale  # (H, Q, N)
+    if mask is not None:
+        scores = jnp.where(mask, scores, -jnp.inf)
     if self_kv is None:
         out = jnp.einsum("hqn,nhd->qhd", jax.nn.softmax(scores, axis=-1), v)
     else:
@@ -143,15 +151,31 @@ def _feed_forward(block, h):
     return h + apply_mlp(block["ff"], layer_norm(block["norm_ff"], h))
 
 
-def block_apply(block, h_s, h_q, num_heads):
-    """One pre-LN transformer block. Support tokens ``h_s`` (N, d) attend to every support token; query
-    tokens ``h_q`` (Q, d) or None attend to the support tokens and to themselves. Returns ``(h_s, h_q)``."""
+def block_apply(block, h_s, h_q, num_heads, mask=None):
+    """One pre-LN transformer block. Support tokens ``h_s`` (N, d) attend to every valid support token
+    (``mask``); query tokens ``h_q`` (Q, d) or None attend to the valid support tokens and to themselves.
+    Returns ``(h_s, h_q)``."""
     q_s, k_s, v_s = _project(block["attention"], layer_norm(block["norm_att"], h_s), num_heads)
-    new_s = _feed_forward(block, h_s + attend(block["attention"], q_s, k_s, v_s))
+    new_s = _feed_forward(block, h_s + attend(block["attention"], q_s, k_s, v_s, mask=mask))
     if h_q is None:
         return new_s, None
     q_q, k_q, v_q = _project(block["attention"], layer_norm(block["norm_att"], h_q), num_heads)
-    return new_s, _feed_forward(block, h_q + attend(block["attention"], q_q, k_s, v_s, self_kv=(k_q, v_q)))
+    return new_s, _feed_forward(block, h_q + attend(block["attention"], q_q, k_s, v_s, self_kv=(k_q, v_q), mask=mask))
+
+
+def clear_padding(mask, *arrays):
+    """``arrays`` (each (N, k)) with the rows of masked support tokens set to 0, so that not even a NaN in a
+    padded token can reach a prediction; unchanged when ``mask`` is None."""
+    if mask is None:
+        return arrays
+    return tuple(jnp.where(mask[:, None], a, 0.0) for a in arrays)
+
+
+def pooled_mean(h, mask=None):
+    """Mean of token states ``h`` (N, d) over the valid tokens (all of them when ``mask`` is None)."""
+    if mask is None:
+        return h.mean(0)
+    return jnp.where(mask[:, None], h, 0.0).sum(0) / jnp.maximum(mask.sum(), 1)
 
 
 def support_tokens(x_s, y_s):
@@ -177,7 +201,8 @@ def kv_memory(spec: InContextSpec) -> InContextModel:
                 "attention": init_attention(k_att, spec.d_model),
                 "decoder": init_mlp(k_dec, (2 * spec.d_model,) + (spec.d_ff,) * spec.num_layers + (spec.n_out,))}
 
-    def apply(params, x_s, y_s, x_q):
+    def apply(params, x_s, y_s, x_q, mask=None):
+        x_s, y_s = clear_padding(mask, x_s, y_s)
         keys = apply_mlp(params["key_encoder"], x_s)
         values = apply_mlp(params["value_encoder"], y_s)
         query = apply_mlp(params["key_encoder"], x_q)  # the input encoder is shared, as in meta seq2seq
@@ -185,13 +210,14 @@ def kv_memory(spec: InContextSpec) -> InContextModel:
         q = _heads(dense(att["q"], query), spec.num_heads)
         k = _heads(dense(att["k"], keys), spec.num_heads)
         v = _heads(dense(att["v"], values), spec.num_heads)
-        retrieved = attend(att, q, k, v)
+        retrieved = attend(att, q, k, v, mask=mask)
         return apply_mlp(params["decoder"], jnp.concatenate([query, retrieved], axis=-1))
 
-    def task_representation(params, x_s, y_s):
+    def task_representation(params, x_s, y_s, mask=None):
         """Mean of the memory's keys and values: a crude summary (the task lives in their pairing)."""
-        return jnp.concatenate([apply_mlp(params["key_encoder"], x_s).mean(0),
-                                apply_mlp(params["value_encoder"], y_s).mean(0)])
+        x_s, y_s = clear_padding(mask, x_s, y_s)
+        return jnp.concatenate([pooled_mean(apply_mlp(params["key_encoder"], x_s), mask),
+                                pooled_mean(apply_mlp(params["value_encoder"], y_s), mask)])
 
     return InContextModel("kv_memory", init, apply, task_representation)
 
@@ -206,21 +232,21 @@ def transformer(spec: InContextSpec) -> InContextModel:
                 "blocks": [init_block(k, spec.d_model, spec.d_ff) for k in keys[1:-1]],
                 "norm_out": init_layer_norm(spec.d_model), "readout": init_dense(keys[-1], spec.d_model, spec.n_out)}
 
-    def encode(params, x_s, y_s, x_q=None):
-        h_s = dense(params["embed"], support_tokens(x_s, y_s))
+    def encode(params, x_s, y_s, x_q=None, mask=None):
+        h_s = dense(params["embed"], support_tokens(*clear_padding(mask, x_s, y_s)))
         h_q = None if x_q is None else dense(params["embed"], query_tokens(x_q, spec.n_out))
         for block in params["blocks"]:
-            h_s, h_q = block_apply(block, h_s, h_q, spec.num_heads)
+            h_s, h_q = block_apply(block, h_s, h_q, spec.num_heads, mask)
         return h_s, h_q
 
-    def apply(params, x_s, y_s, x_q):
-        _, h_q = encode(params, x_s, y_s, x_q)
+    def apply(params, x_s, y_s, x_q, mask=None):
+        _, h_q = encode(params, x_s, y_s, x_q, mask)
         return dense(params["readout"], layer_norm(params["norm_out"], h_q))
 
-    def task_representation(params, x_s, y_s):
-        """The mean of the last layer's support tokens."""
-        h_s, _ = encode(params, x_s, y_s)
-        return layer_norm(params["norm_out"], h_s).mean(0)
+    def task_representation(params, x_s, y_s, mask=None):
+        """The mean of the last layer's (valid) support tokens."""
+        h_s, _ = encode(params, x_s, y_s, mask=mask)
+        return pooled_mean(layer_norm(params["norm_out"], h_s), mask)
 
     return InContextModel("transformer", init, apply, task_representation)
 
@@ -244,14 +270,14 @@ def bottleneck(spec: InContextSpec) -> InContextModel:
                                   "b": jnp.concatenate([hnet_meta["embeddings"][g] for g in GROUPS]).reshape(-1)},
                 "generators": hnet_meta["generators"]}
 
-    def task_code(params, x_s, y_s):
-        h = dense(params["embed"], support_tokens(x_s, y_s))
+    def task_code(params, x_s, y_s, mask=None):
+        h = dense(params["embed"], support_tokens(*clear_padding(mask, x_s, y_s)))
         for block in params["blocks"]:
-            h, _ = block_apply(block, h, None, spec.num_heads)
-        return dense(params["to_code"], layer_norm(params["norm_out"], h).mean(0))
+            h, _ = block_apply(block, h, None, spec.num_heads, mask)
+        return dense(params["to_code"], pooled_mean(layer_norm(params["norm_out"], h), mask))
 
-    def apply(params, x_s, y_s, x_q):
-        code = task_code(params, x_s, y_s)
+    def apply(params, x_s, y_s, x_q, mask=None):
+        code = task_code(params, x_s, y_s, mask)
         flat = dense(params["to_embeddings"], code).reshape(n_chunks, spec.n_templates)
         fast = {"embeddings": {"input": flat[:1], "hidden": flat[1:-1], "output": flat[-1:]},
                 "bias": jnp.zeros(spec.n_out)}
