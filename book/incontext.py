@@ -113,15 +113,16 @@ def caption(cfgs, what):
 # :class: note
 # The in-context learners copy the task setup of the hyperteacher preset of the same name. `paper` uses the
 # paper's Fig. 3B setting ($M = 8$, $K = 2$, 256 + 256 shots, 128 tasks per step, 200,000 steps, three seeds)
-# with 0.40M (memory), 0.53M (transformer) and 0.66M (bottleneck) parameters, beside 0.31M–0.64M for the paper's
-# models; unlike those it uses a warm-up + cosine learning-rate schedule, as transformers usually need.
+# with learners sized to the range of the paper's models (the table of models above counts the parameters at
+# the preset that was run); unlike those it uses a warm-up + cosine learning-rate schedule, as transformers
+# usually need.
 # `quick` is the hyperteacher chapter's `quick` setting: $M = 4$ experts, $K = 2$, a teacher with 16 hidden
-# units, 64 + 64 shots, 16 tasks per step, 2,000 steps (warm-up 100 + cosine), three seeds, and learners of
-# 70k (memory, transformer: $d_\text{model} = 64$, 2 layers) and 100k parameters (bottleneck: a 16-dimensional
-# code, a hypernetwork with $T = 16$ modules generating a 3 × 32 MLP), beside 10k–73k for the four paper models
-# at `quick`. No hyper-parameter of the in-context learners was tuned; the paper models' were (by the paper, and
-# for `quick` by the hyperteacher chapter). Transformers are known to need many more steps than 2,000 to learn
-# in context, so `quick` can show an ordering at a small budget, not what the learners reach eventually.
+# units, 64 + 64 shots, 16 tasks per step, 2,000 steps (warm-up 100 + cosine), three seeds, and small learners
+# (memory and transformer: $d_\text{model} = 64$, 2 layers; bottleneck: a 16-dimensional code and a
+# hypernetwork with $T = 16$ modules generating a 3 × 32 MLP). No hyper-parameter of the in-context learners
+# was tuned; the paper models' were (by the paper, and for `quick` by the hyperteacher chapter). Transformers
+# are known to need many more steps than 2,000 to learn in context, so `quick` can show an ordering at a small
+# budget, not what the learners reach eventually.
 # ```
 #
 # ## Training
