@@ -97,14 +97,9 @@ display(Markdown(f"**Preset `{preset}`** ({P.PRESETS[preset]['description']}). F
 def caption(cfgs, what):
     """Figure caption: preset, tasks per step, demonstration length, outer steps per model and seeds of ``cfgs``."""
     cfgs = list(cfgs) if isinstance(cfgs, (list, tuple)) else [cfgs]
-    join = lambda values: "/".join(map(str, sorted(set(values))))
-    steps = {}
-    for c in cfgs:
-        steps.setdefault(LABELS[c.model], set()).add(c.outer_steps)
-    steps_text = ", ".join(f"{label} {'/'.join(f'{n:,}' for n in sorted(n))}" for label, n in steps.items())
-    return (f"{what} — preset {preset}: {join(c.meta_batch for c in cfgs)} tasks/step, demonstrations padded to "
-            f"{join(c.demo_length for c in cfgs)} steps, outer steps: {steps_text}; "
-            f"seeds {join(s for c in cfgs for s in c.seeds)}")
+    return plots.runs_caption(what, preset, cfgs, LABELS, [
+        f"{plots.joined(c.meta_batch for c in cfgs)} tasks/step",
+        f"demonstrations padded to {plots.joined(c.demo_length for c in cfgs)} steps"])
 
 
 # %% [markdown]

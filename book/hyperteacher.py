@@ -90,14 +90,9 @@ display(Markdown(f"**Preset `{preset}`** ({p.description}). Fields that differ f
 def caption(cfgs, what):
     """Figure caption: preset, M and K, outer steps per model, tasks per step and seeds of ``cfgs``."""
     cfgs = list(cfgs) if isinstance(cfgs, (list, tuple)) else [cfgs]
-    join = lambda values: "/".join(map(str, sorted(set(values))))
-    steps = {}
-    for c in cfgs:
-        steps.setdefault(H.MODEL_LABELS[c.model], set()).add(c.outer_steps)
-    steps_text = ", ".join(f"{label} {'/'.join(f'{n:,}' for n in sorted(n_steps))}" for label, n_steps in steps.items())
-    return (f"{what} — preset {preset}: M = {join(c.n_modules for c in cfgs)}, K = {join(c.max_hot for c in cfgs)}, "
-            f"{join(c.meta_batch for c in cfgs)} tasks/step, outer steps: {steps_text}; "
-            f"seeds {join(s for c in cfgs for s in c.seeds)}")
+    return plots.runs_caption(what, preset, cfgs, H.MODEL_LABELS, [
+        f"M = {plots.joined(c.n_modules for c in cfgs)}", f"K = {plots.joined(c.max_hot for c in cfgs)}",
+        f"{plots.joined(c.meta_batch for c in cfgs)} tasks/step"])
 
 
 # %% [markdown]

@@ -98,14 +98,9 @@ display(Markdown(
 
 def caption(cfgs, what):
     """Figure caption: preset, M and K, outer steps per model, tasks per step and seeds of ``cfgs``."""
-    join = lambda values: "/".join(map(str, sorted(set(values))))
-    per_model = {}
-    for c in cfgs:
-        per_model.setdefault(LABELS[c.model], set()).add(c.outer_steps)
-    steps_text = ", ".join(f"{label} {'/'.join(f'{n:,}' for n in sorted(v))}" for label, v in per_model.items())
-    return (f"{what} — preset {preset}: M = {join(c.n_modules for c in cfgs)}, K = {join(c.max_hot for c in cfgs)}, "
-            f"{join(c.meta_batch for c in cfgs)} tasks/step, outer steps: {steps_text}; "
-            f"seeds {join(s for c in cfgs for s in c.seeds)}")
+    return plots.runs_caption(what, preset, cfgs, LABELS, [
+        f"M = {plots.joined(c.n_modules for c in cfgs)}", f"K = {plots.joined(c.max_hot for c in cfgs)}",
+        f"{plots.joined(c.meta_batch for c in cfgs)} tasks/step"])
 
 
 # %% [markdown]
@@ -306,15 +301,10 @@ def goals_final(model, split, set_name="ood"):
 
 def goals_caption(cfgs, what):
     """Figure caption: preset, tasks per step, demonstration length, outer steps per model and seeds of ``cfgs``."""
-    join = lambda values: "/".join(map(str, sorted(set(values))))
-    per_model = {}
-    for c in cfgs:
-        per_model.setdefault(GOALS_LABELS[c.model], set()).add(c.outer_steps)
-    steps_text = ", ".join(f"{label} {'/'.join(f'{n:,}' for n in sorted(v))}" for label, v in per_model.items())
-    return (f"{what} — preset {preset}: goals world, {join(c.meta_batch for c in cfgs)} tasks/step, "
-            f"{join(c.shots_support for c in cfgs)} support demonstration(s) padded to "
-            f"{join(c.demo_length for c in cfgs)} steps, outer steps: {steps_text}; seeds "
-            f"{join(s for c in cfgs for s in c.seeds)}")
+    return plots.runs_caption(what, preset, cfgs, GOALS_LABELS, [
+        "goals world", f"{plots.joined(c.meta_batch for c in cfgs)} tasks/step",
+        f"{plots.joined(c.shots_support for c in cfgs)} support demonstration(s) padded to "
+        f"{plots.joined(c.demo_length for c in cfgs)} steps"])
 
 
 goals_acc = {(m, s): goals_final(m, s) for m in GOALS_ORDER for s in splits}

@@ -89,14 +89,9 @@ display(Markdown(f"**Preset `{preset}`** ({PP.PRESETS[preset]['description']}). 
 
 def caption(cfgs, what):
     """Figure caption: preset, K, outer steps per model, tasks per step, shots and seeds of ``cfgs``."""
-    join = lambda values: "/".join(map(str, sorted(set(values))))
-    steps = {}
-    for c in cfgs:
-        steps.setdefault(MODEL_LABELS[c.model], set()).add(c.outer_steps)
-    steps_text = ", ".join(f"{label} {'/'.join(f'{n:,}' for n in sorted(n))}" for label, n in steps.items())
-    return (f"{what} — preset {preset}: K = {join(c.max_hot for c in cfgs)}, {join(c.meta_batch for c in cfgs)} "
-            f"tasks/step, {join(c.shots_support for c in cfgs)} + {join(c.shots_query for c in cfgs)} demonstrations, "
-            f"outer steps: {steps_text}; seeds {join(s for c in cfgs for s in c.seeds)}")
+    return plots.runs_caption(what, preset, cfgs, MODEL_LABELS, [
+        f"K = {plots.joined(c.max_hot for c in cfgs)}", f"{plots.joined(c.meta_batch for c in cfgs)} tasks/step",
+        f"{plots.joined(c.shots_support for c in cfgs)} + {plots.joined(c.shots_query for c in cfgs)} demonstrations"])
 
 
 # %% [markdown]

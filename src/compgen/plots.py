@@ -10,6 +10,25 @@ import numpy as np
 CONNECTED_COLOURS = {True: "#1b7837", False: "#c2a5cf"}
 
 
+def joined(values) -> str:
+    """The distinct ``values``, sorted, joined by "/": ``joined([3, 1, 3]) == "1/3"``."""
+    return "/".join(map(str, sorted(set(values))))
+
+
+def runs_caption(what, preset, cfgs, labels, details=()):
+    """A figure caption naming where its runs come from:
+    ``"{what} — preset {preset}: {details, ...}, outer steps: {label} {steps}, ...; seeds {seeds}"``.
+
+    ``cfgs`` are the runs' configs (with ``model``, ``outer_steps`` and ``seeds``), ``labels`` maps a model
+    name to its label, ``details`` are the figure's own already-formatted parts (e.g. ``"K = 2"``)."""
+    steps = {}
+    for c in cfgs:
+        steps.setdefault(labels[c.model], set()).add(c.outer_steps)
+    steps_text = ", ".join(f"{label} {'/'.join(f'{n:,}' for n in sorted(n_steps))}" for label, n_steps in steps.items())
+    return (f"{what} — preset {preset}: " + "".join(f"{d}, " for d in details)
+            + f"outer steps: {steps_text}; seeds {joined(s for c in cfgs for s in c.seeds)}")
+
+
 def _seed_dots(ax, x, values, colour="k"):
     jitter = np.linspace(-0.12, 0.12, len(values)) if len(values) > 1 else [0.0]
     ax.scatter(np.asarray(x) + np.asarray(jitter), values, s=12, color=colour, zorder=3, linewidths=0)
