@@ -14,6 +14,8 @@ BIN    := $(VENV)/bin
 # as is, e.g.  make execute PRESET=paper PARAMS='-p force True -y "seeds: [100, 101]"'
 PRESET ?= quick
 PARAMS ?=
+# Processes for the tests and the smoke notebooks (one per core by default).
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 ifneq ($(filter-out smoke quick paper,$(PRESET))$(words $(PRESET)),1)
   $(error PRESET='$(PRESET)' is not a preset; use one of: smoke | quick | paper)
 endif
@@ -96,10 +98,11 @@ book: execute $(INSTALL_STAMP) $(MATHJAX) ## execute, then build the HTML into _
 
 test: test-unit test-book ## unit tests + every notebook at preset smoke + book build (in _build/smoke)
 
-test-unit: $(INSTALL_STAMP) ## pytest only
-	$(BIN)/python -m pytest -q tests
+test-unit: $(INSTALL_STAMP) ## pytest only (one worker process per core, a test file per worker at a time)
+	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile tests
 
-test-book: $(INSTALL_STAMP) $(NOTEBOOKS:%=$(SMOKE)/book/%.ipynb) $(SMOKE_STATIC) $(SMOKE)/_vendor ## smoke notebooks + book only
+test-book: $(INSTALL_STAMP) $(SMOKE_STATIC) $(SMOKE)/_vendor ## smoke notebooks (JOBS at once) + book only
+	$(MAKE) --no-print-directory -j$(JOBS) $(NOTEBOOKS:%=$(SMOKE)/book/%.ipynb)
 	$(JB_BUILD) $(SMOKE)
 
 $(SMOKE_STATIC): $(SMOKE)/%: %

@@ -23,6 +23,14 @@ def test_round_trip_with_provenance(tmp_path):
     assert json.loads((tmp_path / "toy" / f"{results.config_hash(ToyConfig(), (metrics,))}.json").read_text())
 
 
+def test_save_leaves_only_the_two_files_and_overwrites_in_place(tmp_path):
+    results.save("toy", ToyConfig(), {"x": np.zeros(1)}, 0.0, root=tmp_path, code=(metrics,))
+    results.save("toy", ToyConfig(), {"x": np.ones(1)}, 0.0, root=tmp_path, code=(metrics,))  # a second writer
+    stem = results.config_hash(ToyConfig(), (metrics,))
+    assert sorted(p.name for p in (tmp_path / "toy").iterdir()) == [f"{stem}.json", f"{stem}.npz"]
+    np.testing.assert_array_equal(results.load("toy", ToyConfig(), root=tmp_path, code=(metrics,))[0]["x"], [1.0])
+
+
 def test_other_config_or_other_code_is_not_reused(tmp_path):
     results.save("toy", ToyConfig(), {"x": np.zeros(1)}, 0.0, root=tmp_path, code=(metrics,))
     assert results.load("toy", ToyConfig(steps=4), root=tmp_path, code=(metrics,)) is None

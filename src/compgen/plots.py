@@ -29,8 +29,9 @@ def runs_caption(what, preset, cfgs, labels, details=()):
             + f"outer steps: {steps_text}; seeds {joined(s for c in cfgs for s in c.seeds)}")
 
 
-def _seed_dots(ax, x, values, colour="k"):
-    jitter = np.linspace(-0.12, 0.12, len(values)) if len(values) > 1 else [0.0]
+def _seed_dots(ax, x, values, colour="k", spread=0.12):
+    """One dot per seed at ``x``, spread evenly over ``x ± spread``."""
+    jitter = np.linspace(-spread, spread, len(values)) if len(values) > 1 else [0.0]
     ax.scatter(np.asarray(x) + np.asarray(jitter), values, s=12, color=colour, zorder=3, linewidths=0)
 
 
@@ -169,7 +170,7 @@ def grouped_bars(groups, series, values, ylabel, caption, ylim=None, reference=N
             x = g + (s - (len(series) - 1) / 2) * width
             v = np.asarray(values[s][g], float)
             ax.bar(x, np.nanmean(v), width, color=colour, edgecolor="k", linewidth=0.6, label=name if g == 0 else None)
-            _seed_dots(ax, x, v)
+            _seed_dots(ax, x, v, spread=0.3 * width)  # within the bar
     ax.set_xticks(range(len(groups)), groups, fontsize=8)
     ax.set_ylabel(ylabel)
     if ylim is not None:

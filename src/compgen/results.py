@@ -97,12 +97,20 @@ def _paths(kind: str, config, root: Path | None, code):
 
 
 def save(kind: str, config, arrays: dict, wall_time_s: float, root: Path | None = None, code=None) -> Path:
-    """Store ``arrays`` (a flat dict of name -> array) for ``config`` computed by the modules ``code``."""
+    """Store ``arrays`` (a flat dict of name -> array) for ``config`` computed by the modules ``code``.
+
+    Each file is written under a temporary name and then renamed, so a process reading the store while
+    another writes it (notebooks executed in parallel) never sees a partial file.
+    """
     npz_path, json_path = _paths(kind, config, root, code)
     npz_path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(npz_path, **{k: np.asarray(v) for k, v in arrays.items()})
+    partial = npz_path.with_name(f".{npz_path.stem}.{os.getpid()}.partial.npz")
+    np.savez_compressed(partial, **{k: np.asarray(v) for k, v in arrays.items()})
+    os.replace(partial, npz_path)
     meta = {"kind": kind, "config": config_dict(config), "provenance": provenance(wall_time_s, code)}
-    json_path.write_text(json.dumps(meta, indent=2))
+    partial = json_path.with_name(f".{json_path.stem}.{os.getpid()}.partial.json")
+    partial.write_text(json.dumps(meta, indent=2))
+    os.replace(partial, json_path)
     return npz_path
 
 
