@@ -16,6 +16,9 @@ PRESET ?= quick
 PARAMS ?=
 # Processes for the tests and the smoke notebooks (one per core by default).
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+# JAX's persistent compilation cache for notebooks and tests (not for `make bench`, which times compilation):
+# a program compiled once, by any notebook, test or worker process, is loaded instead of compiled again.
+JAX_CACHE := JAX_COMPILATION_CACHE_DIR=$(CURDIR)/_build/jax-cache
 ifneq ($(filter-out smoke quick paper,$(PRESET))$(words $(PRESET)),1)
   $(error PRESET='$(PRESET)' is not a preset; use one of: smoke | quick | paper)
 endif
@@ -73,7 +76,7 @@ define execute_rules
 $(1)/%.ipynb: book/%.py $$(SRC) $(1)/.params | $$(INSTALL_STAMP)
 	@mkdir -p $$(@D)
 	$$(BIN)/jupytext --to ipynb --output - $$< \
-	  | XLA_PYTHON_CLIENT_PREALLOCATE=false $(3) $$(BIN)/papermill - $$@ \
+	  | XLA_PYTHON_CLIENT_PREALLOCATE=false $$(JAX_CACHE) $(3) $$(BIN)/papermill - $$@ \
 	      --cwd book -k python3 --language python --no-progress-bar --log-output $$($(2))
 
 $(1)/.params: export NB_ARGS = $$($(2))
@@ -99,10 +102,10 @@ book: execute $(INSTALL_STAMP) $(MATHJAX) ## execute, then build the HTML into _
 test: test-unit test-book ## unit tests + every notebook at preset smoke + book build (in _build/smoke)
 
 test-unit: $(INSTALL_STAMP) ## pytest only (one worker process per core, a test file per worker at a time)
-	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile tests
+	$(JAX_CACHE) $(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile tests
 
-test-book: $(INSTALL_STAMP) $(SMOKE_STATIC) $(SMOKE)/_vendor ## smoke notebooks (JOBS at once) + book only
-	$(MAKE) --no-print-directory -j$(JOBS) $(NOTEBOOKS:%=$(SMOKE)/book/%.ipynb)
+test-book: $(INSTALL_STAMP) $(SMOKE_STATIC) $(SMOKE)/_vendor ## smoke notebooks (JOBS at once, one process each) + book only
+	COMPGEN_WORKERS=1 $(MAKE) --no-print-directory -j$(JOBS) $(NOTEBOOKS:%=$(SMOKE)/book/%.ipynb)
 	$(JB_BUILD) $(SMOKE)
 
 $(SMOKE_STATIC): $(SMOKE)/%: %

@@ -29,3 +29,16 @@ def test_split_jobs_fills_the_workers_and_keeps_every_config_once(sizes, workers
     jobs = experiments.split_jobs(groups, workers)
     assert sorted(len(j) for j in jobs) == expected
     assert sorted(x for j in jobs for x in j) == list(range(n))
+
+
+def test_worker_count_follows_the_environment(monkeypatch):
+    from compgen import parallel
+
+    monkeypatch.setenv("COMPGEN_WORKERS", "3")
+    assert parallel.default_workers(10) == 3
+    assert parallel.default_workers(2) == 2  # never more workers than jobs
+    monkeypatch.setenv("COMPGEN_WORKERS", "0")
+    with pytest.raises(ValueError, match="COMPGEN_WORKERS"):
+        parallel.default_workers(4)
+    monkeypatch.delenv("COMPGEN_WORKERS")
+    assert 1 <= parallel.default_workers(4) <= 4

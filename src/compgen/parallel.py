@@ -22,9 +22,15 @@ import time
 
 
 def default_workers(n_jobs: int) -> int:
-    """One worker per CPU core on a CPU-only machine (at most ``n_jobs``); 1 with an accelerator."""
+    """``$COMPGEN_WORKERS`` if set (e.g. 1 when notebooks already run side by side), else one worker per
+    CPU core on a CPU-only machine and 1 with an accelerator; at most ``n_jobs``."""
     import jax
 
+    if os.environ.get("COMPGEN_WORKERS"):
+        workers = int(os.environ["COMPGEN_WORKERS"])
+        if workers < 1:
+            raise ValueError(f"COMPGEN_WORKERS must be a positive integer, got {workers}")
+        return min(n_jobs, workers)
     if jax.default_backend() != "cpu":
         return 1
     return max(1, min(n_jobs, os.cpu_count() or 1))
