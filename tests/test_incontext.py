@@ -127,7 +127,7 @@ def test_parameter_counts_are_comparable_to_the_paper_models(preset, low, high):
 def test_same_teacher_tasks_and_keys_as_the_hyperteacher():
     cfg = P.make_config("smoke", "transformer")
     reference = P.hyperteacher_reference("smoke")
-    runs = HT._run_arrays([cfg])
+    runs = HT.run_arrays([cfg])
     run = jax.tree.map(lambda a: a[0], runs)
     ours, theirs = IC.init_run(cfg, run), HT.init_run(reference, run)
     for a, b in zip(jax.tree.leaves(ours["teacher"]), jax.tree.leaves(theirs["teacher"])):
@@ -272,7 +272,7 @@ def test_goals_task_stream_is_the_goals_sections():
     cfg = P.make_config("smoke", "kv_memory", environment="goals", split="non_compositional")
     reference = P.goals_reference("smoke", split="non_compositional")
     ours = IC.WORLDS["goals"].run_arrays([cfg])
-    theirs = G._run_arrays([reference])
+    theirs = G.run_arrays([reference])
     raw = lambda a: jax.random.key_data(a) if jnp.issubdtype(a.dtype, jax.dtypes.prng_key) else a
     for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs)):
         np.testing.assert_array_equal(raw(a), raw(b))

@@ -33,7 +33,7 @@ def test_fig2c_configs_follow_table_a9():
 
 
 def _teacher_as_student(cfg):
-    runs = ts._run_arrays([cfg])
+    runs = ts.run_arrays([cfg])
     state = jax.vmap(lambda r: ts.init_run(cfg, r))(runs)
     state = {**state, "student": state["teacher"]}
     return runs, state

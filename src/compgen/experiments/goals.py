@@ -133,7 +133,7 @@ def evaluation_goals(seed, split, num):
     return {"valid": draw(k_valid, train), "test": draw(k_test, train), "ood": draw(k_ood, ood)}
 
 
-def _run_arrays(configs):
+def run_arrays(configs):
     """Per-run inputs of same-shape configs, stacked over (config, seed)."""
     rows = []
     for c in configs:
@@ -151,7 +151,7 @@ def _run_arrays(configs):
 
 def make_train(configs):
     """``(runs, init, chunk, evaluate)``: the compiled pieces that train every seed of same-shape ``configs``."""
-    return fewshot.make_train(ENV, configs, _run_arrays, shape_key)
+    return fewshot.make_train(ENV, configs, run_arrays, shape_key)
 
 
 def describe_group(group):

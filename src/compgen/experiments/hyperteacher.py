@@ -256,7 +256,7 @@ def evaluate_run(cfg: HyperteacherConfig, run, state):
     return result
 
 
-def _run_arrays(configs):
+def run_arrays(configs):
     """Per-run inputs for a group of same-shape configs, flattened over (config, seed)."""
     cfg = configs[0]
     n_universe = len(ht.task_codes(cfg.n_modules, cfg.max_hot))
@@ -287,7 +287,7 @@ def make_train(configs):
     """
     cfg = configs[0]
     experiments.check_group(configs, shape_key, "split, frac_ood and seeds")
-    runs = _run_arrays(configs)
+    runs = run_arrays(configs)
     return (runs,) + experiments.compile_runs(cfg, runs, init_run, outer_step, evaluate_run)
 
 

@@ -255,13 +255,13 @@ def goal_latent(goal):
 
 WORLDS = {
     "hyperteacher": World(
-        run_arrays=hyperteacher_experiment._run_arrays, init_run=_hyperteacher_init_run,
+        run_arrays=hyperteacher_experiment.run_arrays, init_run=_hyperteacher_init_run,
         sample_tasks=lambda cfg, run, key, num: run["train_codes"][jax.random.randint(key, (num,), 0, run["n_train"])],
         task_data=_hyperteacher_task_data, loss=ht.kl_loss,
         metrics=lambda prediction, target, n_query: {"accuracy": ht.accuracy(prediction, target)},
         eval_sets=_hyperteacher_eval_sets, latent=lambda code: code.reshape(-1), accuracy="accuracy"),
     "goals": World(
-        run_arrays=lambda configs: goals_experiment._run_arrays([c.goals_config() for c in configs]),
+        run_arrays=lambda configs: goals_experiment.run_arrays([c.goals_config() for c in configs]),
         init_run=fewshot.init_run, sample_tasks=goals_experiment.ENV.sample_tasks, task_data=_goals_task_data,
         loss=goals_experiment.ENV.loss, metrics=goals_experiment.ENV.metrics, eval_sets=_goals_eval_sets,
         latent=goal_latent, accuracy="acc"),

@@ -87,7 +87,7 @@ def _task_data(cfg, run, latent, key, n_query):
 ENV = fewshot.Environment(sample_tasks=_sample_tasks, task_data=_task_data, loss=pf.masked_squared_error)
 
 
-def _run_arrays(configs):
+def run_arrays(configs):
     """Per-run inputs of same-shape configs, stacked over (config, seed)."""
     cfg = configs[0]
     masks = pf.task_masks(cfg.n_modules, cfg.max_hot)
@@ -107,7 +107,7 @@ def _run_arrays(configs):
 
 def make_train(configs):
     """``(runs, init, chunk, evaluate)``: the compiled pieces that train every seed of same-shape ``configs``."""
-    return fewshot.make_train(ENV, configs, _run_arrays, shape_key)
+    return fewshot.make_train(ENV, configs, run_arrays, shape_key)
 
 
 def describe_group(group):

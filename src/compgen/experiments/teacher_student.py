@@ -306,7 +306,7 @@ def evaluate_run(cfg: TeacherStudentConfig, run, state):
 EVAL_SET_NAMES = ("train",) + tuple(f"{h}-hot" for h in range(1, 7))
 
 
-def _run_arrays(configs):
+def run_arrays(configs):
     """Per-run inputs for a group of same-shape configs, flattened over (config, seed)."""
     n_max = max(c.mask_array().shape[0] for c in configs)
     rows = []
@@ -329,7 +329,7 @@ def make_train(configs):
     """
     cfg = configs[0]
     experiments.check_group(configs, lambda c: c.shape_key(), "masks, distribution, weight_decay, seeds")
-    runs = _run_arrays(configs)
+    runs = run_arrays(configs)
     return (runs,) + experiments.compile_runs(cfg, runs, init_run, outer_step, evaluate_run)
 
 
