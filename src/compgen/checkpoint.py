@@ -51,17 +51,7 @@ def write_arrays(path: Path, arrays: dict) -> None:
     np.savez(buffer, **arrays)
     payload = buffer.getvalue()
     trailer = MAGIC + struct.pack("<Q", len(payload)) + hashlib.sha256(payload).digest()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(payload + trailer)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)  # make the rename itself durable
-    finally:
-        os.close(folder)
+    results.write_atomic(path, payload + trailer)
 
 
 def read_arrays(path: Path) -> dict:

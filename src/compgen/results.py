@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
+import io
 import json
 import os
 import platform
@@ -104,14 +105,28 @@ def save(kind: str, config, arrays: dict, wall_time_s: float, root: Path | None 
     """
     npz_path, json_path = _paths(kind, config, root, code)
     npz_path.parent.mkdir(parents=True, exist_ok=True)
-    partial = npz_path.with_name(f".{npz_path.stem}.{os.getpid()}.partial.npz")
-    np.savez_compressed(partial, **{k: np.asarray(v) for k, v in arrays.items()})
-    os.replace(partial, npz_path)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **{k: np.asarray(v) for k, v in arrays.items()})
+    write_atomic(npz_path, buffer.getvalue())
     meta = {"kind": kind, "config": config_dict(config), "provenance": provenance(wall_time_s, code)}
-    partial = json_path.with_name(f".{json_path.stem}.{os.getpid()}.partial.json")
-    partial.write_text(json.dumps(meta, indent=2))
-    os.replace(partial, json_path)
+    write_atomic(json_path, json.dumps(meta, indent=2).encode())
     return npz_path
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, flush it to disk and rename it over ``path``
+    (``os.replace`` is atomic): a reader or a kill mid-write never leaves a half-written ``path``."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)  # make the rename itself durable
+    finally:
+        os.close(folder)
 
 
 def load(kind: str, config, root: Path | None = None, code=None):
