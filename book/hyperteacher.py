@@ -222,14 +222,16 @@ for m in ("hnet_linear", "hnet_deepmlp"):
         run_cfg = next((c for c in fig3b + fig3cd if c.model == m and c.split == split), None)
         r2_cd[(m, split)] = S.final_r2(outputs[run_cfg]) if run_cfg else np.array([np.nan])
 mk_b, mk_cd = f"M={cell_b[0]}, K={cell_b[1]}", f"M={fig3cd[0].n_modules}, K={fig3cd[0].max_hot}"
-groups = [f"compositional ({mk_b})", f"non-compositional ({mk_b})", f"connected ({mk_cd})",
-          f"disconnected ({mk_cd})"]
+groups = [f"compositional\n({mk_b})", f"non-compositional\n({mk_b})", f"connected\n({mk_cd})",
+          f"disconnected\n({mk_cd})"]
 plots.grouped_bars(groups, [H.MODEL_LABELS[m] for m in ("hnet_linear", "hnet_deepmlp")],
                    [[r2_cd[(m, s)] for s in splits + ("connected", "disconnected")] for m in ("hnet_linear", "hnet_deepmlp")],
-                   "R² of decoding z on OOD tasks", caption(fig3b + fig3cd, "Fig. 3C/D: linear decodability"),
+                   "R² of decoding z on OOD tasks",
+                   caption([c for c in fig3b if c.model.startswith("hnet")] + fig3cd, "Fig. 3C/D: linear decodability"),
                    ylim=(min(-0.5, np.nanmin(np.concatenate(list(r2_cd.values()))) - 0.05), 1.05), reference=0.0)
 plt.show()
-lines = ["| hypernetwork | " + " | ".join(groups) + " |", "|---|" + "---|" * len(groups)]
+lines = ["| hypernetwork | " + " | ".join(g.replace("\n", " ") for g in groups) + " |",
+         "|---|" + "---|" * len(groups)]
 for m in ("hnet_linear", "hnet_deepmlp"):
     lines.append(f"| {H.MODEL_LABELS[m]} | " + " | ".join(
         "not run at this preset" if np.isnan(r2_cd[(m, s)]).all() else mean_std(r2_cd[(m, s)], 2)
