@@ -124,17 +124,23 @@ def _teacher_student_case(preset, experiment, overrides, steps, repeats):
     return {"runs": n_runs, "s_per_step": s_per_step, "compile_s": compile_s, "gflops": flops / s_per_step / 1e9}
 
 
+def _jit_gflops(fn, args, flops, repeats=10):
+    """GFLOP/s of ``jax.jit(fn)(*args)`` doing ``flops`` per call, after one warm-up call."""
+    import jax
+
+    f = jax.jit(fn)
+    f(*args).block_until_ready()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        f(*args).block_until_ready()
+    return flops * repeats / (time.perf_counter() - start) / 1e9
+
+
 def _gemm_gflops():
     import jax
-    import jax.numpy as jnp
 
     a = jax.random.normal(jax.random.key(0), (1024, 1024))
-    f = jax.jit(lambda a: a @ a)
-    f(a).block_until_ready()
-    start = time.perf_counter()
-    for _ in range(10):
-        f(a).block_until_ready()
-    return 2 * 1024**3 * 10 / (time.perf_counter() - start) / 1e9
+    return _jit_gflops(lambda a: a @ a, (a,), 2 * 1024**3)
 
 
 def _batched_gemm_gflops(tasks=128, rows=256, width=128):
@@ -148,12 +154,7 @@ def _batched_gemm_gflops(tasks=128, rows=256, width=128):
 
     x = jax.random.normal(jax.random.key(0), (tasks, rows, width))
     w = jax.random.normal(jax.random.key(1), (tasks, width, width))
-    f = jax.jit(lambda x, w: jnp.einsum("bnh,bhk->bnk", x, w))
-    f(x, w).block_until_ready()
-    start = time.perf_counter()
-    for _ in range(10):
-        f(x, w).block_until_ready()
-    return 2 * tasks * rows * width**2 * 10 / (time.perf_counter() - start) / 1e9
+    return _jit_gflops(lambda x, w: jnp.einsum("bnh,bhk->bnk", x, w), (x, w), 2 * tasks * rows * width**2)
 
 
 def run_case(name):
