@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import pytest
 
 from compgen import cli
@@ -28,3 +32,16 @@ def test_run_writes_to_the_store(tmp_path, monkeypatch, capsys):
     assert "| masks |" in capsys.readouterr().out
     assert cli.main(args) == 0
     assert "reusing stored run" in capsys.readouterr().out
+
+
+def test_split_tasks_trains_on_one_cpu_device_per_core(tmp_path):
+    # a subprocess: the CLI must set the host-device flag before jax starts its backend
+    env = {**os.environ, "COMPGEN_RESULTS": str(tmp_path)}
+    env.pop("XLA_FLAGS", None)
+    args = ["run", "teacher_student", "table_a1", "--preset", "smoke", "--set", "outer_steps=4", "--set",
+            "eval_every=4", "--set", "seeds=[7]", "--split-tasks"]
+    out = subprocess.run([sys.executable, "-m", "compgen.cli", *args], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"split over {os.cpu_count()} cpu device(s)" in out.stdout
+    assert len(list((tmp_path / "teacher_student").glob("*.npz"))) == 2

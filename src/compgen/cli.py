@@ -6,6 +6,7 @@
     compgen run hyperteacher fig3b --preset paper --set seeds=[2020]
     compgen run preferences fig4c --preset quick --set seeds=[2020]
     compgen run goals fig4ef --preset paper --set seeds=[2020]
+    compgen run hyperteacher fig3b --preset paper --set seeds=[2020] --split-tasks   # one run on every CPU core
     compgen sweep sweeps/hyperteacher/compositional.toml --backend devices --checkpoint-every 10
 
 A notebook that asks for the same config afterwards loads the stored result instead of training.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
+import os
 import sys
 
 SECTIONS = {"teacher_student": "compgen.experiments.teacher_student",
@@ -56,6 +58,9 @@ def main(argv=None):
     run.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                      help="override a config field, e.g. --set seeds=[100] (repeatable)")
     run.add_argument("--force", action="store_true", help="recompute even if the store has the result")
+    run.add_argument("--split-tasks", action="store_true",
+                     help="train in this one process with every meta-batch split over one CPU device per core "
+                          "(for a few large runs, e.g. the paper's configuration on a CPU; see compgen.devices)")
     sweep = sub.add_parser("sweep", help="run every config of a sweep file (sweeps/*.toml) with a backend")
     sweep.add_argument("file", help="a sweep file, e.g. sweeps/hyperteacher/compositional.toml")
     sweep.add_argument("--backend", default="local", help="local (default), devices or ray")
@@ -82,6 +87,11 @@ def main(argv=None):
             print(f"{name}: experiments {sorted(module.EXPERIMENTS)}; presets {list(module.PRESET_NAMES)}")
         return 0
 
+    if args.command == "run" and args.split_tasks:
+        from compgen import devices  # before the section's import starts jax's backend: XLA reads the flag then
+
+        os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"),
+                                                         devices.host_devices_flag(os.cpu_count() or 1)]))
     module = _section(args.section)
     if args.experiment not in module.EXPERIMENTS:
         raise SystemExit(f"experiment must be one of {sorted(module.EXPERIMENTS)}, got {args.experiment!r}")
@@ -90,7 +100,17 @@ def main(argv=None):
         configs = module.EXPERIMENTS[args.experiment](args.preset, **overrides)
     except (TypeError, ValueError) as error:
         raise SystemExit(f"error: {error}") from None
-    outputs = module.run(configs, force=args.force)
+    if args.split_tasks:
+        import jax
+
+        from compgen import devices
+
+        with devices.split_tasks():
+            print(f"[devices] every meta-batch split over {jax.local_device_count()} {jax.default_backend()} "
+                  "device(s)")
+            outputs = module.run(configs, force=args.force, workers=1)
+    else:
+        outputs = module.run(configs, force=args.force)
     print(module.summarize(configs, outputs))
     return 0
 

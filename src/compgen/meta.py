@@ -21,14 +21,20 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from compgen import devices
+
 GRADIENT_MODES = ("second_order", "first_order", "stop_gradient")
 
 
-def inner_adapt(loss_fn, fast_init, optimizer: optax.GradientTransformation, num_steps, key, mode="second_order"):
+def inner_adapt(loss_fn, fast_init, optimizer: optax.GradientTransformation, num_steps, key, mode="second_order",
+                remat=False):
     """Run ``num_steps`` of ``optimizer`` on ``loss_fn(fast, key) -> scalar`` from ``fast_init``.
 
     The optimiser state starts fresh. ``key`` is split into one key per step, so ``loss_fn`` can
     draw a fresh batch (infinite data) or a minibatch each step, or ignore its key (full batch).
+    With ``remat`` the meta-backward recomputes each inner step instead of storing its intermediates
+    (only the fast parameters and optimiser state are kept per step): the same gradient in about half
+    the memory, for some extra compute.
     Returns ``(fast, losses)`` with ``losses`` (num_steps,) the loss before each step.
     """
     if mode not in GRADIENT_MODES:
@@ -43,6 +49,8 @@ def inner_adapt(loss_fn, fast_init, optimizer: optax.GradientTransformation, num
         return (optax.apply_updates(fast, updates), opt_state), loss
 
     keys = jax.random.split(key, num_steps)
+    if remat:
+        step = jax.checkpoint(step)
     (fast, _), losses = jax.lax.scan(step, (fast_init, optimizer.init(fast_init)), keys)
     if mode == "stop_gradient":
         fast = jax.lax.stop_gradient(fast)
@@ -117,14 +125,14 @@ def run_chunks(
 
 
 def adapt(model, meta_params, support, loss_fn, optimizer, num_steps, key, inner_batch=None, mode="second_order",
-          precompute_features=True):
+          precompute_features=True, remat=False):
     """Adapt a task's fast parameters on its support set (spec §5.1).
 
     ``support`` = (x (N, n_in), y) with ``y`` an array or pytree of arrays with leading axis N (e.g.
     targets and a mask); ``loss_fn(prediction, y) -> scalar``. Each inner step uses
     the whole support set, or, with ``inner_batch``, a minibatch drawn with replacement. With
     ``precompute_features`` the fast-independent part of the model (ANIL's body) runs once on the
-    support set instead of once per inner step; the gradient is the same.
+    support set instead of once per inner step; the gradient is the same. ``remat``: see :func:`inner_adapt`.
     Returns ``(fast, inner_losses (num_steps,))``.
     """
     x, y = support
@@ -138,19 +146,49 @@ def adapt(model, meta_params, support, loss_fn, optimizer, num_steps, key, inner
         idx = jax.random.randint(step_key, (inner_batch,), 0, x.shape[0])
         return loss_fn(forward(fast, inputs[idx]), jax.tree.map(lambda a: a[idx], y))
 
-    return inner_adapt(inner_loss, model.fast_init(meta_params), optimizer, num_steps, key, mode)
+    return inner_adapt(inner_loss, model.fast_init(meta_params), optimizer, num_steps, key, mode, remat)
 
 
 def fewshot_loss(model, meta_params, support, query, loss_fn, optimizer, num_steps, key, inner_batch=None,
-                 mode="second_order", precompute_features=True):
+                 mode="second_order", precompute_features=True, remat=False):
     """Query loss of one task after adaptation on its support set; differentiable w.r.t. ``meta_params``.
 
     Returns ``(loss, (fast, query prediction))``.
     """
     fast, _ = adapt(model, meta_params, support, loss_fn, optimizer, num_steps, key, inner_batch, mode,
-                    precompute_features)
+                    precompute_features, remat)
     prediction = model.apply(meta_params, fast, query[0])
     return loss_fn(prediction, query[1]), (fast, prediction)
+
+
+def mean_over_tasks(task_loss, params, tasks, keys):
+    """Value and gradient in ``params`` of the mean over tasks of ``task_loss(params, task, key) -> (loss, aux)``.
+
+    ``tasks`` and ``keys`` are pytrees with a leading task axis; the tasks are vmapped. Returns
+    ``((mean loss, aux averaged over tasks), gradient)``. Inside :func:`compgen.devices.split_tasks` the
+    task axis is split over the devices of its mesh: each device differentiates its share of the tasks
+    and one all-reduce averages the results, which equal the single-device ones up to float32 round-off.
+    """
+    def local(params, tasks, keys):
+        def mean_loss(p):
+            losses, aux = jax.vmap(task_loss, (None, 0, 0))(p, tasks, keys)
+            return losses.mean(), jax.tree.map(jnp.mean, aux)
+
+        return jax.value_and_grad(mean_loss, has_aux=True)(params)
+
+    mesh = devices.task_mesh()
+    if mesh is None:
+        return local(params, tasks, keys)
+    n_tasks, axis = len(jax.tree.leaves(keys)[0]), mesh.axis_names[0]
+    if n_tasks % mesh.size:
+        raise ValueError(f"meta_batch ({n_tasks}) must be a multiple of the number of devices the tasks are split "
+                         f"over ({mesh.size})")
+    split, whole = jax.sharding.PartitionSpec(axis), jax.sharding.PartitionSpec()
+    # Each shard's gradient is complete before the single pmean (check_vma off: no per-step collectives
+    # are inserted in the differentiated inner loops).
+    sharded = jax.shard_map(lambda p, t, k: jax.lax.pmean(local(p, t, k), axis), mesh=mesh,
+                            in_specs=(whole, split, split), out_specs=whole, check_vma=False)
+    return sharded(params, tasks, keys)
 
 
 def outer_optimizer(learning_rate, clip_norm, weight_decay, max_consecutive_errors=1):

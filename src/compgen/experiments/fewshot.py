@@ -61,6 +61,7 @@ class FewshotConfig:
     templates: int = 32  # T, the hypernetworks' number of modules
     inner_steps: int = 10
     inner_batch: int | None = None  # None: the whole support set every inner step
+    remat: bool = True  # recompute inner steps in the meta-backward: about half the memory (meta.inner_adapt)
     inner_lr: float = 0.1
     inner_weight_decay: float = 1e-4
     gradient: str = "second_order"
@@ -121,11 +122,17 @@ def make_config(config_class, model_defaults, presets, preset, model, **override
                                         **overrides})
 
 
+# Fields that change memory use only, not the numbers: never listed as differences from the paper.
+MEMORY_ONLY = ("remat", "eval_chunk")
+
+
 def differences_from_paper(cfg, model_defaults, per_experiment=("split", "seeds")):
-    """``(field, value, paper value)`` for each field of ``cfg`` that differs from the paper's config of its model."""
+    """``(field, value, paper value)`` for each field of ``cfg`` that differs from the paper's config of its model
+    (fields in ``per_experiment`` and :data:`MEMORY_ONLY` left out)."""
     paper = type(cfg)(model=cfg.model, **model_defaults[cfg.model])
+    skip = set(per_experiment) | set(MEMORY_ONLY)
     return [(f.name, getattr(cfg, f.name), getattr(paper, f.name)) for f in dataclasses.fields(cfg)
-            if f.name not in per_experiment and getattr(cfg, f.name) != getattr(paper, f.name)]
+            if f.name not in skip and getattr(cfg, f.name) != getattr(paper, f.name)]
 
 
 # --------------------------------------------------------------------------------------------- one run
@@ -156,7 +163,7 @@ def adapted_task(env: Environment, cfg, model, params, run, task, key, n_query):
     support_set, query_set = env.task_data(cfg, run, task, k_data, n_query)
     loss, (fast, prediction) = meta.fewshot_loss(model, params, support_set, query_set, env.loss,
                                                  inner_optimizer(cfg), cfg.inner_steps, k_inner, cfg.inner_batch,
-                                                 cfg.gradient)
+                                                 cfg.gradient, remat=cfg.remat)
     return loss, (env.metrics(prediction, query_set[1], n_query), fast, support_set)
 
 
@@ -166,14 +173,12 @@ def outer_step(env: Environment, cfg, run, state):
     key, k_tasks, k_data = jax.random.split(state["key"], 3)
     tasks = env.sample_tasks(cfg, run, k_tasks, cfg.meta_batch)
 
-    def batch_loss(params):
-        def one(task, k):
-            loss, (m, _, _) = adapted_task(env, cfg, model, params, run, task, k, cfg.shots_query)
-            return loss, m
-        losses, task_metrics = jax.vmap(one)(tasks, jax.random.split(k_data, cfg.meta_batch))
-        return losses.mean(), jax.tree.map(jnp.mean, task_metrics)
+    def one_task(params, task, k):
+        loss, (m, _, _) = adapted_task(env, cfg, model, params, run, task, k, cfg.shots_query)
+        return loss, m
 
-    (loss, task_metrics), grads = jax.value_and_grad(batch_loss, has_aux=True)(state["meta"])
+    (loss, task_metrics), grads = meta.mean_over_tasks(one_task, state["meta"], tasks,
+                                                       jax.random.split(k_data, cfg.meta_batch))
     updates, opt_state = outer_optimizer(cfg).update(grads, state["opt_state"], state["meta"])
     step_metrics = {"loss": loss, "grad_norm": optax.tree.norm(grads), "skipped": opt_state.total_notfinite,
                     **task_metrics}

@@ -39,7 +39,8 @@ PRESETS = {
         description="a few minutes, nearly all compilation; checks that everything runs, shows nothing",
     ),
     "quick": dict(
-        common=dict(outer_steps=400, meta_batch=8, demo_length="longest", eval_every=200, eval_tasks=128),
+        common=dict(outer_steps=400, meta_batch=8, demo_length="longest", eval_every=200, eval_tasks=128,
+                    remat=False),
         # outer learning rates 3x the paper's: every learner leaves its initial plateau within ~200 steps
         per_model={"hnet_linear": dict(inner_steps=5, outer_lr=1e-2),
                    "hnet_deepmlp": dict(inner_steps=5, outer_lr=3e-3),

@@ -61,6 +61,7 @@ class HyperteacherConfig:
     templates_per_module: int = 4  # T = templates_per_module * M (hypernetworks)
     inner_steps: int = 10
     inner_batch: int | None = None  # None: full support set every inner step
+    remat: bool = True  # recompute inner steps in the meta-backward: about half the memory (meta.inner_adapt)
     inner_lr: float = 0.3
     inner_weight_decay: float = 1e-4
     gradient: str = "second_order"
@@ -177,7 +178,7 @@ def task_loss(cfg, model, params, support_set, query_set, key, precompute_featur
     """Query KL of one task after adaptation, and its accuracy: ``(loss, accuracy)``."""
     loss, (_, prediction) = meta.fewshot_loss(model, params, support_set, query_set, ht.kl_loss,
                                               _inner_optimizer(cfg), cfg.inner_steps, key, cfg.inner_batch,
-                                              cfg.gradient, precompute_features)
+                                              cfg.gradient, precompute_features, cfg.remat)
     return loss, ht.accuracy(prediction, query_set[1])
 
 
@@ -192,11 +193,8 @@ def outer_step(cfg: HyperteacherConfig, run, state):
         support_set, query_set = _task(cfg, state, run, code, k_data)
         return task_loss(cfg, model, params, support_set, query_set, k_inner)
 
-    def meta_loss(params):
-        losses, accs = jax.vmap(one_task, (None, 0, 0))(params, codes, jax.random.split(k_tasks, cfg.meta_batch))
-        return losses.mean(), accs.mean()
-
-    (loss, acc), grads = jax.value_and_grad(meta_loss, has_aux=True)(state["meta"])
+    (loss, acc), grads = meta.mean_over_tasks(one_task, state["meta"], codes,
+                                              jax.random.split(k_tasks, cfg.meta_batch))
     updates, opt_state = _outer_optimizer(cfg).update(grads, state["opt_state"], state["meta"])
     params = optax.apply_updates(state["meta"], updates)
     step_metrics = {"loss": loss, "accuracy": acc, "grad_norm": optax.tree.norm(grads),

@@ -38,7 +38,7 @@ PRESETS = {
     ),
     "quick": dict(
         common=dict(outer_steps=600, meta_batch=8, shots_support=4, shots_query=4, eval_shots_query=8,
-                    eval_every=200, eval_tasks=256, outer_schedule="warmup_cosine", warmup_steps=60),
+                    eval_every=200, eval_tasks=256, outer_schedule="warmup_cosine", warmup_steps=60, remat=False),
         per_model={"hnet_linear": dict(hidden=32, templates=16, outer_lr=2e-3),
                    "hnet_deepmlp": dict(hidden=32, templates=16, outer_lr=2e-3),
                    "anil": dict(hidden=128, num_hidden=2, inner_steps=20, inner_batch=32, outer_lr=1e-3),

@@ -257,13 +257,9 @@ def outer_step(cfg: TeacherStudentConfig, run, state):
         loss = _half_mse_to_teacher(student, zhat, teacher_weight, state["teacher"]["readout"], x)
         return loss, (inner_losses[0], inner_losses[-1])
 
-    def meta_loss(student):
-        losses, (inner_init, inner_final) = jax.vmap(task_loss, (None, 0, 0))(
-            student, z, jax.random.split(k_tasks, cfg.meta_batch))
-        return losses.mean(), {"loss": losses.mean(), "inner_loss_init": inner_init.mean(),
-                               "inner_loss_final": inner_final.mean()}
-
-    grads, step_metrics = jax.grad(meta_loss, has_aux=True)(state["student"])
+    (loss, (inner_init, inner_final)), grads = meta.mean_over_tasks(task_loss, state["student"], z,
+                                                                    jax.random.split(k_tasks, cfg.meta_batch))
+    step_metrics = {"loss": loss, "inner_loss_init": inner_init, "inner_loss_final": inner_final}
     updates, opt_state = _outer_optimizer(cfg, run["weight_decay"]).update(grads, state["opt_state"], state["student"])
     student = optax.apply_updates(state["student"], updates)
     return {**state, "student": student, "opt_state": opt_state, "key": key}, step_metrics
