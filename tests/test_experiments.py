@@ -1,3 +1,4 @@
+import numpy as np
 """How :mod:`compgen.experiments` turns configs into jobs for the parallel workers."""
 
 import pytest
@@ -42,3 +43,11 @@ def test_worker_count_follows_the_environment(monkeypatch):
         parallel.default_workers(4)
     monkeypatch.delenv("COMPGEN_WORKERS")
     assert 1 <= parallel.default_workers(4) <= 4
+
+
+def test_mean_std_gives_no_spread_for_a_single_seed():
+    from compgen.experiments import mean_std
+
+    assert mean_std([0.5, 0.7], 2) == "0.60 ± 0.10"
+    assert mean_std([48.91], 1) == "48.9 (1 seed)"
+    assert mean_std([np.nan, 0.25], 2) == "0.25 (1 seed)"

@@ -162,6 +162,9 @@ def run(section, configs, force=False, workers=None, log=print):
 
 
 def mean_std(values, digits=3):
-    """``"mean ± std"`` of ``values`` (NaNs ignored)."""
+    """``"mean ± std"`` of ``values`` (NaNs ignored); ``"value (1 seed)"`` when only one value is finite, since
+    a spread of one value says nothing."""
     values = np.asarray(values, float)
+    if np.isfinite(values).sum() == 1:
+        return f"{np.nanmean(values):.{digits}f} (1 seed)"
     return f"{np.nanmean(values):.{digits}f} ± {np.nanstd(values):.{digits}f}"
