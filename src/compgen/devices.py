@@ -48,7 +48,7 @@ def host_devices_flag(n: int) -> str:
 
 @contextlib.contextmanager
 def split_tasks(devices=None):
-    """Programs compiled within the block split each meta-batch over ``devices`` (default: all local ones).
+    """Training programs traced within the block split each meta-batch over ``devices`` (default: all local ones).
 
     The meta-batch must be a multiple of the device count; with one device nothing changes.
     """
