@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from compgen import experiments, metrics
+from compgen import experiments, meta, metrics
 from compgen.experiments import fewshot
 from compgen.experiments import goals as goals_experiment
 from compgen.experiments import hyperteacher as hyperteacher_experiment
@@ -175,7 +175,7 @@ def code():
     """The modules whose source the numbers of this section depend on (see results.code_fingerprint)."""
     import compgen.tasks.support as support_module
     import compgen.tasks.teacher as teacher_module
-    from compgen import meta, models
+    from compgen import models
     from compgen.models import hypernetwork, mlp
 
     return (ht, support_module, teacher_module, hyperteacher_experiment, gl, goals_experiment, fewshot, meta,
@@ -300,12 +300,8 @@ def outer_step(cfg: InContextConfig, run, state):
         support, query_set = world.task_data(cfg, run, state, task, data_key)
         return task_loss(world, model, params, support, query_set, cfg.shots_query)
 
-    def meta_loss(params):
-        losses, task_metrics = jax.vmap(one_task, (None, 0, 0))(params, tasks,
-                                                                jax.random.split(k_data, cfg.meta_batch))
-        return losses.mean(), jax.tree.map(jnp.mean, task_metrics)
-
-    (loss, task_metrics), grads = jax.value_and_grad(meta_loss, has_aux=True)(state["meta"])
+    (loss, task_metrics), grads = meta.mean_over_tasks(one_task, state["meta"], tasks,
+                                                       jax.random.split(k_data, cfg.meta_batch))
     updates, opt_state = fewshot.outer_optimizer(cfg).update(grads, state["opt_state"], state["meta"])
     params = optax.apply_updates(state["meta"], updates)
     step_metrics = {"loss": loss, **task_metrics, "grad_norm": optax.tree.norm(grads),
