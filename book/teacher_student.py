@@ -186,10 +186,11 @@ display(Markdown("| distribution | mean alignment, factors ≤ 2× | beyond 2× 
 # against 0.847 and 0.818 for (2, 2). Our guess, not tested: the paper's inner loop moves each coordinate of
 # $\hat z$ by at most about 0.9 from $\hat z_0$, while `quick`'s cosine from 0.2 moves it by several units,
 # and the small reach is what lets a large student fit the twelve discrete tasks without identifying the
-# modules. With the paper's reach (50 steps at a constant 0.018) every size stayed below 0.52 alignment after
-# 4,000 steps, and at an intermediate reach (a constant 0.05, 8,000 steps) it was again the continuous
-# students that lost alignment at (8, 8): 0.646 against 0.829 for discrete ones (at (2, 2): 0.875
-# continuous, 0.665 discrete). Testing the guess needs the paper's full budget: run `paper` on a GPU. The 16,000-step probe, in Python:
+# modules. With the paper's reach (50 steps at a constant 0.018) both sizes, (2, 2) and (8, 8), stayed at or
+# below 0.504 alignment after 4,000 steps, and at an intermediate reach (a constant 0.05, 8,000 steps) it was
+# again the continuous students that lost alignment at (8, 8): 0.646 against 0.829 for discrete ones (at
+# (2, 2): 0.875 continuous, 0.665 discrete). Testing the guess needs the paper's full budget: run `paper` on
+# a GPU. The 16,000-step probe, in Python:
 # `ts.run([ts.make_config("quick", masks=ts.OVERPARAM_MASKS, distribution=d, hidden_factor=8, module_factor=8,
 # outer_steps=16000, eval_every=4000) for d in ("discrete", "continuous")])`.
 #
