@@ -24,10 +24,16 @@ ifneq ($(filter-out smoke quick paper,$(PRESET))$(words $(PRESET)),1)
 endif
 
 NOTEBOOKS := $(notdir $(basename $(wildcard book/*.py)))
+# The results-at-a-glance page reads what the chapters stored, so it runs after them.
+CHAPTERS  := $(filter-out results,$(NOTEBOOKS))
+# The one place the repository address is written is _config.yml; Colab installs compgen from it.
+REPOSITORY := $(shell sed -n 's/^  url: *//p' _config.yml | head -1)
 # Every file of the library: changing any of them re-executes the notebooks.
 SRC := $(shell find src -type f -not -path '*/__pycache__/*' -not -path '*.egg-info/*' 2>/dev/null)
 
 INSTALL_STAMP := $(VENV)/.installed
+# Headless Chromium for the book check's math test (Debian's package; installed by `make install` if missing).
+CHROMIUM      := $(shell command -v chromium 2>/dev/null || echo /usr/bin/chromium)
 NPM_STAMP     := node_modules/.package-lock.json
 MATHJAX       := _vendor/mathjax/tex-mml-chtml.js
 # --all: a fresh Sphinx environment each time; otherwise a page that warned is not re-read on the
@@ -40,7 +46,7 @@ SMOKE        := _build/smoke
 SMOKE_STATIC := $(addprefix $(SMOKE)/,_config.yml _toc.yml \
                   $(shell find book -type f -not -path '*/.*' -not -name '*.py' -not -name '*.ipynb'))
 
-.PHONY: help install execute book test test-unit test-book bench sweep clean distclean FORCE
+.PHONY: help install execute book check-book test test-unit test-book lint bench sweep clean distclean FORCE
 
 help: ## list the targets
 	@echo "usage: make <target> [PRESET=smoke|quick|paper] [PARAMS=\"-p name value ...\"]"
@@ -49,12 +55,18 @@ help: ## list the targets
 # ---------------------------------------------------------------------------------------------
 # Environment: a virtualenv from the lock file, and MathJax from npm served from _vendor/.
 
-install: $(INSTALL_STAMP) $(MATHJAX) ## create .venv (pip, lock file) and vendor MathJax (npm)
+install: $(INSTALL_STAMP) $(MATHJAX) $(CHROMIUM) ## create .venv (pip, lock file), vendor MathJax (npm), Chromium (apt)
 
 $(INSTALL_STAMP): requirements-lock.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements-lock.txt -e .
 	touch $@
+
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null; then SUDO=sudo; else \
+	  echo "make install: Chromium is missing and needs root: apt-get install chromium"; exit 1; fi; \
+	  $$SUDO apt-get install -y --no-install-recommends chromium >/dev/null || \
+	  { $$SUDO apt-get update >/dev/null && $$SUDO apt-get install -y --no-install-recommends chromium >/dev/null; }
 
 $(NPM_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -78,6 +90,9 @@ $(1)/%.ipynb: book/%.py $$(SRC) $(1)/.params | $$(INSTALL_STAMP)
 	$$(BIN)/jupytext --to ipynb --output - $$< \
 	  | XLA_PYTHON_CLIENT_PREALLOCATE=false $$(JAX_CACHE) $(3) $$(BIN)/papermill - $$@ \
 	      --cwd book -k python3 --language python --no-progress-bar --log-output $$($(2))
+	$$(BIN)/python tools/tidy_notebook.py $$@
+
+$(1)/results.ipynb: $$(CHAPTERS:%=$(1)/%.ipynb)
 
 $(1)/.params: export NB_ARGS = $$($(2))
 $(1)/.params: FORCE
@@ -85,8 +100,8 @@ $(1)/.params: FORCE
 	@printf '%s\n' "$$$$NB_ARGS" | cmp -s - $$@ || printf '%s\n' "$$$$NB_ARGS" > $$@
 endef
 
-BOOK_ARGS  = -p preset $(PRESET) $(PARAMS)
-SMOKE_ARGS = -p preset smoke
+BOOK_ARGS  = -p preset $(PRESET) -p repository $(REPOSITORY) $(PARAMS)
+SMOKE_ARGS = -p preset smoke -p repository $(REPOSITORY)
 $(eval $(call execute_rules,book,BOOK_ARGS))
 $(eval $(call execute_rules,$(SMOKE)/book,SMOKE_ARGS,COMPGEN_RESULTS=$(CURDIR)/$(SMOKE)/results))
 
@@ -96,17 +111,25 @@ book: execute $(INSTALL_STAMP) $(MATHJAX) ## execute, then build the HTML into _
 	$(JB_BUILD) .
 	@echo "open _build/html/index.html"
 
+check-book: $(INSTALL_STAMP) ## check the built book as a reader sees it (tables, admonitions, headings, figures, math)
+	$(BIN)/python tools/check_book.py _build/html --sources book
+
 # ---------------------------------------------------------------------------------------------
 # Tests: unit tests, then every notebook at the smoke preset built into a book of its own.
 
-test: test-unit test-book ## unit tests + every notebook at preset smoke + book build (in _build/smoke)
+test: lint test-unit test-book ## lint + unit tests + every notebook at preset smoke, its book built and checked
+
+lint: $(INSTALL_STAMP) ## ruff (configured in pyproject.toml) on src/, tests/, book/ and tools/
+	$(BIN)/ruff check src tests book tools
+	$(BIN)/ruff format --check src tests book tools
 
 test-unit: $(INSTALL_STAMP) ## pytest only (one worker process per core, a test file per worker at a time)
 	$(JAX_CACHE) $(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile tests
 
-test-book: $(INSTALL_STAMP) $(SMOKE_STATIC) $(SMOKE)/_vendor ## smoke notebooks (JOBS at once, one process each) + book only
+test-book: $(INSTALL_STAMP) $(SMOKE_STATIC) $(SMOKE)/_vendor $(CHROMIUM) ## smoke notebooks (JOBS at once) + book + its check
 	COMPGEN_WORKERS=1 $(MAKE) --no-print-directory -j$(JOBS) $(NOTEBOOKS:%=$(SMOKE)/book/%.ipynb)
 	$(JB_BUILD) $(SMOKE)
+	$(BIN)/python tools/check_book.py $(SMOKE)/_build/html --sources book
 
 $(SMOKE_STATIC): $(SMOKE)/%: %
 	@mkdir -p $(@D)

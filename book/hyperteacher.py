@@ -10,15 +10,6 @@
 #     name: python3
 # ---
 
-# %% tags=["remove-cell"]
-# Installs the companion's library when this notebook runs in Colab; does nothing elsewhere.
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q",
-                           "compgen @ git+https://github.com/compgen-companion/modular-compgen"])
-
 # %% [markdown]
 # # The hyperteacher: few-shot learning of modular tasks
 #
@@ -54,49 +45,37 @@ if "google.colab" in sys.modules:
 # **Support.** The universe holds every pair of per-layer expert combinations. Training tasks come from one
 # part of it; the rest is *out of distribution* (OOD): new combinations of experts the learner has seen.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 preset = "quick"  # smoke | quick | paper
 force = False  # recompute even if the results store holds these runs
 seeds = None  # None: the preset's seeds; e.g. [2020] for a faster look
+repository = None  # set by `make execute` from _config.yml: where Colab installs compgen from
+
+# %% tags=["remove-cell"]
+# In Colab, install the companion's library from the repository named in _config.yml (papermill injects it).
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", f"compgen @ git+{repository}"])
 
 # %%
-import matplotlib.pyplot as plt
-import numpy as np
-from IPython.display import Markdown, display
+from compgen import figures
+from compgen.figures import hyperteacher as chapter
 
-from compgen import plots
-from compgen.experiments import hyperteacher_presets as H
-from compgen.experiments import hyperteacher_summary as S
-from compgen.experiments import mean_std
-from compgen.tasks import hyperteacher as ht
-from compgen.tasks import support
-
-overrides = {} if seeds is None else {"seeds": tuple(seeds)}
-p = H.get_preset(preset)
-fig3b = H.fig3b_configs(preset, **overrides)
-fig3cd = H.fig3cd_configs(preset, **overrides)
-fig3e = H.fig3e_configs(preset, **overrides)
-fig3f = H.fig3f_configs(preset, **overrides)
-
-rows = []
-for model in H.MODELS:
-    cfg = next(c for c in fig3b if c.model == model)
-    diffs = ", ".join(f"`{name}` {ours} (paper {paper})" for name, ours, paper in H.differences_from_paper(cfg))
-    rows.append(f"| {H.MODEL_LABELS[model]} | {diffs or 'none'} |")
-display(Markdown(f"**Preset `{preset}`** ({p.description}). Fields that differ from the paper's configuration "
-                 "of each model (Fig. 3B runs):\n\n| model | differences |\n|---|---|\n" + "\n".join(rows)))
-
-
-def caption(cfgs, what):
-    """Figure caption: preset, M and K, outer steps per model, tasks per step and seeds of ``cfgs``."""
-    cfgs = list(cfgs) if isinstance(cfgs, (list, tuple)) else [cfgs]
-    return plots.runs_caption(what, preset, cfgs, H.MODEL_LABELS, [
-        f"M = {plots.joined(c.n_modules for c in cfgs)}", f"K = {plots.joined(c.max_hot for c in cfgs)}",
-        f"{plots.joined(c.meta_batch for c in cfgs)} tasks/step"])
-
+# %% tags=["hide-output"]
+runs = figures.train("hyperteacher", preset, seeds, force)
 
 # %% [markdown]
-# ```{admonition} Why the `quick` preset differs from the paper
+# Every figure below reads these runs: each config is trained by its own compiled program (its seeds vmapped,
+# its outer steps a `lax.scan` in chunks; `compgen.runner`), and runs already in the results store are loaded.
+# The training log is folded above.
+
+# %%
+figures.show(figures.header(runs, "fig3b", chapter.MODEL_LABELS))
+
+# %% [markdown]
+# :::{admonition} Why the `quick` preset differs from the paper
 # :class: note
 # One paper run is 200,000 outer steps of 128 tasks with 256 + 256 shots: 50 PFLOP for a hypernetwork, 500 for
 # ANIL, roughly an H100-hour to several. On two CPU cores a second-order meta-step on these small per-task
@@ -118,7 +97,7 @@ def caption(cfgs, what):
 # connected/disconnected split needs an even $M > 4$ and $K = 2$, so it runs at $M = 6$, $K = 2$. Absolute
 # accuracies are far
 # below the paper's; what `quick` must show is the *ordering*. `paper` runs the exact configuration of spec §2.6.
-# ```
+# :::
 #
 # ## The splits
 #
@@ -129,82 +108,22 @@ def caption(cfgs, what):
 # splits (spec §2.3) train on overlapping pairs of experts or on two separate halves of them.
 
 # %%
-grids = {}
-split_cfgs = [("random", fig3b[0]), ("non_compositional", fig3b[1]), ("connected", fig3cd[0]),
-              ("disconnected", fig3cd[1])]
-for split, cfg in split_cfgs:
-    train, ood, redraws = ht.task_split(cfg.n_modules, cfg.max_hot, split, cfg.frac_ood, cfg.seeds[0])
-    s = len(ht.layer_combinations(cfg.n_modules, cfg.max_hot))
-    grid = np.zeros(s * s, int)
-    grid[train], grid[ood] = 1, 2
-    grids[f"{split} (M={cfg.n_modules}): {len(train)} train / {len(ood)} OOD"] = grid.reshape(s, s)
-labels = [support.mask_to_string(m) for m in ht.layer_combinations(fig3b[0].n_modules, fig3b[0].max_hot)]
-plots.task_split_grids(dict(list(grids.items())[:2]), labels, f"Task splits at M = {fig3b[0].n_modules}, "
-                       f"K = {fig3b[0].max_hot} (experts numbered from 0), seed {fig3b[0].seeds[0]}")
-plt.show()
-labels_cd = [support.mask_to_string(m) for m in ht.layer_combinations(fig3cd[0].n_modules, 2)]
-plots.task_split_grids(dict(list(grids.items())[2:]), labels_cd, f"Connected and disconnected support, "
-                       f"M = {fig3cd[0].n_modules}, K = 2")
-plt.show()
+figures.show(*chapter.splits(runs))
 
 # %% [markdown]
-# ## Training
-#
-# Every run of the section is trained here in one go, each model's seeds and splits in one compiled program
-# (`jax.vmap` over runs, `lax.scan` over steps), spread over one worker process per CPU core. Runs already in
-# the results store are loaded instead.
-
-# %%
-all_configs = list(dict.fromkeys(fig3b + fig3cd + fig3e + fig3f))
-outputs = dict(zip(all_configs, H.run(all_configs, force=force)))
-
-# %% [markdown]
+# (fig3b)=
 # ## Fig. 3B — hypernetworks generalise to new combinations, if every module was seen
 #
 # OOD accuracy (the query accuracy after adaptation on held-out tasks) of the four learners, for the random
-# (compositional) and the non-compositional support. Chance is 12.5 %.
+# (compositional) and the non-compositional support. Chance is 12.5 %. The claims compare each hypernetwork
+# with the better of ANIL and MAML seed by seed (each seed has its own teacher and split), at equal budgets:
+# every learner of the figure trains for the same number of outer steps on the same number of tasks.
 
 # %%
-splits = ("random", "non_compositional")
-values = [[S.final_accuracy(c, outputs[c]) for split in splits for c in fig3b if c.model == m and c.split == split]
-          for m in H.MODELS]
-plots.grouped_bars(["compositional (random)", "non-compositional"], [H.MODEL_LABELS[m] for m in H.MODELS], values,
-                   "OOD accuracy (%)", caption(fig3b, "Fig. 3B: OOD accuracy"), ylim=(0, 100),
-                   reference=12.5, reference_label="chance")
-plt.show()
-cell_b = (fig3b[0].n_modules, fig3b[0].max_hot)
-paper_cell = cell_b if cell_b in S.PAPER_TABLES else (8, 2)  # the paper's table of the same (M, K), else Fig. 3B's
-lines = ["| model | OOD acc., compositional | OOD acc., non-compositional | test acc., compositional | "
-         f"paper OOD, Table {S.PAPER_TABLE_NAMES[paper_cell]} (M={paper_cell[0]}, K={paper_cell[1]}) |",
-         "|---|---|---|---|---|"]
-for m, (comp, noncomp) in zip(H.MODELS, values):
-    c = next(c for c in fig3b if c.model == m and c.split == "random")
-    lines.append(f"| {H.MODEL_LABELS[m]} | {mean_std(comp, 1)} | {mean_std(noncomp, 1)} | "
-                 f"{mean_std(S.final_accuracy(c, outputs[c], 'test'), 1)} | {S.PAPER_TABLES[paper_cell]['ood'][H.MODELS.index(m)]} |")
-display(Markdown("\n".join(lines)))
+chapter.fig3b(runs)
 
 # %% [markdown]
-# The paper's claim, checked on the numbers above: under compositional support both hypernetworks reach a
-# higher OOD accuracy than ANIL and MAML; under non-compositional support they lose that lead.
-
-# %%
-mean = {m: (np.mean(v[0]), np.mean(v[1])) for m, v in zip(H.MODELS, values)}
-best_monolithic = [max(mean["anil"][i], mean["maml"][i]) for i in range(2)]
-rows = []
-for m in ("hnet_linear", "hnet_deepmlp"):
-    leads = [mean[m][i] - best_monolithic[i] for i in range(2)]
-    rows.append(f"| {H.MODEL_LABELS[m]} | {leads[0]:+.1f} | {leads[1]:+.1f} | "
-                f"{'yes' if leads[0] > 0 and leads[1] < leads[0] else 'no'} |")
-display(Markdown("| hypernetwork | lead over best of ANIL/MAML, compositional (points) | same, non-compositional "
-                 "| claim holds? |\n|---|---|---|---|\n" + "\n".join(rows)))
-missing = [H.MODEL_LABELS[m] for m in ("hnet_linear", "hnet_deepmlp") if mean[m][0] <= best_monolithic[0]]
-if missing:
-    display(Markdown(f"**Not reproduced at preset `{preset}`:** {' and '.join(missing)} did not overtake ANIL/MAML "
-                     "under compositional support within this budget. The hypernetworks' OOD accuracy is still "
-                     "rising when training stops (see the training curves below), while ANIL and MAML have "
-                     "levelled off; the paper's lead needs far more outer steps (spec: 200,000 of 128 tasks)."))
-
-# %% [markdown]
+# (fig3cd)=
 # ## Fig. 3C/D — the task code can be read out of the hypernetworks' embeddings
 #
 # If a hypernetwork has identified the modules, the embeddings it infers for a task should be a linear
@@ -216,118 +135,40 @@ if missing:
 # what the figure is about.
 
 # %%
-r2_cd = {}  # (model, split) -> final R² per seed; NaN where the preset does not run the pair
-for m in ("hnet_linear", "hnet_deepmlp"):
-    for split in splits + ("connected", "disconnected"):
-        run_cfg = next((c for c in fig3b + fig3cd if c.model == m and c.split == split), None)
-        r2_cd[(m, split)] = S.final_r2(outputs[run_cfg]) if run_cfg else np.array([np.nan])
-mk_b, mk_cd = f"M={cell_b[0]}, K={cell_b[1]}", f"M={fig3cd[0].n_modules}, K={fig3cd[0].max_hot}"
-groups = [f"compositional\n({mk_b})", f"non-compositional\n({mk_b})", f"connected\n({mk_cd})",
-          f"disconnected\n({mk_cd})"]
-plots.grouped_bars(groups, [H.MODEL_LABELS[m] for m in ("hnet_linear", "hnet_deepmlp")],
-                   [[r2_cd[(m, s)] for s in splits + ("connected", "disconnected")] for m in ("hnet_linear", "hnet_deepmlp")],
-                   "R² of decoding z on OOD tasks",
-                   caption([c for c in fig3b if c.model.startswith("hnet")] + fig3cd, "Fig. 3C/D: linear decodability"),
-                   ylim=(min(-0.5, np.nanmin(np.concatenate(list(r2_cd.values()))) - 0.05), 1.05), reference=0.0)
-plt.show()
-lines = ["| hypernetwork | " + " | ".join(g.replace("\n", " ") for g in groups) + " |",
-         "|---|" + "---|" * len(groups)]
-for m in ("hnet_linear", "hnet_deepmlp"):
-    lines.append(f"| {H.MODEL_LABELS[m]} | " + " | ".join(
-        "not run at this preset" if np.isnan(r2_cd[(m, s)]).all() else mean_std(r2_cd[(m, s)], 2)
-        for s in splits + ("connected", "disconnected")) + " |")
-display(Markdown("\n".join(lines)))
-rows = []
-for m in ("hnet_linear", "hnet_deepmlp"):
-    r = {s: np.mean(v) for (mm, s), v in r2_cd.items() if mm == m}
-    gaps = (r["random"] - r["non_compositional"], r["connected"] - r["disconnected"])
-    verdict = "not run at this preset" if np.isnan(gaps[1]) else ("yes" if min(gaps) > 0 else "no")
-    rows.append(f"| {H.MODEL_LABELS[m]} | {gaps[0]:+.2f} | {gaps[1]:+.2f} | {verdict} |")
-display(Markdown("| hypernetwork | R² compositional − non-compositional | R² connected − disconnected | "
-                 "claim holds? |\n|---|---|---|---|\n" + "\n".join(rows)))
+chapter.fig3cd(runs)
 
 # %% [markdown]
+# (fig3e)=
 # ## Fig. 3E and Tables A2–A8 — one expert per layer is not enough
 #
 # With $K = 1$ every training task uses a single expert per layer: the support is compositional but not
 # connected, and the paper finds that the hypernetworks then memorise their training tasks and fail on new
-# combinations, while they generalise for every $K > 1$.
+# combinations, while they generalise for every $K > 1$. The tables below are laid out like the paper's
+# Tables A2–A8: accuracy in % (mean ± std over seeds) after the last evaluation, "Train" on the last 100
+# training meta-batches, "OOD (K=k)" on OOD tasks with exactly $k$ experts in every layer ($k > K$: fresh
+# codes, always new). The paper's runs were trained for 100,000 steps at full size; at `quick` only the
+# orderings are comparable.
 
 # %%
-models_e = list(dict.fromkeys(c.model for c in fig3e))
-cells = list(dict.fromkeys((c.n_modules, c.max_hot) for c in fig3e))
-plots.grouped_bars([f"M={m}, K={k}" for m, k in cells], [H.MODEL_LABELS[m] for m in models_e],
-                   [[S.final_accuracy(c, outputs[c]) for cell in cells for c in fig3e
-                     if c.model == model and (c.n_modules, c.max_hot) == cell] for model in models_e],
-                   "OOD accuracy (%)", caption(fig3e, "Fig. 3E: OOD accuracy over M and K"), ylim=(0, 100),
-                   reference=12.5, reference_label="chance")
-plt.show()
+chapter.fig3e(runs)
 
 # %% [markdown]
-# The tables below are laid out like the paper's Tables A2–A8: accuracy in % (mean ± std over seeds) after
-# the last evaluation, "Train" on the last 100 training meta-batches, "OOD (K=k)" on OOD tasks with exactly $k$
-# experts in every layer ($k > K$: fresh codes, always new). Our runs sit beside the paper's, which were
-# trained for 100,000 steps at full size; at `quick` only the orderings are comparable.
-
-# %%
-for cell in cells:
-    group = [c for c in fig3e if (c.n_modules, c.max_hot) == cell]
-    name = S.PAPER_TABLE_NAMES.get(cell, "–")
-    display(Markdown(f"**M = {cell[0]}, K = {cell[1]}** (paper Table {name})\n\n"
-                     + S.accuracy_table(group, [outputs[c] for c in group])))
-
-# %%
-rows = []
-for model in models_e:
-    for (m, k) in cells:
-        c = next(c for c in fig3e if c.model == model and (c.n_modules, c.max_hot) == (m, k))
-        test, ood = S.final_accuracy(c, outputs[c], "test").mean(), S.final_accuracy(c, outputs[c]).mean()
-        rows.append(f"| {H.MODEL_LABELS[model]} | {m} | {k} | {test:.1f} | {ood:.1f} | {test - ood:.1f} |")
-display(Markdown("| model | M | K | test acc. | OOD acc. | generalisation gap |\n|---|---|---|---|---|---|\n"
-                 + "\n".join(rows)))
-
-# %% [markdown]
-# The claim: for the hypernetworks the gap between test and OOD accuracy is large at $K = 1$ and small for
-# $K > 1$; ANIL's gap stays small throughout (it generalises equally badly or well everywhere).
-#
+# (fig3f)=
 # ## Fig. 3F — how much overparameterisation?
 #
-# OOD accuracy of the linear hypernetwork at $M = 4$, $K = 2$ with a teacher of 16 hidden units, over the
-# student's hidden width and its number of modules per teacher expert $T/M$ (the best outer learning rate per
-# cell, as the paper's sweep suggests).
+# OOD accuracy of the hypernetworks at $M = 4$, $K = 2$ with a teacher of 16 hidden units, over the student's
+# hidden width and its number of modules per teacher expert $T/M$ (the best outer learning rate per cell, as
+# the paper's sweep suggests). The paper finds that some overparameterisation (hidden width and $T/M$ above the
+# teacher's) is needed and that very large students do worse again; at `quick` the grid is small and one seed
+# per cell, and larger students also learn faster per step, so the short budget favours them.
 
 # %%
-for model in p.fig3f_models:
-    cfgs = [c for c in fig3f if c.model == model]
-    grid = np.full((len(p.fig3f_hidden), len(p.fig3f_ratios)), np.nan)
-    for i, h in enumerate(p.fig3f_hidden):
-        for j, r in enumerate(p.fig3f_ratios):
-            cell = [S.final_accuracy(c, outputs[c]).mean() for c in cfgs if c.hidden == h and c.templates_per_module == r]
-            grid[i, j] = max(cell)
-    plots.heatmap(grid, [str(h) for h in p.fig3f_hidden], [str(r) for r in p.fig3f_ratios], "modules per expert T/M",
-                  f"student hidden width (teacher {cfgs[0].teacher_hidden})", "OOD accuracy (%)",
-                  caption(cfgs, f"Fig. 3F: {H.MODEL_LABELS[model]}"))
-    plt.show()
+figures.show(*chapter.fig3f(runs))
 
 # %% [markdown]
-# The paper finds that some overparameterisation (hidden width and $T/M$ above the teacher's) is needed and
-# that very large students do worse again. At `quick` the grid is small and one seed per cell; larger students
-# also learn faster per step, so the short budget favours them.
-#
-# ## Training curves
+# ## Fig. A7 — training curves
 #
 # Test (in-distribution) and OOD accuracy over training, mean over seeds with the range shaded.
 
 # %%
-curves = {}
-for c in fig3b:
-    out = outputs[c]
-    names = c.eval_set_names()
-    curves[f"{H.MODEL_LABELS[c.model]}, {c.split}"] = (
-        out["eval_steps"], {s: 100 * np.asarray(out["eval/accuracy"])[:, :, names.index(s)] for s in ("test", "ood")})
-plots.accuracy_curves(curves, caption(fig3b, "Fig. A7: accuracy during training"), chance=12.5)
-plt.show()
-skipped = {f"{H.MODEL_LABELS[c.model]}, {c.split}": int(np.asarray(outputs[c]["steps/skipped"])[:, -1].max())
-           for c in all_configs}
-print("outer updates skipped because of a non-finite meta-gradient (max over seeds):",
-      {k: v for k, v in skipped.items() if v} or "none")
+chapter.curves(runs)

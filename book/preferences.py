@@ -10,15 +10,6 @@
 #     name: python3
 # ---
 
-# %% tags=["remove-cell"]
-# Installs the companion's library when this notebook runs in Colab; does nothing elsewhere.
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q",
-                           "compgen @ git+https://github.com/compgen-companion/modular-compgen"])
-
 # %% [markdown]
 # # Compositional preferences: inferring what an agent wants
 #
@@ -52,50 +43,36 @@ if "google.colab" in sys.modules:
 # **Support.** Training tasks use some combinations of modules; the reported metric is the loss on the
 # *out-of-distribution* (OOD) combinations — new mixtures of preferences the learner has seen separately.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 preset = "quick"  # smoke | quick | paper
 force = False  # recompute even if the results store holds these runs
 seeds = None  # None: the preset's seeds; e.g. [2020] for a faster look
+repository = None  # set by `make execute` from _config.yml: where Colab installs compgen from
+
+# %% tags=["remove-cell"]
+# In Colab, install the companion's library from the repository named in _config.yml (papermill injects it).
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", f"compgen @ git+{repository}"])
 
 # %%
-import jax
-import jax.numpy as jnp
-import matplotlib.pyplot as plt
-import numpy as np
-from IPython.display import Markdown, display
+from compgen import figures
+from compgen.figures import preferences as chapter
 
-from compgen import plots
-from compgen.experiments import mean_std
-from compgen.experiments import preferences as P
-from compgen.experiments import preferences_presets as PP
-from compgen.experiments.hyperteacher_presets import MODEL_LABELS
-from compgen.tasks import preferences as pf
-from compgen.tasks import support
-
-overrides = {} if seeds is None else {"seeds": tuple(seeds)}
-fig4c = PP.fig4c_configs(preset, **overrides)
-fig4b = PP.fig4b_configs(preset, **overrides)
-figa8 = PP.figa8_configs(preset, **overrides)
-
-rows = []
-for model in PP.MODELS:
-    cfg = next(c for c in fig4c if c.model == model)
-    diffs = ", ".join(f"`{name}` {ours} (paper {paper})" for name, ours, paper in PP.differences_from_paper(cfg))
-    rows.append(f"| {MODEL_LABELS[model]} | {diffs or 'none'} |")
-display(Markdown(f"**Preset `{preset}`** ({PP.PRESETS[preset]['description']}). Fields that differ from the "
-                 "paper's configuration of each model (Fig. 4C runs):\n\n| model | differences |\n|---|---|\n"
-                 + "\n".join(rows)))
-
-
-def caption(cfgs, what):
-    """Figure caption: preset, K, outer steps per model, tasks per step, shots and seeds of ``cfgs``."""
-    return plots.runs_caption(what, preset, cfgs, MODEL_LABELS, [
-        f"K = {plots.joined(c.max_hot for c in cfgs)}", f"{plots.joined(c.meta_batch for c in cfgs)} tasks/step",
-        f"{plots.joined(c.shots_support for c in cfgs)} + {plots.joined(c.shots_query for c in cfgs)} demonstrations"])
-
+# %% tags=["hide-output"]
+runs = figures.train("preferences", preset, seeds, force)
 
 # %% [markdown]
-# ```{admonition} Why the `quick` preset differs from the paper
+# Every figure below reads these runs: each config is trained by its own compiled program (demonstrations are
+# generated inside it), and runs already in the results store are loaded. The training log is folded above.
+
+# %%
+figures.show(figures.header(runs, "fig4c", chapter.MODEL_LABELS))
+
+# %% [markdown]
+# :::{admonition} Why the `quick` preset differs from the paper
 # :class: note
 # A paper run is 100,000 outer steps of 128 tasks, each with 16 + 16 demonstrations (256 data points of 490
 # inputs): about 15 PFLOP for a hypernetwork and 500 for ANIL. On two CPU cores the second-order meta-step on
@@ -115,50 +92,15 @@ def caption(cfgs, what):
 # and 0.746 for the nonlinear one (0.758). Rerun it with
 # `.venv/bin/compgen run preferences fig4c --set outer_steps=4000 --set eval_every=1000`, which adds MAML and
 # the non-compositional split. `paper` runs spec §3.5 exactly.
-# ```
+# :::
 #
 # ## The world and its tasks
 #
-# The preference modules, and the colour preferences of a few training tasks built from them:
+# The preference modules and the colour preferences of a few training tasks built from them, then four
+# layouts of the last of these tasks with the agent's greedy behaviour, and the action values it regresses.
 
 # %%
-cfg0 = fig4c[0]
-seed0 = cfg0.seeds[0]
-templates = pf.preference_templates(seed0)
-train, ood, _ = pf.task_split(cfg0.n_modules, cfg0.max_hot, "random", cfg0.frac_ood, seed0)
-masks = pf.task_masks(cfg0.n_modules, cfg0.max_hot)
-shown = train[:: max(1, len(train) // 6)][:6]  # one-hots, pairs and triples
-latents = jnp.concatenate([pf.sample_latents(jax.random.fold_in(jax.random.key(0), i), masks[[t]], 1)
-                           for i, t in enumerate(shown)])
-plots.preference_templates(templates, pf.preferences_of(templates, latents),
-                           f"Preference modules P of seed {seed0} and six training tasks Pᵀz (K ≤ 3, "
-                           "Algorithm 1 weights); colours along the bottom")
-plt.show()
-display(Markdown("Tasks shown (rows 0–5): " + ", ".join(f"modules {{{support.mask_to_string(m)}}}" for m in masks[shown])))
-
-# %% [markdown]
-# Four layouts of the last of these tasks. Each object is labelled with the task's reward for its colour; the triangle
-# is the agent's start, the line its greedy path under $Q_8$, the square where it stops. Above each panel the
-# actions taken (■ = terminate).
-
-# %%
-preferences = pf.preferences_of(templates, latents[-1])
-layouts = jax.random.split(jax.random.key(1), 4)
-fig, axes = plt.subplots(1, 4, figsize=(11, 3.2))
-for ax, key in zip(axes, layouts):
-    instance = pf.sample_instance(key)
-    obs, q, mask, actions, cells = pf.demonstration(instance, preferences)
-    steps = int(mask.sum())
-    plots.preference_instance(ax, pf.WALLS, pf.FREE_CELLS, instance, preferences, cells[: steps + 1],
-                              " ".join("■↑→↓←"[int(a)] for a in actions[:steps]))
-fig.suptitle("Greedy demonstrations of task 5 in four layouts", fontsize=9)
-plt.show()
-demos = [pf.demonstration(pf.sample_instance(key), preferences) for key in layouts]
-_, q, mask, actions, _ = max(demos, key=lambda demo: int(demo[2].sum()))  # the longest of the four
-display(Markdown("Action values $Q_8(s_t, \\cdot)$ along the longest of these demonstrations (the learners' regression "
-                 "targets):\n\n| step | " + " | ".join(pf.ACTIONS) + " | taken |\n|---|" + "---|" * 6 + "\n"
-                 + "\n".join(f"| {t} | " + " | ".join(f"{v:.2f}" for v in q[t]) + f" | {pf.ACTIONS[int(actions[t])]} |"
-                             for t in range(int(mask.sum())))))
+figures.show(*chapter.world(runs))
 
 # %% [markdown]
 # ## The splits
@@ -168,164 +110,57 @@ display(Markdown("Action values $Q_8(s_t, \\cdot)$ along the longest of these de
 # changes nothing); the non-compositional split holds out all 29 that use module 7, which is then never
 # seen. With $K = 2$ (36 combinations), the connected support trains on one-hots and on pairs at ring distance
 # 1 and 2, the disconnected support on one- and two-hots inside $\{0..3\}$ or inside $\{4..7\}$; both are
-# evaluated on the same 10 pairs, which neither contains. The grids below show one-hots (diagonal) and pairs.
+# evaluated on the same 10 pairs, which neither contains. The grids show one-hots (diagonal) and pairs.
 
 # %%
-def pair_grid(n_modules, max_hot, split, seed):
-    train, ood, _ = pf.task_split(n_modules, max_hot, split, seed=seed)
-    grid = np.zeros((n_modules, n_modules), int)
-    for ids, value in ((train, 1), (ood, 2)):
-        for m in pf.task_masks(n_modules, max_hot)[ids]:
-            active = np.flatnonzero(m)
-            if len(active) <= 2:
-                grid[active[0], active[-1]] = grid[active[-1], active[0]] = value
-    return grid, len(train), len(ood)
-
-
-grids = {}
-for split, k in (("random", 3), ("non_compositional", 3), ("connected", 2), ("disconnected", 2)):
-    grid, n_train, n_ood = pair_grid(8, k, split, seed0)
-    grids[f"{split} (K={k}): {n_train} train / {n_ood} OOD"] = grid
-plots.task_split_grids(grids, [str(i) for i in range(8)], f"Module combinations of size ≤ 2 per split, seed {seed0} "
-                       "(triples of the K = 3 splits not drawn)", xlabel="module", ylabel="module")
-plt.show()
+chapter.splits(runs)
 
 # %% [markdown]
-# ## Training
-#
-# Every run of the section is trained here, each model's seeds and splits in one compiled program (`jax.vmap`
-# over runs, `lax.scan` over steps, demonstrations generated inside the step), spread over one worker process
-# per CPU core. Runs already in the results store are loaded instead.
-
-# %%
-all_configs = list(dict.fromkeys(fig4c + fig4b + figa8))
-outputs = dict(zip(all_configs, P.run(all_configs, force=force)))
-
-
-def final_loss(cfg, name="ood"):
-    """The loss on evaluation set ``name`` at the last evaluation, per seed: (seeds,)."""
-    return np.asarray(outputs[cfg]["eval/loss"])[:, -1, cfg.eval_set_names().index(name)]
-
-
-# %% [markdown]
+# (fig4c)=
 # ## Fig. 4C — hypernetworks predict the values of new preference mixtures best
 #
 # OOD loss (masked ½-squared error of the predicted action values on the query demonstrations of held-out
-# module combinations, after adaptation) for compositional (random) and non-compositional support. Lower is
-# better.
-
-# %%
-splits = ("random", "non_compositional")
-values = [[final_loss(c) for split in splits for c in fig4c if c.model == m and c.split == split] for m in PP.MODELS]
-plots.grouped_bars(["compositional (random)", "non-compositional"], [MODEL_LABELS[m] for m in PP.MODELS], values,
-                   "OOD loss (½ squared error)", caption(fig4c, "Fig. 4C: OOD loss"))
-plt.show()
-lines = ["| model | OOD loss, compositional | OOD loss, non-compositional | test loss, compositional |",
-         "|---|---|---|---|"]
-for m, (comp, noncomp) in zip(PP.MODELS, values):
-    c = next(c for c in fig4c if c.model == m and c.split == "random")
-    lines.append(f"| {MODEL_LABELS[m]} | {mean_std(comp)} | {mean_std(noncomp)} | {mean_std(final_loss(c, 'test'))} |")
-display(Markdown("\n".join(lines)))
-
-# %% [markdown]
-# The paper's claims (its Fig. 4C reports no numbers, spec §6.4): under compositional support both
+# module combinations, after adaptation) for compositional (random) and non-compositional support; lower is
+# better. The paper's claims (its Fig. 4C reports no numbers, spec §6.4): under compositional support both
 # hypernetworks reach a lower OOD loss than ANIL and MAML; holding out a module raises the OOD loss
 # significantly.
 
 # %%
-mean = {m: (np.mean(v[0]), np.mean(v[1])) for m, v in zip(PP.MODELS, values)}
-per_model = dict(zip(PP.MODELS, values))
-best_monolithic = min(mean["anil"][0], mean["maml"][0])
-best_per_seed = np.minimum(per_model["anil"][0], per_model["maml"][0])  # the seeds share templates and splits
-rows = []
-for m in PP.HNETS:
-    lower = int((per_model[m][0] < best_per_seed).sum())
-    raised = int((per_model[m][1] > per_model[m][0]).sum())
-    rows.append(f"| {MODEL_LABELS[m]} | {mean[m][0]:.3f} | {best_monolithic:.3f} | "
-                f"{'yes' if mean[m][0] < best_monolithic else 'no'} ({lower}/{len(best_per_seed)} seeds) | "
-                f"{mean[m][1] / mean[m][0]:.2f}× | {'yes' if mean[m][1] > mean[m][0] else 'no'} "
-                f"({raised}/{len(best_per_seed)} seeds) |")
-display(Markdown("| hypernetwork | OOD loss, compositional | best of ANIL/MAML | lower? | non-comp. / comp. loss "
-                 "| raised by holding out a module? |\n|---|---|---|---|---|---|\n" + "\n".join(rows)))
-display(Markdown("The spread over seeds is large because each seed draws its own preference modules, which set the "
-                 "scale of the rewards; the per-seed counts compare the models on the same modules and split."))
-missing = [MODEL_LABELS[m] for m in PP.HNETS if mean[m][0] >= best_monolithic]
-if missing:
-    display(Markdown(f"**Not reproduced at preset `{preset}`:** {' and '.join(missing)} did not reach a lower OOD "
-                     "loss than ANIL/MAML under compositional support within this budget."))
+chapter.fig4c(runs)
 
 # %% [markdown]
+# (fig4b)=
 # ## Fig. 4B — connected support beats disconnected support
 #
-# The hypernetworks (both at `paper`, the linear one at `quick`) trained on connected or on disconnected
-# module pairs ($K = 2$), evaluated on the same 10 held-out pairs.
+# The hypernetworks trained on connected or on disconnected module pairs ($K = 2$), evaluated on the same
+# held-out pairs.
 
 # %%
-split_cd = ("connected", "disconnected")
-models_b = [m for m in PP.HNETS if any(c.model == m for c in fig4b)]  # quick runs only the linear one
-values_b = [[final_loss(c) for s in split_cd for c in fig4b if c.model == m and c.split == s] for m in models_b]
-plots.grouped_bars(list(split_cd), [MODEL_LABELS[m] for m in models_b], values_b, "OOD loss (½ squared error)",
-                   caption(fig4b, "Fig. 4B: OOD loss, connected vs disconnected support"))
-plt.show()
-rows = []
-for m, (conn, disc) in zip(models_b, values_b):
-    rows.append(f"| {MODEL_LABELS[m]} | {mean_std(conn)} | {mean_std(disc)} | "
-                f"{'yes' if np.mean(disc) > np.mean(conn) else 'no'} ({int((disc > conn).sum())}/{len(conn)} seeds) |")
-display(Markdown("| hypernetwork | OOD loss, connected (24 combinations) | disconnected (20) | disconnected worse? |\n"
-                 "|---|---|---|---|\n" + "\n".join(rows)))
+chapter.fig4b(runs)
 
 # %% [markdown]
 # ## More modules than ever trained together
 #
-# The auxiliary OOD sets combine $k = K+1, \dots, 8$ modules (continuous weights), more than any training task.
+# The auxiliary OOD sets combine $k = K+1, \dots, M$ modules (continuous weights), more than any training task.
 # The paper does not plot them; they show how far the learned composition extrapolates.
 
 # %%
-ks = pf.ood_k_values(8, 3)
-lines = ["| model | " + " | ".join(f"k = {k}" for k in ks) + " |", "|---|" + "---|" * len(ks)]
-for m in PP.MODELS:
-    c = next(c for c in fig4c if c.model == m and c.split == "random")
-    lines.append(f"| {MODEL_LABELS[m]} | " + " | ".join(f"{final_loss(c, f'ood_{k}').mean():.3f}" for k in ks) + " |")
-display(Markdown("OOD loss on tasks with $k$ modules, compositional support (mean over seeds):\n\n" + "\n".join(lines)))
+figures.show(chapter.more_modules(runs))
 
 # %% [markdown]
+# (figa8)=
 # ## Fig. A8 — overparameterisation does no harm
 #
 # OOD loss of the hypernetworks over base-network width and number of modules $T$ (best outer learning rate
-# per cell), compositional support.
+# per cell), compositional support. The paper finds the OOD loss flat or better as the hypernetworks grow.
 
 # %%
-grid_spec = PP.PRESETS[preset]["figa8"]
-for model in grid_spec["models"]:
-    cfgs = [c for c in figa8 if c.model == model]
-    grid = np.full((len(grid_spec["hidden"]), len(grid_spec["templates"])), np.nan)
-    for i, h in enumerate(grid_spec["hidden"]):
-        for j, t in enumerate(grid_spec["templates"]):
-            grid[i, j] = min(final_loss(c).mean() for c in cfgs if c.hidden == h and c.templates == t)
-    fig = plots.heatmap(grid, [str(h) for h in grid_spec["hidden"]], [str(t) for t in grid_spec["templates"]],
-                        "modules T", "base-network width", "OOD loss", caption(cfgs, f"Fig. A8: {MODEL_LABELS[model]}"))
-    for text in fig.axes[0].texts:
-        text.set_text(f"{float(text.get_text()):.3f}" if text.get_text() != "nan" else "–")
-    plt.show()
+figures.show(*chapter.figa8(runs))
 
 # %% [markdown]
-# The paper finds the OOD loss flat or better as the hypernetworks grow. At `quick` the grid is small and one
-# seed per cell.
-#
 # ## Training curves
 #
 # Test (in-distribution) and OOD loss over training, mean over seeds with the range shaded.
 
 # %%
-curves = {}
-for c in fig4c:
-    out, names = outputs[c], c.eval_set_names()
-    curves[f"{MODEL_LABELS[c.model]}, {c.split}"] = (
-        out["eval_steps"], {s: np.asarray(out["eval/loss"])[:, :, names.index(s)] for s in ("test", "ood")})
-plots.accuracy_curves(curves, caption(fig4c, "Loss during training"), quantity="loss", ylabel="loss (½ squared error)",
-                      log_y=True)
-plt.show()
-skipped = {f"{MODEL_LABELS[c.model]}, {c.split}": int(np.asarray(outputs[c]["steps/skipped"])[:, -1].max())
-           for c in all_configs}
-print("outer updates skipped because of a non-finite meta-gradient (max over seeds):",
-      {k: v for k, v in skipped.items() if v} or "none")
+chapter.curves(runs)

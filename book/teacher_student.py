@@ -10,15 +10,6 @@
 #     name: python3
 # ---
 
-# %% tags=["remove-cell"]
-# Installs the companion's library when this notebook runs in Colab; does nothing elsewhere.
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q",
-                           "compgen @ git+https://github.com/compgen-companion/modular-compgen"])
-
 # %% [markdown]
 # # Teacher and student: identifying the modules
 #
@@ -57,35 +48,37 @@ if "google.colab" in sys.modules:
 # are, module by module, a linear re-mixing of the teacher's — exactly what Theorem 2 says compositional
 # generalisation requires. The library computes it in `compgen.metrics.module_alignment`.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 preset = "quick"  # smoke | quick | paper
 force = False  # recompute even if the results store holds these runs
 seeds = None  # None: the preset's seeds; e.g. [100] for a faster look
+repository = None  # set by `make execute` from _config.yml: where Colab installs compgen from
+
+# %% tags=["remove-cell"]
+# In Colab, install the companion's library from the repository named in _config.yml (papermill injects it).
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", f"compgen @ git+{repository}"])
 
 # %%
-import matplotlib.pyplot as plt
-import numpy as np
-from IPython.display import Markdown, display
+from compgen import figures
+from compgen.figures import teacher_student as chapter
 
-from compgen import plots
-from compgen.experiments import teacher_student as ts
-from compgen.tasks import support
-
-overrides = {} if seeds is None else {"seeds": tuple(seeds)}
-base = ts.make_config(preset, **overrides)
-rows = [f"| `{name}` | {ours} | {paper} |" for name, ours, paper in ts.differences_from_paper(base)]
-display(Markdown(f"**Preset `{preset}`** ({ts.get_preset(preset).description}). "
-                 + ("Fields that differ from the paper's configuration:\n\n| field | this run | paper |\n|---|---|---|\n"
-                    + "\n".join(rows) if rows else "Identical to the paper's configuration.")))
-
-
-def caption(cfg, what):
-    return (f"{what} — preset {preset}: {cfg.outer_steps:,} outer steps × {cfg.meta_batch} tasks, "
-            f"{cfg.inner_steps} inner steps, seeds {', '.join(map(str, cfg.seeds))}")
-
+# %% tags=["hide-output"]
+runs = figures.train("teacher_student", preset, seeds, force)
 
 # %% [markdown]
-# ```{admonition} Why the `quick` preset differs from the paper
+# Every figure below reads these runs. Each config is trained by its own compiled program (its seeds vmapped,
+# its outer steps a `lax.scan` in chunks; `compgen.runner`), so its numbers do not depend on what else was
+# trained; runs already in the results store are loaded. The training log is folded above.
+
+# %%
+figures.show(figures.header(runs, "fig2c"))
+
+# %% [markdown]
+# :::{admonition} Why the `quick` preset differs from the paper
 # :class: note
 # The paper trains each student for 60,000 outer steps of 64 tasks with 300 inner steps on batches of 256:
 # about $3\cdot10^{11}$ sample-gradient evaluations per run, GPU-hours for the whole figure. `quick` keeps
@@ -99,38 +92,19 @@ def caption(cfg, what):
 # distribution, several times cheaper on a CPU). Students are therefore less converged than the paper's and
 # alignments lower in absolute terms:
 # what `quick` must show is the *ordering* the paper reports. `paper` runs the exact configuration.
-# ```
+# :::
 #
+# (fig2c)=
 # ## Fig. 2C — connected support identifies the modules
 #
-# One student per Table A9 column, student factors $(f_h, f_M) = (2, 2)$, no weight decay. All columns
-# and seeds train together in one compiled program (`jax.vmap` over runs).
+# One student per column of Table A9, student factors $(f_h, f_M) = (2, 2)$, no weight decay. Green bars
+# (connected support) should stand clearly above the purple ones (disconnected support), for the discrete
+# columns 1–2 and the continuous columns 3–7 alike, and a connected student should approach the alignment of
+# identification, $A \approx 1$. The claims below are checked seed by seed: every seed has its own teacher, so a
+# seed is compared with itself.
 
 # %%
-fig2c = ts.fig2c_configs(preset, **overrides)
-fig2c_out = ts.run(fig2c, force=force)
-fig2c_alignment = np.stack([ts.final_alignment(o) for o in fig2c_out])  # (columns, seeds)
-labels = [f"{s.column}: {s.name}" for s in support.TABLE_A9]
-plots.fig2c_alignment(
-    labels, [s.distribution for s in support.TABLE_A9], [s.connected for s in support.TABLE_A9],
-    fig2c_alignment, caption(fig2c[0], "Fig. 2C: module alignment after training"))
-plt.show()
-display(Markdown(ts.summarize(fig2c, fig2c_out)))
-
-# %% [markdown]
-# Reading the figure: the green bars (connected support) should stand clearly above the purple ones
-# (disconnected support), for the discrete columns 1–2 and the continuous columns 3–7 alike. The claim, checked
-# on the numbers above:
-
-# %%
-connected = np.array([s.connected for s in support.TABLE_A9])
-discrete = np.array([s.distribution == "discrete" for s in support.TABLE_A9])
-checks = []
-for name, group in (("discrete", discrete), ("continuous", ~discrete)):
-    conn, disc = fig2c_alignment[group & connected].mean(), fig2c_alignment[group & ~connected].mean()
-    checks.append(f"| {name} | {conn:.3f} | {disc:.3f} | {conn - disc:+.3f} | {'yes' if conn > disc else 'no'} |")
-display(Markdown("| distribution | connected (mean) | disconnected (mean) | difference | connected higher? |\n"
-                 "|---|---|---|---|---|\n" + "\n".join(checks)))
+chapter.fig2c(runs)
 
 # %% [markdown]
 # ## Training curves
@@ -140,82 +114,31 @@ display(Markdown("| distribution | connected (mean) | disconnected (mean) | diff
 # teacher's consistently across modules.
 
 # %%
-eval_steps = fig2c_out[0]["eval_steps"]
-plots.training_curves({lab: o["steps/loss"] for lab, o in zip(labels, fig2c_out)}, eval_steps,
-                      {lab: o["eval/alignment"] for lab, o in zip(labels, fig2c_out)}, labels,
-                      caption(fig2c[0], "Training loss and module alignment, mean over seeds"))
-plt.show()
+chapter.curves(runs)
 
 # %% [markdown]
+# (fig2d)=
 # ## Fig. 2D — how much overparameterisation?
 #
 # The theorem needs the student to be no larger than the teacher. In practice a little overparameterisation
-# helps optimisation; too much lets the student fit discrete tasks without identifying the modules, while
-# continuous tasks, which fill the span of each mask, keep it honest. The support is one-hots plus ring pairs
-# (the authors' code uses it for both distributions), no weight decay.
+# helps optimisation; too much lets the student fit discrete tasks without identifying the modules — the
+# [theory chapter](theory) builds such a student exactly, one module per training task — while continuous
+# tasks, which fill the span of each mask, keep it honest. The support is one-hots plus ring pairs (the
+# authors' code uses it for both distributions), no weight decay. The claim: alignment drops beyond about
+# 2× for **discrete** tasks and not for **continuous** ones.
 
 # %%
-fig2d = ts.fig2d_configs(preset, **overrides)
-fig2d_out = ts.run(fig2d, force=force)
-factors = ts.get_preset(preset).overparam_factors
-by_distribution = {d: np.stack([ts.final_alignment(o) for c, o in zip(fig2d, fig2d_out) if c.distribution == d])
-                   for d in ("discrete", "continuous")}
-plots.fig2d_overparameterisation(factors, by_distribution, base.teacher_hidden, base.n_modules,
-                                 caption(fig2d[0], "Fig. 2D: alignment against student size"))
-plt.show()
-display(Markdown(ts.summarize(fig2d, fig2d_out)))
-
-# %%
-sizes = np.array([fh * fm for fh, fm in factors])
-mild, large = sizes <= 4, sizes > 4
-rows = []
-for d, values in by_distribution.items():
-    a, b = values[mild].mean(), values[large].mean()
-    rows.append(f"| {d} | {a:.3f} | {b:.3f} | {b - a:+.3f} |")
-display(Markdown("| distribution | mean alignment, factors ≤ 2× | beyond 2× | change |\n|---|---|---|---|\n"
-                 + "\n".join(rows)))
+chapter.fig2d(runs)
 
 # %% [markdown]
-# The paper's claim: alignment drops beyond about 2× for **discrete** tasks and stays high for **continuous**
-# ones, so the "change" column should be clearly negative for discrete and near zero for continuous.
-# The claim is about converged students (60,000 steps of 64 tasks, each inferring $\hat z$ with 300 Adam steps
-# of 0.003 from the fixed $\hat z_0$). A larger student also learns faster, so at `quick`'s budget a positive
-# change for both distributions is what to expect. Training longer with `quick`'s inner loop does not bring
-# the paper's drop either: in a probe at 16,000 outer steps (4× `quick`, seeds 100–102) the (8, 8) students
-# reached an alignment of 0.984 on discrete tasks (0.969–0.997 over seeds) and 0.869 on continuous ones,
-# against 0.847 and 0.818 for (2, 2). Our guess, not tested: the paper's inner loop moves each coordinate of
-# $\hat z$ by at most about 0.9 from $\hat z_0$, while `quick`'s cosine from 0.2 moves it by several units,
-# and the small reach is what lets a large student fit the twelve discrete tasks without identifying the
-# modules. With the paper's reach (50 steps at a constant 0.018) both sizes, (2, 2) and (8, 8), stayed at or
-# below 0.504 alignment after 4,000 steps, and at an intermediate reach (a constant 0.05, 8,000 steps) it was
-# again the continuous students that lost alignment at (8, 8): 0.646 against 0.829 for discrete ones (at
-# (2, 2): 0.875 continuous, 0.665 discrete). Testing the guess needs the paper's full budget: run `paper` on
-# a GPU. The 16,000-step probe, in Python:
-# `ts.run([ts.make_config("quick", masks=ts.OVERPARAM_MASKS, distribution=d, hidden_factor=8, module_factor=8,
-# outer_steps=16000, eval_every=4000) for d in ("discrete", "continuous")])`.
-#
+# (table-a1)=
 # ## Table A1 — weight decay does not rescue overparameterised discrete students
 #
 # The paper's four columns are overparameterised students whose sizes were lost in extraction (we do not
 # know which factors they are; `paper` uses $(f_h, f_M) \in \{(4,4), (4,8), (8,4), (8,8)\}$ as a guess).
-# Decoupled weight decay is multiplied by the learning rate, as in `optax.adamw`.
+# Decoupled weight decay is multiplied by the learning rate, as in `optax.adamw`. Every entry should stay well
+# below the connected, mildly overparameterised students of Fig. 2C, with no systematic gain from weight
+# decay — the paper's reading of its Table A1 (alignments 0.67–0.85).
 
 # %%
-p = ts.get_preset(preset)
-table = ts.table_a1_configs(preset, **overrides)
-table_out = ts.run(table, force=force)
-lines = ["| weight decay | " + " | ".join(f"ours ({c.student_hidden}, {c.student_modules})"
-                                          for c in table[:len(p.table_a1_factors)]) + " | paper (4 columns) |",
-         "|---|" + "---|" * (len(p.table_a1_factors) + 1)]
-for r, wd in enumerate(p.table_a1_weight_decays):
-    cells = [ts.mean_std(ts.final_alignment(table_out[r * len(p.table_a1_factors) + j]))
-             for j in range(len(p.table_a1_factors))]
-    paper_row = ts.PAPER_TABLE_A1.get(wd)
-    lines.append(f"| {wd:g} | " + " | ".join(cells) + " | "
-                 + (" · ".join(f"{v:.4f}" for v in paper_row) if paper_row else "–") + " |")
-display(Markdown("\n".join(lines)))
-print(caption(table[0], "Table A1: final module alignment, mean ± std over seeds"))
-
-# %% [markdown]
-# Every entry should stay well below the connected, mildly overparameterised students of Fig. 2C, with no
-# systematic gain from weight decay — the paper's reading of its Table A1 (alignments 0.67–0.85).
+chapter.table_a1(runs)

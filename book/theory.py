@@ -10,15 +10,6 @@
 #     name: python3
 # ---
 
-# %% tags=["remove-cell"]
-# Installs the companion's library when this notebook runs in Colab; does nothing elsewhere.
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q",
-                           "compgen @ git+https://github.com/compgen-companion/modular-compgen"])
-
 # %% [markdown]
 # # Theory: when does modularity generalise compositionally?
 #
@@ -86,7 +77,7 @@ if "google.colab" in sys.modules:
 #    $\hat h = h$ and $\hat M = M$. A student with enough spare capacity can fit each training task with
 #    its own parameters and learn nothing about how the tasks share modules.
 #
-# ```{admonition} Theorem 1 (compositional generalisation, informal)
+# :::{admonition} Theorem 1 (compositional generalisation, informal)
 # :class: important
 # Let $P_{\text{train}}$ have compositional and connected support, let the inputs have full support, and let
 # the student match the teacher's size, $\hat h = h$ and $\hat M = M$. Assume also a smoothness condition on
@@ -101,13 +92,13 @@ if "google.colab" in sys.modules:
 # It even suffices to fit a finite number of i.i.d. tasks from each family: the student then generalises
 # almost surely. As the paper remarks, fitting a number of tasks linear in the number of modules thus covers
 # all the exponentially many combinations.
-# ```
+# :::
 #
 # Theorem 2 says what such a student looks like. Write $\Theta_i \in \mathbb R^{n \times M}$ for the slice of
 # the teacher's modules that feeds hidden unit $i$, so that unit $i$'s incoming weights are $W(z)_{:,i} =
 # \Theta_i z$. Define $\hat\Theta_j \in \mathbb R^{n \times \hat M}$ in the same way for the student.
 #
-# ```{admonition} Theorem 2 (linear identification, informal)
+# :::{admonition} Theorem 2 (linear identification, informal)
 # :class: important
 # Under the same assumptions, the student generalises compositionally **if and only if** there are an
 # invertible matrix $F \in \mathbb R^{M \times M}$, a permutation $\sigma$ of the hidden units and signs
@@ -120,54 +111,33 @@ if "google.colab" in sys.modules:
 # with the readout permuted in the same way. The student then solves task $z$ with $\hat z = F z$. In words:
 # each learned module is a fixed linear re-mixing of the teacher's modules, and the student's hidden units
 # are the teacher's, relabelled in one and the same way for every module.
-# ```
+# :::
 #
 # The conditions are also *necessary*: when one of them fails, the paper constructs students that fit all
 # training tasks and do not generalise. We build these students below and measure their losses. First, the
 # support graphs of the task distributions the paper trains on (its Table A9).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 preset = "quick"  # smoke | quick | paper
 force = False  # accepted for a uniform interface; this chapter trains nothing and stores no results
 seed = 0  # PRNG seed of every construction below
+repository = None  # set by `make execute` from _config.yml: where Colab installs compgen from
+
+# %% tags=["remove-cell"]
+# In Colab, install the companion's library from the repository named in _config.yml (papermill injects it).
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", f"compgen @ git+{repository}"])
 
 # %%
-import time
-
-import jax
-import matplotlib.pyplot as plt
-import numpy as np
-from IPython.display import Markdown, display
-
-from compgen import counterexamples as ce
+from compgen import figures
+from compgen.figures import theory as chapter
 from compgen.tasks import support
-from compgen.tasks.teacher import apply_teacher, generated_weight
 
-# The constructions are exact; the presets differ only in how many test inputs and tasks measure the
-# losses and how hard Adam searches for the best student latent on out-of-distribution tasks.
-PRESETS = {
-    "smoke": dict(num_inputs=256, fit_inputs=128, fit_steps=50, restarts=0, num_tasks=4, lookup_max_k=2),
-    "quick": dict(num_inputs=1024, fit_inputs=256, fit_steps=200, restarts=1, num_tasks=12, lookup_max_k=2),
-    "paper": dict(num_inputs=4096, fit_inputs=256, fit_steps=300, restarts=3, num_tasks=32, lookup_max_k=3),
-}
-if preset not in PRESETS:
-    raise ValueError(f"preset must be one of {tuple(PRESETS)}, got {preset!r}")
-if isinstance(seed, bool) or not isinstance(seed, int):
-    raise ValueError(f"seed must be an integer, got {seed!r}")
-cfg = PRESETS[preset]
-fit = {k: cfg[k] for k in ("num_inputs", "fit_inputs", "fit_steps", "restarts")}
-key_two, key_perm, key_lookup, key_ident = jax.random.split(jax.random.key(seed), 4)
-started = time.time()
-display(Markdown(
-    f"**Preset `{preset}`, seed {seed}.** Nothing in this chapter is trained, so the presets only change "
-    f"how the losses are measured: {cfg['num_inputs']} test inputs per task; for out-of-distribution tasks, "
-    f"the best student latent $\\hat z$ is searched by {cfg['fit_steps']} Adam steps on {cfg['fit_inputs']} "
-    f"inputs from the naive guess and from {cfg['restarts']} random starts."))
-
-
-def caption(what):
-    return f"{what} — preset {preset}, seed {seed}"
-
+built = chapter.constructions(preset, seed)
+figures.show(chapter.settings_text(built))
 
 # %% [markdown]
 # ## Support graphs of Table A9
@@ -177,59 +147,7 @@ def caption(what):
 # title gives the paper's label next to the verdict of `compgen.tasks.support`.
 
 # %%
-COMPONENT_COLOURS = plt.get_cmap("tab10").colors
-
-
-def draw_support_graph(ax, masks, title):
-    """Task families on a circle; edges where masks share a module; colour = connected component."""
-    adjacency = support.support_graph(masks)
-    k = len(masks)
-    angles = np.pi / 2 - 2 * np.pi * np.arange(k) / k
-    xy = np.stack([np.cos(angles), np.sin(angles)], 1)
-    for i, j in zip(*np.nonzero(np.triu(adjacency))):
-        ax.plot(*xy[[i, j]].T, color="0.6", lw=0.9, zorder=1)
-    colour = np.zeros(k, int)
-    for c, component in enumerate(support.connected_components(masks)):
-        colour[list(component)] = c
-    for i in range(k):
-        ax.scatter(*xy[i], s=430, color=COMPONENT_COLOURS[colour[i] % 10], edgecolor="k", lw=0.6, zorder=2)
-        ax.text(*xy[i], support.mask_to_string(masks[i]), ha="center", va="center", fontsize=8,
-                fontweight="bold", zorder=3)
-    ax.set_title(title, fontsize=8.5)
-    ax.set_xlim(-1.3, 1.3)
-    ax.set_ylim(-1.3, 1.3)
-    ax.set_aspect("equal")
-    ax.axis("off")
-
-
-def verdict(flag, yes, no):
-    return yes if flag else no
-
-
-fig, axes = plt.subplots(2, 4, figsize=(12, 6.6))
-rows = []
-for ax, col in zip(axes.flat, support.TABLE_A9):
-    masks = col.masks
-    connected, compositional = support.is_connected(masks), support.is_compositional(masks, col.n_modules)
-    agrees = connected == col.connected
-    draw_support_graph(ax, masks, f"column {col.column}: {col.name} ({col.distribution})\n"
-                                  f"paper: {verdict(col.connected, 'connected', 'disconnected')} · "
-                                  f"ours: {verdict(connected, 'connected', 'disconnected')} "
-                                  f"{'✓' if agrees else '✗'}")
-    rows.append(f"| {col.column} | {col.name} | {col.distribution} | `{col.spec}` | {len(masks)} | "
-                f"{verdict(compositional, 'yes', 'no')} | {len(support.connected_components(masks))} | "
-                f"{verdict(connected, 'connected', 'disconnected')} | "
-                f"{verdict(col.connected, 'connected', 'disconnected')} | {'✓' if agrees else '✗'} |")
-legend_ax = axes.flat[-1]
-legend_ax.axis("off")
-legend_ax.text(0.0, 0.5, "node = task family\n(its active modules)\n\nedge = the two families\nshare a module\n\n"
-               "colour = connected\ncomponent", fontsize=9, va="center", transform=legend_ax.transAxes)
-fig.suptitle(caption("Support graphs of the task distributions of Table A9 (M = 6 modules)"), fontsize=10)
-fig.tight_layout()
-plt.show()
-display(Markdown(
-    "| column | name | distribution | masks | # families | compositional | # components | ours | paper | agree |\n"
-    "|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows)))
+chapter.support_graphs(built)
 
 # %% [markdown]
 # All seven distributions have compositional support: every module appears somewhere. What separates them
@@ -247,10 +165,7 @@ display(Markdown(
 # generated weight is $W(z) P$, so it matches the teacher on every task, seen or unseen.
 
 # %%
-ident = ce.linearly_identified_student(key_ident, num_tasks=cfg["num_tasks"], num_inputs=cfg["num_inputs"])
-print(f"identified student (M̂ = 6, ĥ = 16; cond(F) = {ident['condition_number']:.1f}): "
-      f"max training loss {ident['train_loss'].max():.1e}, max OOD loss {ident['ood_loss'].max():.1e} "
-      f"(targets have ½·mean y² ≈ {ident['ood_target_power'].mean():.1e})")
+figures.show(chapter.identified(built))
 
 # %% [markdown]
 # Both losses are at float32 rounding level. Re-mixing the modules and relabelling the hidden units
@@ -276,32 +191,7 @@ print(f"identified student (M̂ = 6, ĥ = 16; cond(F) = {ident['condition_number
 # from one hidden unit to the other.
 
 # %%
-two = ce.disconnected_two_modules(key_two, num_tasks=cfg["num_tasks"], **fit)
-
-# outputs along a circle of radius sqrt(n) through input space, spanned by two orthonormal directions
-n_in = two["teacher"]["modules"].shape[1]
-basis = np.linalg.qr(np.asarray(jax.random.normal(jax.random.key(seed + 1), (n_in, 2))))[0]
-phi = np.linspace(0, 2 * np.pi, 400)
-circle = np.sqrt(n_in) * (np.cos(phi)[:, None] * basis[:, 0] + np.sin(phi)[:, None] * basis[:, 1])
-panels = [("training task, family {0}", two["train_latents"][0], two["train_latents"][0], None),
-          ("training task, family {1}", two["train_latents"][1], two["train_latents"][1], None),
-          ("OOD task, family {0, 1}", two["ood_latents"][0], two["ood_latents"][0],
-           two["ood_latents_student_fitted"][0])]
-fig, axes = plt.subplots(1, 3, figsize=(12, 3.3), sharey=True)
-for ax, (title, z, z_hat, z_fit) in zip(axes, panels):
-    ax.plot(phi, apply_teacher(two["teacher"], z, circle)[:, 0], color="k", lw=2, label="teacher")
-    ax.plot(phi, apply_teacher(two["student"], z_hat, circle)[:, 0], color="C1", ls="--", lw=1.6,
-            label="student, ẑ = z")
-    if z_fit is not None:
-        ax.plot(phi, apply_teacher(two["student"], z_fit, circle)[:, 0], color="C0", ls=":", lw=1.8,
-                label="student, best ẑ (Adam)")
-    ax.set_title(f"{title}\nz = ({z[0]:.2f}, {z[1]:.2f})", fontsize=9)
-    ax.set_xlabel("input angle φ (rad)")
-axes[0].set_ylabel("network output y")
-axes[-1].legend(fontsize=8, loc="upper right")
-fig.suptitle(caption("Disconnected support, two modules: teacher and student outputs"), fontsize=10)
-fig.tight_layout()
-plt.show()
+chapter.two_modules(built)
 
 # %% [markdown]
 # The inputs run around a circle of radius $\sqrt n$ (a typical input norm) in a random plane of input space:
@@ -320,36 +210,7 @@ plt.show()
 # that join the two triangles, with continuous latents.
 
 # %%
-perm = ce.disconnected_permutation(key_perm, masks=support.table_a9(5).spec, num_tasks=cfg["num_tasks"], **fit)
-
-
-def cosines(w_a, w_b):
-    """|cos| between the hidden units' incoming weights: (n, h) x (n, h') -> (h, h')."""
-    w_a, w_b = w_a / np.linalg.norm(w_a, axis=0), w_b / np.linalg.norm(w_b, axis=0)
-    return np.abs(w_a.T @ w_b)
-
-
-in_a = int(np.flatnonzero([m[:3].any() for m in perm["train_masks"]])[0])
-in_b = int(np.flatnonzero([m[3:].any() for m in perm["train_masks"]])[0])
-z_cases = [("training task, triangle {0,1,2}", perm["train_latents"][in_a]),
-           ("training task, triangle {3,4,5}", perm["train_latents"][in_b]),
-           ("OOD task joining the triangles", perm["ood_latents"][0])]
-fig, axes = plt.subplots(1, 3, figsize=(12, 4.1), layout="constrained")
-ticks = np.arange(0, perm["teacher"]["modules"].shape[2], 4)
-for ax, (title, z) in zip(axes, z_cases):
-    image = ax.imshow(cosines(np.asarray(generated_weight(perm["teacher"]["modules"], z)),
-                              np.asarray(generated_weight(perm["student"]["modules"], z))),
-                      vmin=0, vmax=1, cmap="magma")
-    active = "".join(str(i) for i in np.flatnonzero(z))
-    ax.set_title(f"{title}\n(active modules {active})", fontsize=9)
-    ax.set_xticks(ticks)
-    ax.set_yticks(ticks)
-    ax.set_xlabel("student hidden unit j")
-axes[0].set_ylabel("teacher hidden unit i")
-fig.colorbar(image, ax=axes, shrink=0.85, label="|cos| of incoming weights at ẑ = z")
-fig.suptitle(caption("Disconnected support (Table A9, column 5): which student unit plays which teacher unit"),
-             fontsize=10)
-plt.show()
+chapter.permutation(built)
 
 # %% [markdown]
 # Within each triangle every teacher unit has an exact partner (cosine 1): the identity on the left, the
@@ -358,33 +219,7 @@ plt.show()
 # $\sigma$ does not exist, so by Theorem 2 the student cannot generalise. The losses confirm it:
 
 # %%
-FLOOR = 1e-16  # exact zeros are drawn at this height on the log axis
-
-
-def loss_panel(ax, result, title):
-    """Relative loss (loss / ½·mean y²) of every task: training, OOD with naive ẑ, OOD with best ẑ."""
-    groups = [("training tasks\n(ẑ written down)", result["train_loss"] / result["train_target_power"]),
-              ("OOD tasks\nnaive ẑ", result["ood_relative_loss_naive"]),
-              ("OOD tasks\nbest ẑ (Adam)", result["ood_relative_loss_fitted"])]
-    for x, (label, values) in enumerate(groups):
-        values = np.maximum(np.asarray(values, float), FLOOR)
-        ax.bar(x, np.median(values), color=["#1b7837", "#d6604d", "#b2182b"][x], alpha=0.75, width=0.6)
-        ax.scatter(x + np.linspace(-0.18, 0.18, len(values)), values, s=9, color="k", zorder=3)
-    ax.set_xticks(range(len(groups)), [g[0] for g in groups], fontsize=8)
-    ax.set_yscale("log")
-    ax.set_ylim(FLOOR / 3, 3)
-    ax.axhline(FLOOR, color="grey", lw=0.6, ls=":")
-    ax.set_ylabel("relative loss  L / (½·mean y²)")
-    ax.set_title(title, fontsize=9)
-
-
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
-loss_panel(axes[0], two, "two modules, two hidden units (App. A.3)")
-loss_panel(axes[1], perm, "M = 6, h = 16, Table A9 column 5")
-fig.suptitle(caption("Disconnected support: per-task loss (bars = median, dots = tasks, "
-                     "exact zeros drawn on the dotted line at 1e-16)"), fontsize=10)
-fig.tight_layout()
-plt.show()
+chapter.disconnected_losses(built)
 
 # %% [markdown]
 # A relative loss of 1 is what predicting zero would cost. The training tasks are fitted exactly, while on
@@ -412,39 +247,7 @@ plt.show()
 # ones at `paper`), with discrete latents.
 
 # %%
-lookup_masks = support.table_a9(1).masks
-lookup = ce.overparameterised_lookup(
-    key_lookup, masks=lookup_masks, ood_masks=ce.default_ood_masks(lookup_masks, max_k=cfg["lookup_max_k"]),
-    **fit)
-
-K = len(lookup_masks)
-h = lookup["teacher"]["modules"].shape[2]
-block_norms = np.linalg.norm(lookup["student"]["modules"], axis=1)  # (K, K h)
-fig, axes = plt.subplots(1, 3, figsize=(14, 3.9), gridspec_kw={"width_ratios": [1.5, 1.0, 1.3]})
-image = axes[0].imshow(block_norms, aspect="auto", cmap="Greys", interpolation="nearest")
-axes[0].set_yticks(range(K), [support.mask_to_string(m) for m in lookup_masks], fontsize=7)
-axes[0].set_xticks(np.arange(K) * h + h / 2 - 0.5, range(K), fontsize=7)
-axes[0].set_xlabel(f"student hidden units, in blocks of h = {h}")
-axes[0].set_ylabel("student module k (training task's mask)")
-axes[0].set_title("student modules: ‖Θ̂_k[:, j]‖ (one block per training task)", fontsize=9)
-fig.colorbar(image, ax=axes[0], shrink=0.8)
-task = 0
-axes[1].bar(np.arange(K) - 0.2, lookup["ood_latents_student_naive"][task], width=0.4, color="#d6604d",
-            label="naive (least squares)")
-axes[1].bar(np.arange(K) + 0.2, lookup["ood_latents_student_fitted"][task], width=0.4, color="#b2182b",
-            label="best (Adam)")
-axes[1].axhline(0, color="k", lw=0.5)
-axes[1].set_xticks(range(K), [support.mask_to_string(m) for m in lookup_masks], fontsize=7, rotation=90)
-axes[1].set_xlabel("student module k (training task's mask)")
-axes[1].set_ylabel("ẑ_k")
-axes[1].set_title(f"student latent for OOD task {support.mask_to_string(lookup['ood_masks'][task])}",
-                  fontsize=9)
-axes[1].legend(fontsize=7)
-loss_panel(axes[2], lookup, f"K = {K} training tasks, M̂ = {K}, ĥ = {K * h}")
-fig.suptitle(caption("Overparameterised student (Table A9 column 1, discrete); right: per-task loss, "
-                     "bars = median, dots = tasks"), fontsize=10)
-fig.tight_layout()
-plt.show()
+chapter.lookup(built)
 
 # %% [markdown]
 # The student fits every training task exactly. It uses one module per task, just as the paper warns in
@@ -470,37 +273,25 @@ plt.show()
 
 # %%
 example = support.parse_masks("01;12;23;34", 6)  # module 5 is never seen
-print("masks 01;12;23;34 (M = 6): compositional?", support.is_compositional(example, 6),
-      "| unseen modules:", support.missing_modules(example, 6),
-      "| connected?", support.is_connected(example))
+print(
+    "masks 01;12;23;34 (M = 6): compositional?",
+    support.is_compositional(example, 6),
+    "| unseen modules:",
+    support.missing_modules(example, 6),
+    "| connected?",
+    support.is_connected(example),
+)
 for test_task in ("024", "05"):
-    print(f"  ...relative to the test task {test_task}:",
-          support.is_compositional(example, 6, target=support.parse_masks(test_task, 6)))
+    print(
+        f"  ...relative to the test task {test_task}:",
+        support.is_compositional(example, 6, target=support.parse_masks(test_task, 6)),
+    )
 
 # %% [markdown]
 # ## Summary
 
 # %%
-summary = [
-    ("identified student (Theorem 2; ẑ = F z)", "column 1: compositional, connected", "M̂ = 6, ĥ = 16",
-     ident["train_loss"].max(), np.median(ident["ood_loss"] / ident["ood_target_power"]), float("nan")),
-    ("two modules, swapped units", "{0}, {1}: disconnected", "M̂ = 2, ĥ = 2",
-     two["train_loss"].max(), np.median(two["ood_relative_loss_naive"]), np.median(two["ood_relative_loss_fitted"])),
-    ("per-component permutation", "column 5: disconnected", "M̂ = 6, ĥ = 16",
-     perm["train_loss"].max(), np.median(perm["ood_relative_loss_naive"]),
-     np.median(perm["ood_relative_loss_fitted"])),
-    ("one module per task", "column 1: compositional, connected", f"M̂ = {K}, ĥ = {K * h}",
-     lookup["train_loss"].max(), np.median(lookup["ood_relative_loss_naive"]),
-     np.median(lookup["ood_relative_loss_fitted"])),
-]
-lines = ["| student | training support | size | max training loss | OOD relative loss, naive ẑ (median) "
-         "| OOD relative loss, best ẑ (median) |", "|---|---|---|---|---|---|"]
-for name, sup, size, train, naive, best in summary:
-    best_text = "–" if np.isnan(best) else f"{best:.3f}"
-    lines.append(f"| {name} | {sup} | {size} | {train:.1e} | {naive:.3g} | {best_text} |")
-display(Markdown("\n".join(lines)))
-print(caption(f"all constructions exact, losses on {cfg['num_inputs']} fresh inputs per task; "
-              f"chapter ran in {time.time() - started:.0f} s"))
+figures.show(chapter.summary(built))
 
 # %% [markdown]
 # Every student in the table fits its training tasks exactly (the identified student is evaluated at

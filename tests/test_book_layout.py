@@ -91,3 +91,44 @@ def test_config_excludes_generated_folders():
         assert folder in excluded, f"_config.yml exclude_patterns lacks {folder!r}"
     assert str(config["execute"]["execute_notebooks"]) == "off", "notebooks are executed by make, not jupyter-book"
     assert config.get("only_build_toc_files") is True
+
+
+def _cells(path):
+    return [c for c in jupytext.read(path).cells if c.source.strip()]
+
+
+def prose_share(path) -> float:
+    """Characters of markdown cells over characters of all cells of a notebook source."""
+    cells = _cells(path)
+    prose = sum(len(c.source) for c in cells if c.cell_type == "markdown")
+    return prose / max(1, sum(len(c.source) for c in cells))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebooks_are_prose_with_figures_from_the_library(path):
+    """At least 70 % prose; no loop in a notebook builds a table or a figure (that is the library's job)."""
+    assert prose_share(path) >= 0.70, f"{path.name}: prose is {prose_share(path):.0%} of the characters"
+    for cell in _cells(path):
+        if cell.cell_type == "code":
+            tree = ast.parse(cell.source)
+            loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.ListComp, ast.DictComp))]
+            text = cell.source
+            assert not (loops and ("|---" in text or "plt." in text or "lines.append" in text)), (
+                f"{path.name}: a loop builds a table or figure in the notebook:\n{text[:300]}"
+            )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_directives_use_colon_fences(path):
+    """A backtick fence's info string may not contain backticks (CommonMark): a title with `code` breaks it."""
+    for cell in _cells(path):
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                assert not line.lstrip().startswith("```{"), f"{path.name}: use :::{{...}} fences: {line}"
+
+
+def test_the_repository_address_is_written_once():
+    address = _load_yaml("_config.yml")["repository"]["url"]
+    for path in NOTEBOOKS:
+        assert address not in path.read_text(), f"{path.name} repeats the repository address; use `repository`"
+    assert "repository" in (ROOT / "Makefile").read_text()

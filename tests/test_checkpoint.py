@@ -11,23 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from compgen import checkpoint, experiments, meta, results
+from compgen import checkpoint, results, runner
 from compgen.experiments import teacher_student as ts
-
-
-def test_file_roundtrip_and_damage_is_detected(tmp_path):
-    path = tmp_path / "a.ckpt"
-    checkpoint.write_arrays(path, {"x": np.arange(5.0), "k": np.array([1, 2], np.uint32)})
-    back = checkpoint.read_arrays(path)
-    assert np.array_equal(back["x"], np.arange(5.0)) and back["k"].dtype == np.uint32
-    assert [p.name for p in tmp_path.iterdir()] == ["a.ckpt"]  # no temporary file left behind
-    data = path.read_bytes()
-    path.write_bytes(data[: len(data) // 2])
-    with pytest.raises(checkpoint.CorruptCheckpoint, match="trailer"):
-        checkpoint.read_arrays(path)
-    path.write_bytes(data[:10] + bytes([data[10] ^ 1]) + data[11:])
-    with pytest.raises(checkpoint.CorruptCheckpoint, match="checksum"):
-        checkpoint.read_arrays(path)
+from compgen.section import make_config
 
 
 def _state(seed):
@@ -39,8 +25,12 @@ def test_keeps_the_last_two_and_falls_back_from_a_truncated_one(tmp_path):
     lines = []
     saver = checkpoint.Checkpointer(tmp_path, every=1, log=lines.append)
     for done in (1, 2, 3):
-        progress = {"done": done, "steps": [{"loss": np.full((done, 3), done, np.float32)}],
-                    "evals": [{"acc": np.ones(3)}] * done, "eval_steps": list(range(done))}
+        progress = {
+            "done": done,
+            "steps": [{"loss": np.full((done, 3), done, np.float32)}],
+            "evals": [{"acc": np.ones(3)}] * done,
+            "eval_steps": list(range(done)),
+        }
         saver.save(_state(done), progress)
     assert [p.name for p in saver.paths()] == ["step-0000000003.ckpt", "step-0000000002.ckpt"]
     newest = saver.paths()[0]
@@ -57,17 +47,19 @@ def test_keeps_the_last_two_and_falls_back_from_a_truncated_one(tmp_path):
 
 def _chunk(state, n):
     """A toy training loop: a random walk driven by the state's key; metrics (n, 2)."""
+
     def step(s):
         key, sub = jax.random.split(s["key"])
         x = s["x"] + jax.random.normal(sub, (2,))
         return {"x": x, "key": key}, {"x": x}
+
     return jax.lax.scan(lambda s, _: step(s), state, None, length=n)
 
 
 def test_run_chunks_resumes_with_identical_history(tmp_path):
     init = {"x": jnp.zeros(2), "key": jax.random.key(0)}
     evaluate = lambda s: {"norm": jnp.linalg.norm(s["x"])}
-    reference = meta.run_chunks(_chunk, init, 10, 2, evaluate, log=lambda _: None)
+    reference = runner.run_chunks(_chunk, init, 10, 2, evaluate, log=lambda _: None)
 
     calls = []
 
@@ -79,9 +71,9 @@ def test_run_chunks_resumes_with_identical_history(tmp_path):
 
     saver = checkpoint.Checkpointer(tmp_path, every=1, log=lambda _: None)
     with pytest.raises(KeyboardInterrupt):
-        meta.run_chunks(interrupted, init, 10, 2, evaluate, log=lambda _: None, checkpoint=saver)
+        runner.run_chunks(interrupted, init, 10, 2, evaluate, log=lambda _: None, saver=saver)
     lines = []
-    resumed = meta.run_chunks(_chunk, init, 10, 2, evaluate, log=lines.append, checkpoint=saver)
+    resumed = runner.run_chunks(_chunk, init, 10, 2, evaluate, log=lines.append, saver=saver)
     assert "resumed from step 6/10" in lines
     for a, b in zip(jax.tree.leaves(reference), jax.tree.leaves(resumed)):
         a, b = (jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x for x in (a, b))
@@ -89,21 +81,37 @@ def test_run_chunks_resumes_with_identical_history(tmp_path):
 
 
 # A teacher-student run small enough to compile in seconds: 3 chunks of 2 steps, 3 seeds.
-TINY = dict(masks="0;1", n_modules=2, n_in=4, teacher_hidden=4, n_out=2, hidden_factor=1, module_factor=1,
-            outer_steps=6, eval_every=2, inner_steps=2, meta_batch=2, batch=4, eval_tasks=4, eval_inputs=8,
-            seeds=(100, 101, 102))
+TINY = dict(
+    masks="0;1",
+    n_modules=2,
+    n_in=4,
+    teacher_hidden=4,
+    n_out=2,
+    hidden_factor=1,
+    module_factor=1,
+    outer_steps=6,
+    eval_every=2,
+    inner_steps=2,
+    meta_batch=2,
+    batch=4,
+    eval_tasks=4,
+    eval_inputs=8,
+    seeds=(100, 101, 102),
+)
 
 CHILD = """
 import json, os, signal, sys
-from compgen import experiments
+from compgen import runner
 from compgen.experiments import teacher_student as ts
+from compgen.section import make_config
 
 def log(line):
     print(line, flush=True)
     if sys.argv[1] == "kill" and line.startswith("[checkpoint] saved"):
         os.kill(os.getpid(), signal.SIGKILL)
 
-experiments.train_and_store(ts, [ts.make_config("smoke", **json.loads(sys.argv[2]))], log, checkpoint_every=1)
+runner.train_and_store(ts.SECTION, [make_config(ts.SECTION, "smoke", **json.loads(sys.argv[2]))], log,
+                       checkpoint_every=1)
 """
 
 
@@ -114,26 +122,25 @@ def test_killed_training_resumes_with_identical_results(tmp_path, monkeypatch):
     args = [sys.executable, "-c", CHILD]
     killed = subprocess.run(args + ["kill", json.dumps(TINY)], env=env, capture_output=True, text=True, timeout=600)
     assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
-    config = ts.make_config("smoke", **TINY)
+    config = make_config(ts.SECTION, "smoke", **TINY)
     monkeypatch.setenv("COMPGEN_RESULTS", str(store))
     monkeypatch.delenv("COMPGEN_CHECKPOINTS", raising=False)
-    assert results.load(ts.KIND, config, code=ts.code()) is None
-    folder = checkpoint.group_dir(ts, [config])
+    assert results.load("teacher_student", config, code=ts.SECTION.code) is None
+    folder = checkpoint.run_dir("teacher_student", [results.config_hash(config, ts.SECTION.code)])
     saved = sorted(p.name for p in folder.iterdir())
     assert saved == ["step-0000000002.ckpt"], saved
     # A newer checkpoint whose write was cut short (as a non-atomic writer could leave): must be skipped.
     (folder / "step-0000000004.ckpt").write_bytes((folder / saved[0]).read_bytes()[:1000])
 
-    resumed = subprocess.run(args + ["resume", json.dumps(TINY)], env=env, capture_output=True, text=True,
-                             timeout=600)
+    resumed = subprocess.run(args + ["resume", json.dumps(TINY)], env=env, capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "ignoring step-0000000004.ckpt" in resumed.stdout and "resumed from step 2/6" in resumed.stdout
     assert not folder.exists()  # removed once the results are stored
-    arrays, _ = results.load(ts.KIND, config, code=ts.code())
+    arrays, _ = results.load("teacher_student", config, code=ts.SECTION.code)
 
     monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path / "reference"))
-    experiments.train_and_store(ts, [config], log=lambda _: None, checkpoint_every=0)
-    reference, _ = results.load(ts.KIND, config, code=ts.code())
+    runner.train_and_store(ts.SECTION, [config], log=lambda _: None, checkpoint_every=0)
+    reference, _ = results.load("teacher_student", config, code=ts.SECTION.code)
     assert sorted(arrays) == sorted(reference)
     for name in reference:
         assert np.array_equal(arrays[name], reference[name], equal_nan=True), name

@@ -7,41 +7,87 @@ import pytest
 from compgen import cli
 
 
-def test_list_names_sections(capsys):
+def test_list_names_sections_experiments_and_fields(capsys):
     assert cli.main(["list"]) == 0
-    assert "teacher_student" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "teacher_student" in out and "fig2c" in out and "outer_steps: int >= 1" in out
 
 
-def test_unknown_names_are_rejected_with_allowed_values():
-    with pytest.raises(SystemExit, match="section must be one of"):
-        cli.main(["run", "nope", "fig2c"])
-    with pytest.raises(SystemExit, match="experiment must be one of"):
-        cli.main(["run", "teacher_student", "fig9"])
-    with pytest.raises(SystemExit, match="preset must be one of"):
-        cli.main(["run", "teacher_student", "fig2c", "--preset", "huge"])
-    with pytest.raises(SystemExit, match="outer_steps"):
-        cli.main(["run", "teacher_student", "fig2c", "--preset", "smoke", "--set", "outer_steps=0"])
+def test_unknown_names_are_rejected_with_allowed_values(capsys):
+    for argv, message in (
+        (["run", "nope", "fig2c"], "section must be one of"),
+        (["run", "teacher_student", "fig9"], "experiment must be one of"),
+        (["run", "teacher_student", "fig2c", "--preset", "huge"], "preset must be one of"),
+        (["run", "teacher_student", "fig2c", "--preset", "smoke", "--set", "outer_steps=0"], "outer_steps"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(argv)
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_run_writes_to_the_store(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path))
-    args = ["run", "teacher_student", "table_a1", "--preset", "smoke", "--set", "outer_steps=4", "--set",
-            "eval_every=4", "--set", "seeds=[7]"]
+def test_run_writes_to_the_store(store, capsys):
+    args = [
+        "run",
+        "teacher_student",
+        "table_a1",
+        "--preset",
+        "smoke",
+        "--set",
+        "outer_steps=4",
+        "--set",
+        "eval_every=4",
+        "--set",
+        "seeds=[7]",
+    ]
     assert cli.main(args) == 0
-    assert len(list((tmp_path / "teacher_student").glob("*.npz"))) == 2
-    assert "| masks |" in capsys.readouterr().out
+    assert len(list((store / "teacher_student").glob("*.result"))) == 2
+    assert "| run | metric |" in capsys.readouterr().out
     assert cli.main(args) == 0
-    assert "reusing stored run" in capsys.readouterr().out
+    assert "reusing" in capsys.readouterr().out
+
+
+def test_a_diverging_run_exits_non_zero_and_is_not_stored(store, capsys):
+    args = [
+        "run",
+        "teacher_student",
+        "table_a1",
+        "--preset",
+        "smoke",
+        "--set",
+        "outer_lr=1e30",
+        "--set",
+        "outer_steps=40",
+        "--set",
+        "eval_every=20",
+        "--set",
+        "seeds=[7]",
+    ]
+    assert cli.main(args) == 1
+    assert "non-finite" in capsys.readouterr().err
+    assert not list((store / "teacher_student").glob("*.result"))
 
 
 def test_split_tasks_trains_on_one_cpu_device_per_core(tmp_path):
     # a subprocess: the CLI must set the host-device flag before jax starts its backend
     env = {**os.environ, "COMPGEN_RESULTS": str(tmp_path)}
     env.pop("XLA_FLAGS", None)
-    args = ["run", "teacher_student", "table_a1", "--preset", "smoke", "--set", "outer_steps=4", "--set",
-            "eval_every=4", "--set", "seeds=[7]", "--split-tasks"]
-    out = subprocess.run([sys.executable, "-m", "compgen.cli", *args], env=env, capture_output=True, text=True,
-                         timeout=600)
+    args = [
+        "run",
+        "teacher_student",
+        "table_a1",
+        "--preset",
+        "smoke",
+        "--set",
+        "outer_steps=4",
+        "--set",
+        "eval_every=4",
+        "--set",
+        "seeds=[7]",
+        "--split-tasks",
+    ]
+    out = subprocess.run(
+        [sys.executable, "-m", "compgen.cli", *args], env=env, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"split over {os.cpu_count()} cpu device(s)" in out.stdout
-    assert len(list((tmp_path / "teacher_student").glob("*.npz"))) == 2
+    assert len(list((tmp_path / "teacher_student").glob("*.result"))) == 2

@@ -1,4 +1,5 @@
-"""Splitting tasks or runs over devices; the two-device cases run in a subprocess with two CPU host devices."""
+"""Splitting a run's tasks over devices, and one config per device; two-device cases run in a subprocess with two
+CPU host devices."""
 
 import os
 import subprocess
@@ -14,15 +15,21 @@ from compgen import devices
 # split over two; prints the largest relative difference of the meta-parameters and of the step losses.
 TWO_DEVICE_SCRIPT = textwrap.dedent("""
     import jax, numpy as np
-    from compgen import devices
-    from compgen.experiments import hyperteacher as ht, hyperteacher_presets as P
+    from compgen import devices, runner
+    from compgen.experiments import hyperteacher as ht
+    from compgen.section import make_config
     assert len(jax.devices()) == 2
+    S = ht.SECTION
 
     def train(model, split):
-        cfg = P.make_config("smoke", model, seeds=(2020, 2021))
-        with (devices.split_tasks() if split else devices.use_devices(jax.devices()[:1])):
-            _, init, chunk, _ = ht.make_train([cfg])
-            state, metrics = chunk(init(), 3)
+        cfg = make_config(S, "smoke", model, seeds=(2020, 2021))
+        runs = S.run_arrays([cfg])
+        if split:
+            with devices.split_tasks():
+                program = runner.program(S, cfg)  # the program keeps the split it was built under
+        else:
+            program = runner.program(S, cfg)
+        state, metrics = program.chunk(runs, program.init(runs), 3)
         return jax.device_get((state["meta"], metrics["loss"]))
 
     for model in ("hnet_linear", "anil"):
@@ -30,20 +37,22 @@ TWO_DEVICE_SCRIPT = textwrap.dedent("""
         rel = max(float(np.max(np.abs(a - b)) / (np.max(np.abs(a)) + 1e-12))
                   for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(two)))
         print(model, "params", rel, "loss", float(np.max(np.abs(loss_one - loss_two) / np.abs(loss_one))))
-    cfg = P.make_config("smoke", "anil", meta_batch=3)
+    cfg = make_config(S, "smoke", "anil", meta_batch=3)
     with devices.split_tasks():
-        _, init, chunk, _ = ht.make_train([cfg])
-        try:
-            chunk(init(), 1)
-        except ValueError as error:
-            print("error:", error)
+        program = runner.program(S, cfg)
+    runs = S.run_arrays([cfg])
+    try:
+        program.chunk(runs, program.init(runs), 1)
+    except ValueError as error:
+        print("error:", error)
 """)
 
 
 def test_split_tasks_equals_one_device_and_checks_the_meta_batch():
     env = {**os.environ, "XLA_FLAGS": devices.host_devices_flag(2)}
-    out = subprocess.run([sys.executable, "-c", TWO_DEVICE_SCRIPT], env=env, capture_output=True, text=True,
-                         timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", TWO_DEVICE_SCRIPT], env=env, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     lines = dict(line.split(" ", 1) for line in out.stdout.strip().splitlines())
     for model in ("hnet_linear", "anil"):
@@ -52,15 +61,24 @@ def test_split_tasks_equals_one_device_and_checks_the_meta_batch():
     assert "meta_batch (3) must be a multiple of the number of devices" in lines["error:"]
 
 
-def test_split_tasks_on_one_device_changes_nothing_and_excludes_use_devices():
+def test_split_tasks_on_one_device_changes_nothing():
     with devices.split_tasks(jax.devices()[:1]) as mesh:
-        assert mesh is None and devices.task_mesh() is None
-    with devices.split_tasks(jax.devices()[:1]), devices.use_devices():
-        pass  # one device: no task mesh, so the run axis may still be sharded
-    with devices.use_devices():
-        with pytest.raises(ValueError, match="use_devices"):
-            with devices.split_tasks():
-                pass
+        assert mesh is None and devices.task_mesh() is None and devices.task_mesh_id() is None
     with pytest.raises(ValueError, match="at least one device"):
         with devices.split_tasks([]):
             pass
+
+
+def test_train_on_devices_runs_every_job_and_reports_failures():
+    done, lines = [], []
+
+    def train_one(job, log):
+        if job == "bad":
+            raise RuntimeError("deliberate")
+        done.append((job, str(jax.config.jax_default_device)))
+        log(f"trained {job}")
+
+    failed = devices.train_on_devices(train_one, ["a", "bad", "b"], log=lines.append)
+    assert sorted(j for j, _ in done) == ["a", "b"]
+    assert [(j, str(e)) for j, e in failed] == [("bad", "deliberate")]
+    assert any(line.startswith("[device 0]") for line in lines)

@@ -33,10 +33,16 @@ def test_second_order_meta_gradient_matches_finite_differences():
         grad = jax.grad(lambda p: meta_loss(p, "second_order"))(phi)
         flat, unravel = jax.flatten_util.ravel_pytree(phi)
         eps = 1e-6
-        numeric = np.array([
-            (meta_loss(unravel(flat.at[i].add(eps)), "second_order")
-             - meta_loss(unravel(flat.at[i].add(-eps)), "second_order")) / (2 * eps)
-            for i in range(flat.size)])
+        numeric = np.array(
+            [
+                (
+                    meta_loss(unravel(flat.at[i].add(eps)), "second_order")
+                    - meta_loss(unravel(flat.at[i].add(-eps)), "second_order")
+                )
+                / (2 * eps)
+                for i in range(flat.size)
+            ]
+        )
         np.testing.assert_allclose(jax.flatten_util.ravel_pytree(grad)[0], numeric, rtol=1e-6, atol=1e-9)
         first = jax.grad(lambda p: meta_loss(p, "first_order"))(phi)
         assert not np.allclose(jax.flatten_util.ravel_pytree(first)[0], numeric, rtol=1e-3)
@@ -58,17 +64,6 @@ def test_inner_adapt_lowers_loss_and_rejects_bad_mode():
     assert losses.shape == (100,) and losses[-1] < 1e-2 * losses[0]
     with pytest.raises(ValueError, match="mode"):
         meta.inner_adapt(loss, jnp.zeros(2), optax.adam(0.1), 3, jax.random.key(0), "zeroth_order")
-
-
-def test_run_chunks_reports_every_chunk():
-    lines = []
-    step = lambda s: (s + 1, {"value": s})
-    chunk = jax.jit(lambda s, n: meta.scan_steps(step, s, n), static_argnums=1)
-    state, history = meta.run_chunks(chunk, jnp.array(0), 25, 10, evaluate=lambda s: {"s": s}, log=lines.append)
-    assert int(state) == 25 and len(lines) == 3 and "25/25" in lines[-1]
-    np.testing.assert_array_equal(history["steps"]["value"], np.arange(25))
-    np.testing.assert_array_equal(history["eval_steps"], [0, 10, 20, 25])
-    np.testing.assert_array_equal(history["eval"]["s"], [0, 10, 20, 25])
 
 
 def _tiny_fewshot(model_name):
@@ -98,8 +93,11 @@ def test_fewshot_second_order_gradient_matches_finite_differences(model_name, mo
     """
     from compgen.models import hypernetwork
 
-    monkeypatch.setattr(hypernetwork, "normalise_embedding",
-                        lambda e: e * jnp.sqrt(e.shape[-1]) / jnp.linalg.norm(e, axis=-1, keepdims=True))
+    monkeypatch.setattr(
+        hypernetwork,
+        "normalise_embedding",
+        lambda e: e * jnp.sqrt(e.shape[-1]) / jnp.linalg.norm(e, axis=-1, keepdims=True),
+    )
     jax.config.update("jax_enable_x64", True)
     try:
         model, params, support, query, mse = _tiny_fewshot(model_name)
@@ -108,8 +106,9 @@ def test_fewshot_second_order_gradient_matches_finite_differences(model_name, mo
         opt = meta.inner_optimizer(0.05)
 
         def loss(p, mode="second_order"):
-            return meta.fewshot_loss(model, p, support, query, mse, opt, 4, jax.random.key(2), inner_batch=3,
-                                     mode=mode)[0]
+            return meta.fewshot_loss(
+                model, p, support, query, mse, opt, 4, jax.random.key(2), inner_batch=3, mode=mode
+            )[0]
 
         flat, unravel = jax.flatten_util.ravel_pytree(params)
         grad = jax.flatten_util.ravel_pytree(jax.jit(jax.grad(loss))(params))[0]
@@ -131,8 +130,9 @@ def test_anil_fast_path_gives_the_naive_meta_gradient():
     opt = meta.inner_optimizer(0.1)
 
     def loss(p, precompute):
-        return meta.fewshot_loss(model, p, support, query, mse, opt, 7, jax.random.key(3), inner_batch=4,
-                                 precompute_features=precompute)[0]
+        return meta.fewshot_loss(
+            model, p, support, query, mse, opt, 7, jax.random.key(3), inner_batch=4, precompute_features=precompute
+        )[0]
 
     fast = jax.grad(lambda p: loss(p, True))(params)
     naive = jax.grad(lambda p: loss(p, False))(params)
@@ -149,8 +149,9 @@ def test_rematerialised_inner_loop_gives_the_same_meta_gradient(model_name):
     opt = meta.inner_optimizer(0.05)
 
     def loss(p, remat):
-        return meta.fewshot_loss(model, p, support, query, mse, opt, 6, jax.random.key(4), inner_batch=3,
-                                 remat=remat)[0]
+        return meta.fewshot_loss(model, p, support, query, mse, opt, 6, jax.random.key(4), inner_batch=3, remat=remat)[
+            0
+        ]
 
     plain, remat = (jax.jit(jax.value_and_grad(lambda p, r=r: loss(p, r)))(params) for r in (False, True))
     np.testing.assert_allclose(remat[0], plain[0], rtol=1e-6)
@@ -170,12 +171,27 @@ def test_mean_over_tasks_averages_losses_aux_and_gradients():
     np.testing.assert_allclose(grads["a"], (2 * 1.0 * tasks[0] + 2 * -2.0 * tasks[1] + 2 * -2.0 * tasks[2]) / 3)
 
 
-def test_outer_optimizer_skips_and_counts_non_finite_updates():
+def test_outer_update_never_applies_a_non_finite_step_and_counts_them():
     opt = meta.outer_optimizer(0.1, clip_norm=1.0, weight_decay=0.0)
     params = {"w": jnp.ones(3)}
-    state = opt.init(params)
-    updates, state = opt.update({"w": jnp.array([jnp.nan, 1.0, 1.0])}, state, params)
-    np.testing.assert_array_equal(updates["w"], 0.0)
-    assert int(state.total_notfinite) == 1
-    updates, state = opt.update({"w": jnp.array([10.0, 0.0, 0.0])}, state, params)
-    np.testing.assert_allclose(float(jnp.abs(updates["w"][0])), 0.1, rtol=1e-3)  # clipped, Adam-normalised
+    state = meta.outer_init(opt, params)
+    # two non-finite gradients in a row: neither is applied (optax.apply_if_finite would apply the second)
+    for count in (1, 2):
+        new, state, stats = meta.outer_update(opt, params, state, {"w": jnp.array([jnp.nan, 1.0, 1.0])})
+        np.testing.assert_array_equal(new["w"], params["w"])
+        assert int(stats["skipped"]) == count and int(stats["streak"]) == count
+    new, state, stats = meta.outer_update(opt, params, state, {"w": jnp.array([10.0, 0.0, 0.0])})
+    np.testing.assert_allclose(float(jnp.abs(new["w"][0] - 1.0)), 0.1, rtol=1e-3)  # clipped, Adam-normalised
+    assert int(stats["skipped"]) == 2 and int(stats["streak"]) == 0  # the streak resets, the total stays
+    assert int(state["optimizer"][1][0].count) == 1  # Adam saw only the finite step
+
+
+def test_outer_step_averages_tasks_and_updates():
+    opt = optax.sgd(0.5)
+    params = {"a": jnp.array([1.0, -2.0])}
+    tasks = jnp.array([[1.0, 0.0], [0.0, 1.0]])
+    keys = jax.random.split(jax.random.key(0), 2)
+    loss = lambda p, t, k: (jnp.sum(p["a"] * t), {"first": t[0]})
+    new, _, out = meta.outer_step(loss, params, meta.outer_init(opt, params), opt, tasks, keys)
+    np.testing.assert_allclose(new["a"], params["a"] - 0.5 * 0.5)
+    assert float(out["loss"]) == -0.5 and float(out["first"]) == 0.5 and int(out["skipped"]) == 0

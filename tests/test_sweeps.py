@@ -8,18 +8,32 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compgen import cli, results, sweeps
+from compgen import cli, params, results, runner, sweeps
+from compgen.experiments import get
 from compgen.experiments import teacher_student as ts
+from compgen.section import figure_configs
+
+S = ts.SECTION
 
 SWEEPS = Path(__file__).resolve().parents[1] / "sweeps"
 
 # Runs per sweep file (configs x seeds) as in spec §5.3 (experts_vs_hot: the 144 valid of 180 launched).
 SPEC_RUNS = {
-    "theory/overlap_continuous": 24, "theory/overlap_discrete": 33, "theory/overparam": 600,
-    "hyperteacher/compositional": 24, "hyperteacher/connected": 12, "hyperteacher/experts_vs_hot": 144,
-    "hyperteacher/experts_vs_ood": 180, "hyperteacher/experts_vs_shots": 120, "hyperteacher/experts_vs_steps": 252,
-    "hyperteacher/overparam": 540, "preference/compositional": 48, "preference/connected": 24,
-    "preference/overparam": 216, "compgrid/compositional": 24, "compgrid/overparam": 216,
+    "theory/overlap_continuous": 24,
+    "theory/overlap_discrete": 33,
+    "theory/overparam": 600,
+    "hyperteacher/compositional": 24,
+    "hyperteacher/connected": 12,
+    "hyperteacher/experts_vs_hot": 144,
+    "hyperteacher/experts_vs_ood": 180,
+    "hyperteacher/experts_vs_shots": 120,
+    "hyperteacher/experts_vs_steps": 252,
+    "hyperteacher/overparam": 540,
+    "preference/compositional": 48,
+    "preference/connected": 24,
+    "preference/overparam": 216,
+    "compgrid/compositional": 24,
+    "compgrid/overparam": 216,
 }
 
 
@@ -50,13 +64,14 @@ def test_paper_sweeps_build_and_hold_every_config_of_the_book():
         assert sum(len(p.config.seeds) for p in points) == SPEC_RUNS[name], name
         by_section.setdefault(sweep.section, set()).update(p.config for p in points)
     for section, configs in by_section.items():
-        for experiment, make in sweeps.presets_module(section).EXPERIMENTS.items():
-            missing = [c for c in make("paper") if c not in configs]
+        for experiment in get(section).figures("paper"):
+            missing = [c for c in figure_configs(get(section), experiment, "paper") if c not in configs]
             assert missing == [], f"{section} {experiment}: {missing[:1]}"
 
 
-@pytest.mark.parametrize("name", ["theory/overlap_discrete", "hyperteacher/compositional", "preference/overparam",
-                                  "compgrid/compositional"])
+@pytest.mark.parametrize(
+    "name", ["theory/overlap_discrete", "hyperteacher/compositional", "preference/overparam", "compgrid/compositional"]
+)
 def test_sweep_file_builds_at_smoke(name):
     points = sweeps.expand(sweeps.load(SWEEPS / f"{name}.toml"), preset="smoke")
     assert [p.error for p in points if p.config is None] == [] and points
@@ -68,7 +83,7 @@ def test_clear_errors(tmp_path):
         path.write_text(text)
         return path
 
-    with pytest.raises(ValueError, match=r"section must be one of .*'teacher_student'.*got 'theory'"):
+    with pytest.raises(params.ParameterError, match=r"section must be one of .*'teacher_student'.*got 'theory'"):
         sweeps.load(write('section = "theory"'))
     with pytest.raises(ValueError, match=r"\[grid\]: unknown field\(s\) \['hiden'\]; allowed: .*'hidden'"):
         sweeps.load(write('section = "hyperteacher"\n[grid]\nhiden = [16]'))
@@ -82,8 +97,9 @@ def test_clear_errors(tmp_path):
         sweeps.expand(sweeps.load(write('section = "teacher_student"')), overrides={"step": 3})
     with pytest.raises(ValueError, match=r"backend must be one of \('local', 'devices', 'ray'\), got 'slurm'"):
         sweeps.run_sweep(write('section = "teacher_student"'), backend="slurm")
-    with pytest.raises(SystemExit, match="backend must be one of"):
+    with pytest.raises(SystemExit) as exit_info:
         cli.main(["sweep", str(write('section = "teacher_student"')), "--backend", "slurm"])
+    assert exit_info.value.code == 2
 
 
 def test_experiment_sweeps_and_dry_run(tmp_path, capsys, monkeypatch):
@@ -131,16 +147,16 @@ def local_store(tmp_path_factory):
     """
     tmp = tmp_path_factory.mktemp("local")
     path = _tiny(tmp, 'masks = ["0;1", "0;7"]\nweight_decay = [0.0, 0.5]\n')
-    original = ts.train_group
+    original = runner.train
 
-    def train_group(configs, log=print):
-        if any(c.weight_decay == 0.5 for c in configs):
+    def train(section, cfg, log=print, saver=None):
+        if cfg.weight_decay == 0.5:
             raise RuntimeError("deliberate failure")
-        return original(configs, log)
+        return original(section, cfg, log, saver)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("COMPGEN_RESULTS", str(tmp / "store"))
-        patch.setattr(ts, "train_group", train_group)
+        patch.setattr(runner, "train", train)
         lines = []
         report = sweeps.run_sweep(path, "local", log=lines.append)
         again = sweeps.run_sweep(path, "local", log=lines.append)
@@ -154,7 +170,7 @@ def test_failed_runs_are_reported_and_the_others_complete(local_store):
     assert failures["masks=0;1, weight_decay=0.5"] == "RuntimeError: deliberate failure"
     assert "invalid" in failures["masks=0;7, weight_decay=0.0"]
     assert len(failures) == 3 and "3 failed" in report.summary()
-    stored = list((store / ts.KIND).glob("*.npz"))
+    stored = list((store / "teacher_student").glob("*.result"))
     assert len(stored) == 1
     # rerunning skips what is stored and retries only the failures
     assert again.trained == [] and again.stored == report.trained and len(again.failed) == 3
@@ -164,7 +180,7 @@ def _stored_arrays(store, config):
     old = os.environ.get("COMPGEN_RESULTS")
     os.environ["COMPGEN_RESULTS"] = str(store)
     try:
-        return results.load(ts.KIND, config, code=ts.code())[0]
+        return results.load("teacher_student", config, code=S.code)[0]
     finally:
         os.environ.pop("COMPGEN_RESULTS") if old is None else os.environ.__setitem__("COMPGEN_RESULTS", old)
 
@@ -178,12 +194,20 @@ def _assert_same(a, b):
 def test_devices_backend_matches_local(local_store, tmp_path):
     store, _, report, _ = local_store
     path = _tiny(tmp_path, 'masks = ["0;1"]\n')
-    env = {**os.environ, "COMPGEN_RESULTS": str(tmp_path / "store"),
-           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
-    out = subprocess.run([sys.executable, "-m", "compgen.cli", "sweep", str(path), "--backend", "devices"],
-                         env=env, capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "COMPGEN_RESULTS": str(tmp_path / "store"),
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "compgen.cli", "sweep", str(path), "--backend", "devices"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "over 2 device(s)" in out.stdout  # 3 runs padded to 4, two per device
+    assert "over 2 device(s)" in out.stdout  # one config per device at a time
     config = report.trained[0]
     _assert_same(_stored_arrays(tmp_path / "store", config), _stored_arrays(store, config))
 
@@ -201,5 +225,5 @@ def test_ray_backend_stores_every_run(local_store, tmp_path, monkeypatch):
         ray.shutdown()
     assert ray_report.failed == [] and sorted(c.masks for c in ray_report.trained) == ["0;1", "1;01"]
     for config in ray_report.trained:
-        assert results.load(ts.KIND, config, code=ts.code()) is not None
+        assert results.load("teacher_student", config, code=S.code) is not None
     _assert_same(_stored_arrays(tmp_path / "store", report.trained[0]), _stored_arrays(store, report.trained[0]))

@@ -28,10 +28,10 @@ import sys
 import time
 
 CASES = {
-    # name: (section, preset, experiment or model, overrides, steps per timed chunk, repeats)
-    "teacher_student paper, 1 run": ("teacher_student", "paper", "single", {"seeds": (100,)}, 2, 3),
-    "teacher_student quick, 1 run": ("teacher_student", "quick", "single", {"seeds": (100,)}, 50, 5),
-    "teacher_student quick, Fig. 2C (21 runs)": ("teacher_student", "quick", "fig2c", {}, 20, 3),
+    # name: (section, preset, model (None: the section has no models), overrides, steps per timed chunk, repeats)
+    "teacher_student paper, 1 run": ("teacher_student", "paper", None, {"seeds": (100,)}, 2, 3),
+    "teacher_student quick, 1 run": ("teacher_student", "quick", None, {"seeds": (100,)}, 50, 5),
+    "teacher_student quick, 3 seeds": ("teacher_student", "quick", None, {}, 20, 3),
 }
 # The hyperteacher at the configuration of the reference timings (M = 4, K = 2, 128 tasks, 256 + 256 shots)
 # and at quick, one seed, for each model.
@@ -42,11 +42,9 @@ for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
     CASES[f"hyperteacher {_model} paper (M=4, K=2){SPLIT_SUFFIX}"] = ("hyperteacher", "paper", _model, _HT_PAPER, 1, 3)
 for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
     CASES[f"hyperteacher {_model} quick"] = ("hyperteacher", "quick", _model, {"seeds": (2020,)}, 20, 3)
-# The grid worlds: task generation alone (one meta-batch of tasks with their demonstrations), and one
-# outer step per model at the paper configuration and at quick, one seed.
-FEWSHOT_SECTIONS = {"preferences": ("compgen.experiments.preferences_presets", "compgen.experiments.preferences"),
-                    "goals": ("compgen.experiments.goals_presets", "compgen.experiments.goals")}
-for _section in FEWSHOT_SECTIONS:
+# The grid worlds: task generation alone (one meta-batch of tasks with their demonstrations), and one outer step
+# per model at the paper configuration and at quick, one seed.
+for _section in ("preferences", "goals"):
     for _preset in ("paper", "quick"):
         CASES[f"{_section} task generation, {_preset}"] = (_section, _preset, "tasks", {"seeds": (2020,)}, 5, 5)
     for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
@@ -58,57 +56,56 @@ for _section in FEWSHOT_SECTIONS:
 REFERENCE = {"hnet_linear": (3.4, 2.9), "anil": (26.0, 9.1), "maml": (28.0, 14.8)}
 
 
-def _time_chunks(init, chunk, steps, repeats):
+def _time_chunks(program, runs, steps, repeats):
     """Compile a chunk of ``steps`` outer steps, run it once untimed, then ``repeats`` times: (median s/step,
     compile s)."""
     import jax
     import numpy as np
 
-    state = init()
+    state = program.init(runs)
     start = time.perf_counter()
-    compiled = chunk.lower(state, steps).compile()
+    compiled = program.chunk.lower(runs, state, steps).compile()
     compile_s = time.perf_counter() - start
-    state, _ = compiled(state)
+    state, _ = compiled(runs, state)
     jax.block_until_ready(state)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        state, _ = compiled(state)
+        state, _ = compiled(runs, state)
         jax.block_until_ready(state)
         times.append((time.perf_counter() - start) / steps)
     return float(np.median(times)), compile_s
 
 
-def _hyperteacher_case(preset, model, overrides, steps, repeats):
-    from compgen.experiments import hyperteacher as ht
-    from compgen.experiments import hyperteacher_presets
-
-    cfg = hyperteacher_presets.make_config(preset, model, **overrides)
-    _, init, chunk, _ = ht.make_train([cfg])
-    s_per_step, compile_s = _time_chunks(init, chunk, steps, repeats)
-    return {"runs": 1, "s_per_step": s_per_step, "compile_s": compile_s,
-            "gflops": ht.flops_per_step(cfg) / s_per_step / 1e9}
-
-
-def _fewshot_case(section, preset, model, overrides, steps, repeats):
-    """A grid-world section: one model's outer step, or (``model == "tasks"``) task generation alone."""
-    import importlib
-
+def _case(section_name, preset, model, overrides, steps, repeats):
+    """One config's outer step (its seeds vmapped), or (``model == "tasks"``) a few-shot world's task generation."""
     import jax
 
-    presets, training = (importlib.import_module(name) for name in FEWSHOT_SECTIONS[section])
-    cfg = presets.make_config(preset, "hnet_linear" if model == "tasks" else model, **overrides)
-    runs, init, chunk, _ = training.make_train([cfg])
+    from compgen import experiments, runner
+    from compgen.section import make_config
+
+    section = experiments.get(section_name)
+    cfg = make_config(section, preset, "hnet_linear" if model == "tasks" else model, **overrides)
+    runs = section.run_arrays([cfg])
     if model != "tasks":
-        s_per_step, compile_s = _time_chunks(init, chunk, steps, repeats)
-        return {"runs": 1, "s_per_step": s_per_step, "compile_s": compile_s,
-                "gflops": training.training_cost(cfg) / cfg.outer_steps / s_per_step / 1e9}
+        program = runner.program(section, cfg)
+        s_per_step, compile_s = _time_chunks(program, runs, steps, repeats)
+        flops = section.cost(cfg) / cfg.outer_steps  # every seed of the config, one outer step
+        return {
+            "runs": len(cfg.seeds),
+            "s_per_step": s_per_step,
+            "compile_s": compile_s,
+            "gflops": flops / s_per_step / 1e9,
+        }
+    from compgen.experiments import goals, preferences
+
+    world = {"goals": goals.ENV, "preferences": preferences.ENV}[section_name]
     run = jax.tree.map(lambda a: a[0], runs)
 
     def meta_batch(key):
-        tasks = training.ENV.sample_tasks(cfg, run, key, cfg.meta_batch)
+        tasks = world.sample_tasks(cfg, run, key, cfg.meta_batch)
         keys = jax.random.split(key, cfg.meta_batch)
-        return jax.vmap(lambda t, k: training.ENV.task_data(cfg, run, t, k, cfg.shots_query))(tasks, keys)
+        return jax.vmap(lambda t, k: world.task_data(cfg, run, {}, t, k, cfg.shots_query))(tasks, keys)
 
     generate = jax.jit(lambda key: jax.lax.map(meta_batch, jax.random.split(key, steps)))
     start = time.perf_counter()
@@ -120,25 +117,6 @@ def _fewshot_case(section, preset, model, overrides, steps, repeats):
         jax.block_until_ready(compiled(jax.random.key(i)))
         times.append((time.perf_counter() - start) / steps)
     return {"runs": 1, "s_per_step": sorted(times)[len(times) // 2], "compile_s": compile_s, "gflops": float("nan")}
-
-
-def _teacher_student_case(preset, experiment, overrides, steps, repeats):
-    from compgen.experiments import teacher_student as ts
-
-    if experiment == "fig2c":
-        configs = ts.fig2c_configs(preset, **overrides)
-    else:
-        configs = [ts.make_config(preset, **overrides)]
-    cfg = configs[0]
-    _, init, chunk, _ = ts.make_train(configs)
-    s_per_step, compile_s = _time_chunks(init, chunk, steps, repeats)
-    n_runs = len(configs) * len(cfg.seeds)
-    # multiply-accumulates per sample and inner step: student forward and backward to ẑ, teacher labels
-    n, h, t, o = cfg.n_in, cfg.student_hidden, cfg.student_modules, cfg.n_out
-    per_sample = 3 * (n * h + h * o) + cfg.teacher_hidden * (n + o)
-    per_task = cfg.inner_steps * (cfg.batch * per_sample + 2 * t * n * h) + 3 * cfg.batch * (n * h + h * o)
-    flops = 2 * per_task * cfg.meta_batch * n_runs
-    return {"runs": n_runs, "s_per_step": s_per_step, "compile_s": compile_s, "gflops": flops / s_per_step / 1e9}
 
 
 def _jit_gflops(fn, args, flops, repeats=10):
@@ -201,10 +179,8 @@ def run_case(name):
 
     from compgen import devices
 
-    section, *args = CASES[name]
-    case = {"hyperteacher": _hyperteacher_case, "teacher_student": _teacher_student_case}.get(section, None)
     with devices.split_tasks() if name.endswith(SPLIT_SUFFIX) else contextlib.nullcontext():
-        result = case(*args) if case else _fewshot_case(section, *args)
+        result = _case(*CASES[name])
     result["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     result["gemm_gflops"] = _gemm_gflops()
     result["batched_gemm_gflops"] = _batched_gemm_gflops()
@@ -226,22 +202,33 @@ def main(argv=None):
     if args.case:
         print(json.dumps(run_case(args.case)))
         return 0
-    print(f"tasks split: {os.cpu_count()} host devices, allocator "
-          f"{tcmalloc() or f'glibc with {GLIBC_HUGE_PAGES} (install libtcmalloc-minimal4 for tcmalloc)'}")
-    header = (f"| {'case':56s} | runs | s/outer step | s/run-step | compile s | peak RSS GB | GFLOP/s | GEMM GFLOP/s "
-              "| batched GEMM GFLOP/s | reference s/step (peak) |")
+    print(
+        f"tasks split: {os.cpu_count()} host devices, allocator "
+        f"{tcmalloc() or f'glibc with {GLIBC_HUGE_PAGES} (install libtcmalloc-minimal4 for tcmalloc)'}"
+    )
+    header = (
+        f"| {'case':56s} | runs | s/outer step | s/run-step | compile s | peak RSS GB | GFLOP/s | GEMM GFLOP/s "
+        "| batched GEMM GFLOP/s | reference s/step (peak) |"
+    )
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
     for name in [n for n in CASES if args.only in n]:
-        out = subprocess.run([sys.executable, "-m", "compgen.bench", "--case", name], capture_output=True, text=True,
-                             env=case_environment(name))
+        out = subprocess.run(
+            [sys.executable, "-m", "compgen.bench", "--case", name],
+            capture_output=True,
+            text=True,
+            env=case_environment(name),
+        )
         if out.returncode != 0:
             print(f"| {name:56s} | failed: {out.stderr.strip().splitlines()[-1]} |")
             continue
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"| {name:56s} | {r['runs']:4d} | {r['s_per_step']:12.4f} | {r['s_per_step'] / r['runs']:10.4f} "
-              f"| {r['compile_s']:9.1f} | {r['peak_rss_gb']:11.2f} | {r['gflops']:7.1f} | {r['gemm_gflops']:12.1f} "
-              f"| {r['batched_gemm_gflops']:20.1f} | {_reference(name):23s} |", flush=True)
+        print(
+            f"| {name:56s} | {r['runs']:4d} | {r['s_per_step']:12.4f} | {r['s_per_step'] / r['runs']:10.4f} "
+            f"| {r['compile_s']:9.1f} | {r['peak_rss_gb']:11.2f} | {r['gflops']:7.1f} | {r['gemm_gflops']:12.1f} "
+            f"| {r['batched_gemm_gflops']:20.1f} | {_reference(name):23s} |",
+            flush=True,
+        )
     return 0
 
 

@@ -14,60 +14,27 @@ into the structure, dtypes and shardings of a template state (the freshly initia
 from __future__ import annotations
 
 import hashlib
-import io
 import os
-import struct
 from pathlib import Path
 
 import jax
 import numpy as np
 
-from compgen import results
+from compgen import storage
 
-MAGIC = b"compgen-checkpoint-v1"
-_TRAILER = len(MAGIC) + 8 + 32  # magic, payload length (uint64), sha256
-
-
-class CorruptCheckpoint(ValueError):
-    """A checkpoint file that is truncated, garbled or does not match the state it should restore."""
+CorruptCheckpoint = storage.CorruptFile  # a checkpoint that is truncated, garbled or does not match its state
 
 
 def checkpoint_root() -> Path:
     """``$COMPGEN_CHECKPOINTS`` if set, else ``checkpoints/`` inside the results store's root."""
     env = os.environ.get("COMPGEN_CHECKPOINTS")
-    return Path(env) if env else results.results_root() / "checkpoints"
+    return Path(env) if env else storage.results_root() / "checkpoints"
 
 
-def group_dir(section, configs) -> Path:
-    """The folder of the checkpoints of ``configs`` trained together: keyed by their config hashes
-    (code fingerprint included), so the same configs started again find it and other code never does."""
-    hashes = ",".join(results.config_hash(c, section.code()) for c in configs)
-    return checkpoint_root() / section.KIND / hashlib.sha256(hashes.encode()).hexdigest()[:16]
-
-
-def write_arrays(path: Path, arrays: dict) -> None:
-    """Write ``arrays`` (name -> array) to ``path`` atomically, with a length and checksum trailer."""
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    payload = buffer.getvalue()
-    trailer = MAGIC + struct.pack("<Q", len(payload)) + hashlib.sha256(payload).digest()
-    results.write_atomic(path, payload + trailer)
-
-
-def read_arrays(path: Path) -> dict:
-    """The arrays of a file written by :func:`write_arrays`; raises :class:`CorruptCheckpoint` if it
-    is truncated or its checksum does not match."""
-    data = Path(path).read_bytes()
-    if len(data) < _TRAILER or data[-_TRAILER:-_TRAILER + len(MAGIC)] != MAGIC:
-        raise CorruptCheckpoint(f"{path}: no checkpoint trailer (truncated?)")
-    (length,) = struct.unpack("<Q", data[-40:-32])
-    payload = data[:-_TRAILER]
-    if length != len(payload):
-        raise CorruptCheckpoint(f"{path}: {len(payload)} bytes of data, the trailer says {length}")
-    if hashlib.sha256(payload).digest() != data[-32:]:
-        raise CorruptCheckpoint(f"{path}: checksum mismatch")
-    with np.load(io.BytesIO(payload)) as archive:
-        return {k: archive[k] for k in archive.files}
+def run_dir(kind: str, entry_hashes) -> Path:
+    """The folder of the checkpoints of the runs with these results-store hashes (config and code fingerprint),
+    so the same run started again finds it and other code never does."""
+    return checkpoint_root() / kind / hashlib.sha256(",".join(entry_hashes).encode()).hexdigest()[:16]
 
 
 def _is_key(leaf) -> bool:
@@ -90,7 +57,7 @@ def _nested_dict(flat: dict, prefix: str) -> dict:
     out = {}
     for name, value in flat.items():
         if name.startswith(prefix):
-            *parents, leaf = name[len(prefix):].split("/")
+            *parents, leaf = name[len(prefix) :].split("/")
             node = out
             for p in parents:
                 node = node.setdefault(p, {})
@@ -127,8 +94,8 @@ class Checkpointer:
         arrays["eval_steps"] = np.asarray(progress["eval_steps"], dtype=np.int64)
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / f"step-{int(progress['done']):010d}.ckpt"
-        write_arrays(path, arrays)
-        for old in self.paths()[self.keep:]:
+        storage.write_arrays(path, arrays)
+        for old in self.paths()[self.keep :]:
             old.unlink(missing_ok=True)
         self.log(f"[checkpoint] saved step {int(progress['done'])} to {path}")
         return path
@@ -147,15 +114,17 @@ class Checkpointer:
         return None
 
     def _read(self, path, template):
-        arrays = read_arrays(path)
+        arrays = storage.read_arrays(path)
         leaves, treedef = jax.tree.flatten(template)
         restored = []
         for i, t in enumerate(leaves):
             value = arrays[f"state/{i}"]
             expected = jax.eval_shape(jax.random.key_data, t) if _is_key(t) else t
             if value.shape != np.shape(expected) or value.dtype != np.dtype(expected.dtype):
-                raise CorruptCheckpoint(f"{path}: leaf {i} is {value.dtype}{value.shape}, expected "
-                                        f"{np.dtype(expected.dtype)}{np.shape(expected)}")
+                raise CorruptCheckpoint(
+                    f"{path}: leaf {i} is {value.dtype}{value.shape}, expected "
+                    f"{np.dtype(expected.dtype)}{np.shape(expected)}"
+                )
             if _is_key(t):
                 value = jax.random.wrap_key_data(value, impl=jax.random.key_impl(t))
             restored.append(jax.device_put(value, t.sharding) if isinstance(t, jax.Array) else value)
@@ -163,8 +132,11 @@ class Checkpointer:
             raise CorruptCheckpoint(f"{path}: more state leaves than the template has")
         steps, evals = _nested_dict(arrays, "steps/"), _nested_dict(arrays, "evals/")
         n_evals = int(arrays["n_evals"])
-        progress = {"done": int(arrays["done"]), "steps": [steps] if steps else [],
-                    "evals": [jax.tree.map(lambda a, i=i: a[i], evals) for i in range(n_evals)],
-                    "eval_steps": [int(s) for s in arrays["eval_steps"]]}
+        progress = {
+            "done": int(arrays["done"]),
+            "steps": [steps] if steps else [],
+            "evals": [jax.tree.map(lambda a, i=i: a[i], evals) for i in range(n_evals)],
+            "eval_steps": [int(s) for s in arrays["eval_steps"]],
+        }
         self.log(f"[checkpoint] restored step {progress['done']} from {path}")
         return jax.tree.unflatten(treedef, restored), progress

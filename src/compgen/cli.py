@@ -1,118 +1,166 @@
-"""Command line: run one experiment of a section at a preset, writing to the results store.
+"""Command line: run one experiment of a section at a preset, or a sweep file, writing to the results store.
 
     compgen list
     compgen run teacher_student fig2c --preset paper
     compgen run teacher_student fig2d --preset quick --set seeds=[100] --set outer_steps=2000 --force
     compgen run hyperteacher fig3b --preset paper --set seeds=[2020]
-    compgen run preferences fig4c --preset quick --set seeds=[2020]
-    compgen run goals fig4ef --preset paper --set seeds=[2020]
     compgen run hyperteacher fig3b --preset paper --set seeds=[2020] --split-tasks   # one run on every CPU core
     compgen sweep sweeps/hyperteacher/compositional.toml --backend devices --checkpoint-every 10
 
 A notebook that asks for the same config afterwards loads the stored result instead of training.
+Every parameter is checked before anything is compiled; a bad one exits with status 2 and a one-line message.
+A run whose outer updates stay non-finite stops, is not stored, and exits with status 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import importlib
 import os
 import sys
 
-SECTIONS = {"teacher_student": "compgen.experiments.teacher_student",
-            "hyperteacher": "compgen.experiments.hyperteacher_presets",
-            "preferences": "compgen.experiments.preferences_presets",
-            "goals": "compgen.experiments.goals_presets",
-            "incontext": "compgen.experiments.incontext_presets"}
+from compgen import params
 
 
-def _section(name):
-    if name not in SECTIONS:
-        raise SystemExit(f"section must be one of {sorted(SECTIONS)}, got {name!r}")
-    return importlib.import_module(SECTIONS[name])
+def _fail(error) -> SystemExit:
+    print(f"error: {error}", file=sys.stderr)
+    return SystemExit(2)
 
 
-def _parse_override(text):
-    if "=" not in text:
-        raise SystemExit(f"--set takes FIELD=VALUE, got {text!r}")
-    field, value = text.split("=", 1)
+def _nonnegative(text):
     try:
-        value = ast.literal_eval(value)
-    except (ValueError, SyntaxError):
-        pass  # a plain string such as a mask list "01;12"
-    if isinstance(value, list):
-        value = tuple(value)
-    return field, value
+        return params.check_int("--checkpoint-every", int(text), ge=0)
+    except (ValueError, params.ParameterError):
+        raise argparse.ArgumentTypeError(
+            f"must be a non-negative integer (chunks between checkpoints, 0 = off), got {text!r}"
+        ) from None
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="compgen", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="list sections, experiments and presets")
+def parser() -> argparse.ArgumentParser:
+    from compgen.experiments import SECTIONS
+
+    top = argparse.ArgumentParser(
+        prog="compgen", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = top.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list sections, experiments, presets and config fields")
     run = sub.add_parser("run", help="run one experiment of a section")
-    run.add_argument("section", help=f"one of {sorted(SECTIONS)}")
-    run.add_argument("experiment", help="an experiment of the section (see `compgen list`)")
+    run.add_argument("section", help=f"one of {', '.join(SECTIONS)}")
+    run.add_argument("experiment", help="an experiment (figure) of the section (see `compgen list`)")
     run.add_argument("--preset", default="quick", help="smoke, quick or paper (default quick)")
-    run.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                     help="override a config field, e.g. --set seeds=[100] (repeatable)")
+    run.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a config field, e.g. --set seeds=[100] (repeatable)",
+    )
     run.add_argument("--force", action="store_true", help="recompute even if the store has the result")
-    run.add_argument("--split-tasks", action="store_true",
-                     help="train in this one process with every meta-batch split over one CPU device per core "
-                          "(for a few large runs, e.g. the paper's configuration on a CPU; see compgen.devices)")
+    run.add_argument(
+        "--checkpoint-every",
+        type=_nonnegative,
+        default=None,
+        metavar="N",
+        help="save the training state every N chunks and resume from it (default $COMPGEN_CHECKPOINT_EVERY, else off)",
+    )
+    run.add_argument(
+        "--split-tasks",
+        action="store_true",
+        help="train in this one process with every meta-batch split over one CPU device per core "
+        "(for a few large runs, e.g. the paper's configuration on a CPU; see compgen.devices)",
+    )
     sweep = sub.add_parser("sweep", help="run every config of a sweep file (sweeps/*.toml) with a backend")
     sweep.add_argument("file", help="a sweep file, e.g. sweeps/hyperteacher/compositional.toml")
     sweep.add_argument("--backend", default="local", help="local (default), devices or ray")
     sweep.add_argument("--preset", default=None, help="smoke, quick or paper (default: the file's)")
-    sweep.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                       help="override a config field of every run (repeatable)")
+    sweep.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a config field of every run (repeatable)",
+    )
     sweep.add_argument("--force", action="store_true", help="retrain runs that are already stored")
-    sweep.add_argument("--dry-run", action="store_true", help="list the runs and whether they are stored")
-    sweep.add_argument("--checkpoint-every", type=int, default=None, metavar="N",
-                       help="save the training state every N chunks and resume from it (default "
-                            "$COMPGEN_CHECKPOINT_EVERY, else off)")
+    sweep.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list the runs and whether they are stored; exit 1 if any config is invalid",
+    )
+    sweep.add_argument(
+        "--checkpoint-every",
+        type=_nonnegative,
+        default=None,
+        metavar="N",
+        help="save the training state every N chunks and resume from it (default $COMPGEN_CHECKPOINT_EVERY, else off)",
+    )
     sweep.add_argument("--ray-address", default=None, help="Ray cluster address (default: $RAY_ADDRESS or local)")
     sweep.add_argument("--ray-gpus", type=float, default=0, help="GPUs per Ray task (default 0)")
-    args = parser.parse_args(argv)
+    return top
 
+
+def _list():
+    from compgen import experiments
+
+    for name in experiments.SECTIONS:
+        section = experiments.get(name)
+        print(f"{name}: experiments {list(section.figures('paper'))}; presets {list(section.presets)}")
+        print("  fields: " + "; ".join(section.config.describe_field(f) for f in section.config.field_names()))
+    return 0
+
+
+def _run(args):
+    if args.split_tasks:
+        from compgen import devices  # before the section's import starts jax's backend: XLA reads the flag then
+
+        os.environ["XLA_FLAGS"] = " ".join(
+            filter(None, [os.environ.get("XLA_FLAGS"), devices.host_devices_flag(os.cpu_count() or 1)])
+        )
+    from compgen import experiments, runner, section
+    from compgen.figures import summary_table
+
+    try:
+        sec = experiments.get(args.section)
+        overrides = dict(params.parse_assignment(text) for text in args.set)
+        configs = section.figure_configs(sec, args.experiment, args.preset, **overrides)
+        runner.checkpoint_interval(args.checkpoint_every)
+    except params.ParameterError as error:
+        raise _fail(error) from None
+    try:
+        if args.split_tasks:
+            import jax
+
+            from compgen import devices
+
+            with devices.split_tasks():
+                print(
+                    f"[devices] every meta-batch split over {jax.local_device_count()} {jax.default_backend()} "
+                    "device(s)"
+                )
+                outputs = runner.run(sec, configs, force=args.force, workers=1, checkpoint_every=args.checkpoint_every)
+        else:
+            outputs = runner.run(sec, configs, force=args.force, checkpoint_every=args.checkpoint_every)
+    except runner.TrainingDiverged as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except RuntimeError as error:  # a worker failed; its output is above
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(summary_table(sec, configs, outputs))
+    return 0
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    if args.command == "list":
+        return _list()
     if args.command == "sweep":
         from compgen import sweeps
 
-        return sweeps.main(args, dict(_parse_override(text) for text in args.set))
-
-    if args.command == "list":
-        for name in SECTIONS:
-            module = _section(name)
-            print(f"{name}: experiments {sorted(module.EXPERIMENTS)}; presets {list(module.PRESET_NAMES)}")
-        return 0
-
-    if args.command == "run" and args.split_tasks:
-        from compgen import devices  # before the section's import starts jax's backend: XLA reads the flag then
-
-        os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"),
-                                                         devices.host_devices_flag(os.cpu_count() or 1)]))
-    module = _section(args.section)
-    if args.experiment not in module.EXPERIMENTS:
-        raise SystemExit(f"experiment must be one of {sorted(module.EXPERIMENTS)}, got {args.experiment!r}")
-    overrides = dict(_parse_override(text) for text in args.set)
-    try:
-        configs = module.EXPERIMENTS[args.experiment](args.preset, **overrides)
-    except (TypeError, ValueError) as error:
-        raise SystemExit(f"error: {error}") from None
-    if args.split_tasks:
-        import jax
-
-        from compgen import devices
-
-        with devices.split_tasks():
-            print(f"[devices] every meta-batch split over {jax.local_device_count()} {jax.default_backend()} "
-                  "device(s)")
-            outputs = module.run(configs, force=args.force, workers=1)
-    else:
-        outputs = module.run(configs, force=args.force)
-    print(module.summarize(configs, outputs))
-    return 0
+        try:
+            overrides = dict(params.parse_assignment(text) for text in args.set)
+        except params.ParameterError as error:
+            raise _fail(error) from None
+        return sweeps.main(args, overrides)
+    return _run(args)
 
 
 if __name__ == "__main__":

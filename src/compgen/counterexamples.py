@@ -114,8 +114,20 @@ def _best_fit(key, student, teacher, z_teacher, z_naive, x_fit, steps, learning_
     return z_all[best, tasks], curves[best, tasks]
 
 
-def _evaluate(keys, student, teacher, z_train_student, z_train, z_ood, z_ood_naive, num_inputs, fit_inputs, fit_steps,
-              learning_rate, restarts):
+def _evaluate(
+    keys,
+    student,
+    teacher,
+    z_train_student,
+    z_train,
+    z_ood,
+    z_ood_naive,
+    num_inputs,
+    fit_inputs,
+    fit_steps,
+    learning_rate,
+    restarts,
+):
     """Train loss at the written-down ẑ; OOD loss at the naive and at the fitted ẑ.
 
     ẑ is fitted on ``fit_inputs`` inputs; every loss is measured on ``num_inputs`` fresh ones.
@@ -123,8 +135,9 @@ def _evaluate(keys, student, teacher, z_train_student, z_train, z_ood, z_ood_nai
     key_x, key_restart = keys
     x = sample_inputs(key_x, fit_inputs + num_inputs, teacher["modules"].shape[1])
     x_fit, x_eval = x[:fit_inputs], x[fit_inputs:]
-    z_fit, curve = _best_fit(key_restart, student, teacher, z_ood, z_ood_naive, x_fit, fit_steps, learning_rate,
-                             restarts)
+    z_fit, curve = _best_fit(
+        key_restart, student, teacher, z_ood, z_ood_naive, x_fit, fit_steps, learning_rate, restarts
+    )
     # one vmapped pass over [train; OOD naive; OOD fitted] keeps the compiled program small
     z_student = jnp.concatenate([z_train_student, z_ood_naive, z_fit]).astype(jnp.float32)
     z_teacher = jnp.concatenate([z_train, z_ood, z_ood])
@@ -134,9 +147,9 @@ def _evaluate(keys, student, teacher, z_train_student, z_train, z_ood, z_ood_nai
     out = {
         "train_loss": losses[:n_train],
         "train_target_power": power[:n_train],
-        "ood_loss_naive": losses[n_train:n_train + n_ood],
-        "ood_loss_fitted": losses[n_train + n_ood:],
-        "ood_target_power": power[n_train:n_train + n_ood],
+        "ood_loss_naive": losses[n_train : n_train + n_ood],
+        "ood_loss_fitted": losses[n_train + n_ood :],
+        "ood_target_power": power[n_train : n_train + n_ood],
         "train_latents_student": z_train_student,
         "ood_latents_student_naive": z_ood_naive,
         "ood_latents_student_fitted": z_fit,
@@ -165,8 +178,13 @@ def _check_eval(num_inputs, fit_inputs, fit_steps, learning_rate, restarts):
     _check_int("restarts", restarts, minimum=0)
     if not float(learning_rate) > 0:
         raise ValueError(f"learning_rate must be positive, got {learning_rate!r}")
-    return {"num_inputs": int(num_inputs), "fit_inputs": int(fit_inputs), "fit_steps": int(fit_steps),
-            "learning_rate": float(learning_rate), "restarts": int(restarts)}
+    return {
+        "num_inputs": int(num_inputs),
+        "fit_inputs": int(fit_inputs),
+        "fit_steps": int(fit_steps),
+        "learning_rate": float(learning_rate),
+        "restarts": int(restarts),
+    }
 
 
 def _as_masks(masks, n_modules, name):
@@ -201,7 +219,7 @@ def _latents(key, train_rows, ood_rows, distribution):
     """Train latents (``distribution``) and OOD latents (continuous) for fixed mask rows, one random draw."""
     z = continuous_latents(key, jnp.concatenate([train_rows, ood_rows]).astype(jnp.float32))
     z_train = z[: train_rows.shape[0]] if distribution == "continuous" else discrete_latents(train_rows)
-    return z_train, z[train_rows.shape[0]:]
+    return z_train, z[train_rows.shape[0] :]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -216,14 +234,27 @@ def _two_modules_core(keys, train_rows, ood_rows, n_in, num_inputs, fit_inputs, 
     teacher = {"modules": jnp.stack([jnp.stack([a, b], -1), jnp.stack([c, d], -1)]), "readout": jnp.ones((2, 1))}
     student = {"modules": jnp.stack([jnp.stack([a, b], -1), jnp.stack([d, c], -1)]), "readout": jnp.ones((2, 1))}
     z_train, z_ood = _latents(key_latents, train_rows, ood_rows, "continuous")
-    out = _evaluate(keys[2:], student, teacher, z_train, z_train, z_ood, z_ood, num_inputs, fit_inputs, fit_steps,
-                    learning_rate, restarts)
+    out = _evaluate(
+        keys[2:],
+        student,
+        teacher,
+        z_train,
+        z_train,
+        z_ood,
+        z_ood,
+        num_inputs,
+        fit_inputs,
+        fit_steps,
+        learning_rate,
+        restarts,
+    )
     out.update(teacher=teacher, student=student, train_latents=z_train, ood_latents=z_ood)
     return out
 
 
-def disconnected_two_modules(key, n_in=4, num_tasks=8, num_inputs=1024, fit_inputs=256, fit_steps=300,
-                             learning_rate=0.03, restarts=2):
+def disconnected_two_modules(
+    key, n_in=4, num_tasks=8, num_inputs=1024, fit_inputs=256, fit_steps=300, learning_rate=0.03, restarts=2
+):
     """The paper's App. A.3 example: two modules, two hidden units, one output, masks {0} and {1}.
 
     Teacher: four random (so a.s. linearly independent) vectors ``a, b, c, d`` in R^n_in; module 0 gives
@@ -243,8 +274,13 @@ def disconnected_two_modules(key, n_in=4, num_tasks=8, num_inputs=1024, fit_inpu
     _check_int("num_tasks", num_tasks)
     cfg = _check_eval(num_inputs, fit_inputs, fit_steps, learning_rate, restarts)
     train_masks, ood_masks = support.parse_masks("0;1", 2), support.parse_masks("01", 2)
-    out = _two_modules_core(_split(key), jnp.asarray(cycle_masks(train_masks, num_tasks)),
-                            jnp.asarray(cycle_masks(ood_masks, num_tasks)), int(n_in), **cfg)
+    out = _two_modules_core(
+        _split(key),
+        jnp.asarray(cycle_masks(train_masks, num_tasks)),
+        jnp.asarray(cycle_masks(ood_masks, num_tasks)),
+        int(n_in),
+        **cfg,
+    )
     out = _to_numpy(out)
     out.update(train_masks=train_masks, ood_masks=ood_masks)
     return out
@@ -262,30 +298,70 @@ def cross_component_masks(masks, n_modules=None):
     """
     masks = support.validate_masks(masks, n_modules)
     comp_of = {m: c for c, mods in enumerate(support.module_components(masks)) for m in mods}
-    pairs = [row for row in support.all_khot_masks(masks.shape[1], 2)
-             if len({comp_of.get(int(i), -1 - int(i)) for i in np.flatnonzero(row)}) == 2]
+    pairs = [
+        row
+        for row in support.all_khot_masks(masks.shape[1], 2)
+        if len({comp_of.get(int(i), -1 - int(i)) for i in np.flatnonzero(row)}) == 2
+    ]
     if not pairs:
         raise ValueError("masks must have at least two support components to build cross-component masks")
     return np.stack(pairs)
 
 
 @partial(jax.jit, compiler_options=_COMPILER_OPTIONS, static_argnames=("distribution",) + _EVAL_STATIC)
-def _permutation_core(keys, teacher, train_rows, ood_rows, tie, module_perm, distribution, num_inputs, fit_inputs,
-                      fit_steps, learning_rate, restarts):
+def _permutation_core(
+    keys,
+    teacher,
+    train_rows,
+    ood_rows,
+    tie,
+    module_perm,
+    distribution,
+    num_inputs,
+    fit_inputs,
+    fit_steps,
+    learning_rate,
+    restarts,
+):
     key_latents = keys[1]
     teacher = {"modules": teacher["modules"], "readout": teacher["readout"][tie]}
-    student = {"modules": jax.vmap(lambda w, p: w[:, p])(teacher["modules"], module_perm),
-               "readout": teacher["readout"]}
+    student = {
+        "modules": jax.vmap(lambda w, p: w[:, p])(teacher["modules"], module_perm),
+        "readout": teacher["readout"],
+    }
     z_train, z_ood = _latents(key_latents, train_rows, ood_rows, distribution)
-    out = _evaluate(keys[2:], student, teacher, z_train, z_train, z_ood, z_ood, num_inputs, fit_inputs, fit_steps,
-                    learning_rate, restarts)
+    out = _evaluate(
+        keys[2:],
+        student,
+        teacher,
+        z_train,
+        z_train,
+        z_ood,
+        z_ood,
+        num_inputs,
+        fit_inputs,
+        fit_steps,
+        learning_rate,
+        restarts,
+    )
     out.update(teacher=teacher, student=student, train_latents=z_train, ood_latents=z_ood)
     return out
 
 
-def disconnected_permutation(key, masks="01;12;20;34;45;53", distribution="continuous", n_in=16, n_hidden=16,
-                             n_out=4, num_tasks=32, num_inputs=1024, fit_inputs=256, fit_steps=300,
-                             learning_rate=0.03, restarts=2):
+def disconnected_permutation(
+    key,
+    masks="01;12;20;34;45;53",
+    distribution="continuous",
+    n_in=16,
+    n_hidden=16,
+    n_out=4,
+    num_tasks=32,
+    num_inputs=1024,
+    fit_inputs=256,
+    fit_steps=300,
+    learning_rate=0.03,
+    restarts=2,
+):
     """Disconnected support at Table A9 size: a different hidden-unit permutation per support component.
 
     ``masks`` (a :func:`~compgen.tasks.support.parse_masks` string or a (num_masks, M) array; default
@@ -307,8 +383,10 @@ def disconnected_permutation(key, masks="01;12;20;34;45;53", distribution="conti
         raise ValueError(f"distribution must be 'continuous' or 'discrete', got {distribution!r}")
     components = support.module_components(masks)
     if len(components) < 2:
-        raise ValueError("masks must have disconnected support (at least 2 components) for this counterexample, "
-                         f"got the connected set {support.masks_to_string(masks)!r}")
+        raise ValueError(
+            "masks must have disconnected support (at least 2 components) for this counterexample, "
+            f"got the connected set {support.masks_to_string(masks)!r}"
+        )
     for name, value in (("n_in", n_in), ("n_out", n_out), ("num_tasks", num_tasks)):
         _check_int(name, value)
     _check_int("n_hidden", n_hidden, minimum=2)
@@ -323,9 +401,16 @@ def disconnected_permutation(key, masks="01;12;20;34;45;53", distribution="conti
     ood_masks = cross_component_masks(masks)
     keys = _split(key)
     teacher = init_teacher(keys[0], int(n_in), int(n_hidden), int(n_out), n_modules)  # eager: compiled once per shape
-    out = _permutation_core(keys, teacher, jnp.asarray(cycle_masks(masks, num_tasks)),
-                            jnp.asarray(cycle_masks(ood_masks, num_tasks)), jnp.asarray(tie), jnp.asarray(module_perm),
-                            distribution, **cfg)
+    out = _permutation_core(
+        keys,
+        teacher,
+        jnp.asarray(cycle_masks(masks, num_tasks)),
+        jnp.asarray(cycle_masks(ood_masks, num_tasks)),
+        jnp.asarray(tie),
+        jnp.asarray(module_perm),
+        distribution,
+        **cfg,
+    )
     out = _to_numpy(out)
     out.update(train_masks=masks, ood_masks=ood_masks, components=components, permutations=permutations, tie=tie)
     return out
@@ -351,19 +436,43 @@ def _lookup_core(keys, teacher, masks, ood_masks, num_inputs, fit_inputs, fit_st
     num_train = z_train.shape[0]
     weights = jax.vmap(lambda z: generated_weight(teacher["modules"], z))(z_train)  # (K, n, h)
     blocks = jnp.einsum("kj,knh->knjh", jnp.eye(num_train), weights)  # module k lives in block k only
-    student = {"modules": blocks.reshape(num_train, n_in, num_train * n_hidden),
-               "readout": jnp.tile(teacher["readout"], (num_train, 1))}
+    student = {
+        "modules": blocks.reshape(num_train, n_in, num_train * n_hidden),
+        "readout": jnp.tile(teacher["readout"], (num_train, 1)),
+    }
     z_ood = discrete_latents(ood_masks)
     naive = jnp.linalg.lstsq(z_train.T, z_ood.T)[0].T  # (tasks, K) with sum_k naive_k z_k = z
-    out = _evaluate(keys[2:], student, teacher, jnp.eye(num_train), z_train, z_ood, naive, num_inputs, fit_inputs,
-                    fit_steps, learning_rate, restarts)
+    out = _evaluate(
+        keys[2:],
+        student,
+        teacher,
+        jnp.eye(num_train),
+        z_train,
+        z_ood,
+        naive,
+        num_inputs,
+        fit_inputs,
+        fit_steps,
+        learning_rate,
+        restarts,
+    )
     out.update(teacher=teacher, student=student, train_latents=z_train, ood_latents=z_ood)
     return out
 
 
-def overparameterised_lookup(key, masks="0;1;2;3;4;5;01;12;23;34;45;50", ood_masks=None, n_in=16, n_hidden=16,
-                             n_out=4, num_inputs=1024, fit_inputs=256, fit_steps=300, learning_rate=0.03,
-                             restarts=2):
+def overparameterised_lookup(
+    key,
+    masks="0;1;2;3;4;5;01;12;23;34;45;50",
+    ood_masks=None,
+    n_in=16,
+    n_hidden=16,
+    n_out=4,
+    num_inputs=1024,
+    fit_inputs=256,
+    fit_steps=300,
+    learning_rate=0.03,
+    restarts=2,
+):
     """A student with one module per training task (discrete latents): a look-up table, not a composition.
 
     With K training masks (default Table A9 column 1: compositional and connected) the discrete training
@@ -403,10 +512,10 @@ def _identified_core(keys, teacher, train_rows, ood_rows, num_inputs):
     # construction; permutations are argsorts of uniforms
     u = jax.random.uniform(key_mix, (n_modules * (n_modules + 2) + n_hidden,))
     diagonal = 0.5 + 1.5 * u[:n_modules]
-    upper = jnp.triu(2.0 * u[n_modules:n_modules * (n_modules + 1)].reshape(n_modules, n_modules) - 1.0, k=1)
-    row_order = jnp.argsort(u[n_modules * (n_modules + 1):n_modules * (n_modules + 2)])
+    upper = jnp.triu(2.0 * u[n_modules : n_modules * (n_modules + 1)].reshape(n_modules, n_modules) - 1.0, k=1)
+    row_order = jnp.argsort(u[n_modules * (n_modules + 1) : n_modules * (n_modules + 2)])
     mixing = (jnp.diag(diagonal) + upper / np.sqrt(n_modules))[row_order]
-    perm = jnp.argsort(u[n_modules * (n_modules + 2):])
+    perm = jnp.argsort(u[n_modules * (n_modules + 2) :])
     modules = jnp.einsum("mk,mnh->knh", jnp.linalg.inv(mixing), teacher["modules"])[:, :, perm]
     student = {"modules": modules, "readout": teacher["readout"][perm]}
     z_train, z_ood = _latents(key_latents, train_rows, ood_rows, "continuous")
@@ -419,13 +528,14 @@ def _identified_core(keys, teacher, train_rows, ood_rows, num_inputs):
         "mixing": mixing,
         "permutation": perm,
         "train_loss": losses[: z_train.shape[0]],
-        "ood_loss": losses[z_train.shape[0]:],
+        "ood_loss": losses[z_train.shape[0] :],
         "ood_target_power": target_power(teacher, z_ood, x),
     }
 
 
-def linearly_identified_student(key, masks="0;1;2;3;4;5;01;12;23;34;45;50", n_in=16, n_hidden=16, n_out=4,
-                                num_tasks=32, num_inputs=1024):
+def linearly_identified_student(
+    key, masks="0;1;2;3;4;5;01;12;23;34;45;50", n_in=16, n_hidden=16, n_out=4, num_tasks=32, num_inputs=1024
+):
     """A student that *is* a linear identification of the teacher, and so generalises (Theorem 2).
 
     Student modules ``Θ̂_k = Σ_m (F⁻¹)_{mk} Θ_m P`` for a random invertible ``F`` (M × M; a triangular
@@ -435,14 +545,24 @@ def linearly_identified_student(key, masks="0;1;2;3;4;5;01;12;23;34;45;50", n_in
     2- and 3-hot mask not in ``masks``, cycled) alike.
     """
     masks = _as_masks(masks, 6 if isinstance(masks, str) else None, "masks")
-    for name, value in (("n_in", n_in), ("n_hidden", n_hidden), ("n_out", n_out), ("num_tasks", num_tasks),
-                        ("num_inputs", num_inputs)):
+    for name, value in (
+        ("n_in", n_in),
+        ("n_hidden", n_hidden),
+        ("n_out", n_out),
+        ("num_tasks", num_tasks),
+        ("num_inputs", num_inputs),
+    ):
         _check_int(name, value)
     ood_masks = default_ood_masks(masks)
     keys = _split(key)
     teacher = init_teacher(keys[0], int(n_in), int(n_hidden), int(n_out), masks.shape[1])  # eager: compiled once
-    out = _identified_core(keys, teacher, jnp.asarray(cycle_masks(masks, num_tasks)),
-                           jnp.asarray(cycle_masks(ood_masks, num_tasks)), int(num_inputs))
+    out = _identified_core(
+        keys,
+        teacher,
+        jnp.asarray(cycle_masks(masks, num_tasks)),
+        jnp.asarray(cycle_masks(ood_masks, num_tasks)),
+        int(num_inputs),
+    )
     out = _to_numpy(out)
     out.update(train_masks=masks, ood_masks=ood_masks, condition_number=float(np.linalg.cond(out["mixing"])))
     return out

@@ -8,14 +8,13 @@ through the unroll is a mode:
 * ``"first_order"``  - inner gradients are treated as constants (the first-order MAML approximation);
 * ``"stop_gradient"`` - the adapted fast parameters are constants (the theory section, spec §1.4).
 
-Training runs in compiled chunks of ``lax.scan`` over outer steps; between chunks the host
-prints a progress line and evaluates (:func:`run_chunks`).
+The outer step (:func:`outer_step`) averages the task losses and their meta-gradient over a batch of
+tasks (:func:`mean_over_tasks`) and applies the outer optimiser, never with a non-finite gradient or
+update (:func:`outer_update`). Training runs these steps in compiled chunks of ``lax.scan``
+(:func:`scan_steps`; driven by :mod:`compgen.runner`).
 """
 
 from __future__ import annotations
-
-import time
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -26,8 +25,9 @@ from compgen import devices
 GRADIENT_MODES = ("second_order", "first_order", "stop_gradient")
 
 
-def inner_adapt(loss_fn, fast_init, optimizer: optax.GradientTransformation, num_steps, key, mode="second_order",
-                remat=False):
+def inner_adapt(
+    loss_fn, fast_init, optimizer: optax.GradientTransformation, num_steps, key, mode="second_order", remat=False
+):
     """Run ``num_steps`` of ``optimizer`` on ``loss_fn(fast, key) -> scalar`` from ``fast_init``.
 
     The optimiser state starts fresh. ``key`` is split into one key per step, so ``loss_fn`` can
@@ -62,70 +62,22 @@ def scan_steps(step_fn, state, num_steps):
     return jax.lax.scan(lambda s, _: step_fn(s), state, None, length=num_steps)
 
 
-def run_chunks(
-    chunk_fn: Callable,
-    state,
-    num_steps: int,
-    chunk_size: int,
-    evaluate: Callable | None = None,
-    describe: Callable | None = None,
-    log: Callable[[str], None] = print,
-    checkpoint=None,
-):
-    """Drive a compiled training loop chunk by chunk, printing progress between chunks.
-
-    ``chunk_fn(state, n) -> (state, metrics)`` runs ``n`` outer steps (``n`` static; at most two
-    distinct values, so at most two compilations). ``evaluate(state) -> dict`` is called at step 0
-    and after each chunk; ``describe(step_metrics, eval_metrics) -> str`` formats the progress line.
-    Returns ``(state, history)`` where ``history`` has the per-step metrics concatenated and the
-    evaluations stacked, with the steps at which they were taken.
-
-    With ``checkpoint`` (a :class:`compgen.checkpoint.Checkpointer`) the run starts from its latest
-    valid checkpoint if there is one, and the state and the history so far are saved every
-    ``checkpoint.every`` chunks; the returned history is the same as an uninterrupted run's.
-    """
-    step_metrics, evals, eval_steps, done = [], [], [], 0
-    restored = None if checkpoint is None else checkpoint.restore(state)
-    if restored is not None:
-        state, progress = restored
-        step_metrics, evals, eval_steps, done = (progress[k] for k in ("steps", "evals", "eval_steps", "done"))
-        log(f"resumed from step {done}/{num_steps}")
-    elif evaluate is not None:
-        evals.append(jax.device_get(evaluate(state)))
-        eval_steps.append(0)
-    start, first, chunks = time.perf_counter(), done, 0
-    while done < num_steps:
-        n = min(chunk_size, num_steps - done)
-        state, metrics = chunk_fn(state, n)
-        metrics = jax.device_get(metrics)
-        done += n
-        step_metrics.append(metrics)
-        evaluation = None
-        if evaluate is not None:
-            evaluation = jax.device_get(evaluate(state))
-            evals.append(evaluation)
-            eval_steps.append(done)
-        elapsed = time.perf_counter() - start
-        rate = (done - first) / elapsed
-        line = f"step {done:>7d}/{num_steps}  {rate:7.1f} steps/s  ETA {(num_steps - done) / rate:6.0f} s"
-        if describe is not None:
-            line += "  " + describe(metrics, evaluation)
-        log(line)
-        chunks += 1
-        if checkpoint is not None and chunks % checkpoint.every == 0 and done < num_steps:
-            checkpoint.save(state, {"done": done, "steps": step_metrics, "evals": evals, "eval_steps": eval_steps})
-    history = {"steps": jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0), *step_metrics)}
-    if evals:
-        history["eval"] = jax.tree.map(lambda *xs: jnp.stack(xs, axis=0), *evals)
-        history["eval_steps"] = jnp.asarray(eval_steps)
-    return state, history
-
-
 # --------------------------------------------------------------------------------------------- few-shot
 
 
-def adapt(model, meta_params, support, loss_fn, optimizer, num_steps, key, inner_batch=None, mode="second_order",
-          precompute_features=True, remat=False):
+def adapt(
+    model,
+    meta_params,
+    support,
+    loss_fn,
+    optimizer,
+    num_steps,
+    key,
+    inner_batch=None,
+    mode="second_order",
+    precompute_features=True,
+    remat=False,
+):
     """Adapt a task's fast parameters on its support set (spec §5.1).
 
     ``support`` = (x (N, n_in), y) with ``y`` an array or pytree of arrays with leading axis N (e.g.
@@ -137,8 +89,11 @@ def adapt(model, meta_params, support, loss_fn, optimizer, num_steps, key, inner
     """
     x, y = support
     inputs = model.features(meta_params, x) if precompute_features else x
-    forward = (lambda fast, h: model.head(meta_params, fast, h)) if precompute_features else \
-        (lambda fast, h: model.apply(meta_params, fast, h))
+    forward = (
+        (lambda fast, h: model.head(meta_params, fast, h))
+        if precompute_features
+        else (lambda fast, h: model.apply(meta_params, fast, h))
+    )
 
     def inner_loss(fast, step_key):
         if inner_batch is None:
@@ -149,14 +104,27 @@ def adapt(model, meta_params, support, loss_fn, optimizer, num_steps, key, inner
     return inner_adapt(inner_loss, model.fast_init(meta_params), optimizer, num_steps, key, mode, remat)
 
 
-def fewshot_loss(model, meta_params, support, query, loss_fn, optimizer, num_steps, key, inner_batch=None,
-                 mode="second_order", precompute_features=True, remat=False):
+def fewshot_loss(
+    model,
+    meta_params,
+    support,
+    query,
+    loss_fn,
+    optimizer,
+    num_steps,
+    key,
+    inner_batch=None,
+    mode="second_order",
+    precompute_features=True,
+    remat=False,
+):
     """Query loss of one task after adaptation on its support set; differentiable w.r.t. ``meta_params``.
 
     Returns ``(loss, (fast, query prediction))``.
     """
-    fast, _ = adapt(model, meta_params, support, loss_fn, optimizer, num_steps, key, inner_batch, mode,
-                    precompute_features, remat)
+    fast, _ = adapt(
+        model, meta_params, support, loss_fn, optimizer, num_steps, key, inner_batch, mode, precompute_features, remat
+    )
     prediction = model.apply(meta_params, fast, query[0])
     return loss_fn(prediction, query[1]), (fast, prediction)
 
@@ -169,6 +137,7 @@ def mean_over_tasks(task_loss, params, tasks, keys):
     task axis is split over the devices of its mesh: each device differentiates its share of the tasks
     and one all-reduce averages the results, which equal the single-device ones up to float32 round-off.
     """
+
     def local(params, tasks, keys):
         def mean_loss(p):
             losses, aux = jax.vmap(task_loss, (None, 0, 0))(p, tasks, keys)
@@ -181,24 +150,75 @@ def mean_over_tasks(task_loss, params, tasks, keys):
         return local(params, tasks, keys)
     n_tasks, axis = len(jax.tree.leaves(keys)[0]), mesh.axis_names[0]
     if n_tasks % mesh.size:
-        raise ValueError(f"meta_batch ({n_tasks}) must be a multiple of the number of devices the tasks are split "
-                         f"over ({mesh.size})")
+        raise ValueError(
+            f"meta_batch ({n_tasks}) must be a multiple of the number of devices the tasks are split over ({mesh.size})"
+        )
     split, whole = jax.sharding.PartitionSpec(axis), jax.sharding.PartitionSpec()
     # Each shard's gradient is complete before the single pmean (check_vma off: no per-step collectives
     # are inserted in the differentiated inner loops).
-    sharded = jax.shard_map(lambda p, t, k: jax.lax.pmean(local(p, t, k), axis), mesh=mesh,
-                            in_specs=(whole, split, split), out_specs=whole, check_vma=False)
+    sharded = jax.shard_map(
+        lambda p, t, k: jax.lax.pmean(local(p, t, k), axis),
+        mesh=mesh,
+        in_specs=(whole, split, split),
+        out_specs=whole,
+        check_vma=False,
+    )
     return sharded(params, tasks, keys)
 
 
-def outer_optimizer(learning_rate, clip_norm, weight_decay, max_consecutive_errors=1):
-    """Global-norm clipping then AdamW; updates with a non-finite value are skipped and counted.
+# --------------------------------------------------------------------------------------------- outer loop
 
-    ``learning_rate`` is a float or an optax schedule. The count of skipped updates is
-    ``state.total_notfinite`` (optax.apply_if_finite).
+
+def outer_optimizer(learning_rate, clip_norm, weight_decay):
+    """Global-norm clipping then AdamW (the few-shot sections, spec §2.5); ``learning_rate`` is a float or an
+    optax schedule."""
+    return optax.chain(optax.clip_by_global_norm(clip_norm), optax.adamw(learning_rate, weight_decay=weight_decay))
+
+
+def outer_init(optimizer: optax.GradientTransformation, params):
+    """The outer optimiser's state with the counters of :func:`outer_update`."""
+    return {
+        "optimizer": optimizer.init(params),
+        "skipped": jnp.zeros((), jnp.int32),
+        "streak": jnp.zeros((), jnp.int32),
+    }
+
+
+def _finite(tree):
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(tree)]))
+
+
+def outer_update(optimizer: optax.GradientTransformation, params, state, grads):
+    """One outer update, applied only if the gradient and the update are finite everywhere.
+
+    A non-finite step leaves the parameters and the optimiser state as they were and is counted:
+    ``state["skipped"]`` (all so far) and ``state["streak"]`` (consecutive, reset by a finite step).
+    Returns ``(params, state, {"grad_norm", "skipped", "streak"})``.
     """
-    chain = optax.chain(optax.clip_by_global_norm(clip_norm), optax.adamw(learning_rate, weight_decay=weight_decay))
-    return optax.apply_if_finite(chain, max_consecutive_errors)
+    updates, inner = optimizer.update(grads, state["optimizer"], params)
+    new_params = optax.apply_updates(params, updates)
+    finite = _finite(grads) & _finite(updates)
+    keep = lambda new, old: jnp.where(finite, new, old)
+    skipped = state["skipped"] + (~finite).astype(jnp.int32)
+    streak = jnp.where(finite, 0, state["streak"] + 1).astype(jnp.int32)
+    state = {"optimizer": jax.tree.map(keep, inner, state["optimizer"]), "skipped": skipped, "streak": streak}
+    return (
+        jax.tree.map(keep, new_params, params),
+        state,
+        {"grad_norm": optax.tree.norm(grads), "skipped": skipped, "streak": streak},
+    )
+
+
+def outer_step(task_loss, params, state, optimizer, tasks, keys):
+    """Mean task loss over a batch of tasks, its meta-gradient (:func:`mean_over_tasks`) and one guarded outer
+    update (:func:`outer_update`). ``task_loss(params, task, key) -> (loss, aux dict)``.
+
+    Returns ``(params, state, metrics)`` with ``metrics`` the mean loss, the mean of each aux entry, the
+    gradient norm and the skip counters.
+    """
+    (loss, aux), grads = mean_over_tasks(task_loss, params, tasks, keys)
+    params, state, stats = outer_update(optimizer, params, state, grads)
+    return params, state, {"loss": loss, **aux, **stats}
 
 
 def inner_optimizer(learning_rate, weight_decay=1e-4):

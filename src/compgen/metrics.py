@@ -50,8 +50,16 @@ def r2_score(prediction, target):
     return 1.0 - ss_res / ss_tot
 
 
-def linear_decoding(train_features, train_targets, test_features, test_targets, lam, cg_iters=None, intercept=False,
-                    penalise_intercept=False):
+def linear_decoding(
+    train_features,
+    train_targets,
+    test_features,
+    test_targets,
+    lam,
+    cg_iters=None,
+    intercept=False,
+    penalise_intercept=False,
+):
     """Fit a ridge decoder on one set and score it on another.
 
     Returns ``(r2 (K,), weights (D, K))``: the R² of each target column on the test set and the
@@ -83,3 +91,20 @@ def module_alignment(teacher_modules, student_modules, decoder):
     in_teacher_coords = jnp.einsum("km,knj->mnj", remix, student_modules)  # (M, n, ĥ)
     cosines = jnp.einsum("mni,mnj->mij", _unit(teacher_modules, 1), _unit(in_teacher_coords, 1))
     return jnp.mean(jnp.max(jnp.mean(cosines, axis=0), axis=1))
+
+
+def linear_probe(fit_features, fit_targets, eval_features, eval_targets, lam, cg_iters=None):
+    """Linear decodability of a task latent from a learner's task representation (spec §2.7).
+
+    A ridge decoder with a penalised intercept is fitted on ``fit_features`` (N, D) -> ``fit_targets`` (N, K)
+    (the in-distribution tasks) and scored on the ``eval`` set (the OOD tasks). Returns ``{"r2": (K,) R² per
+    latent entry on the eval set, "r2_pooled": () R² pooled over entries on the eval set, "r2_fit_pooled": ()
+    pooled on the fit set}``; pooled R² stays defined when an entry is constant on a set.
+    """
+    weights, bias = ridge_fit(fit_features, fit_targets, lam, cg_iters, intercept=True, penalise_intercept=True)
+    prediction = eval_features @ weights + bias
+    return {
+        "r2": r2_score(prediction, eval_targets),
+        "r2_pooled": pooled_r2(prediction, eval_targets),
+        "r2_fit_pooled": pooled_r2(fit_features @ weights + bias, fit_targets),
+    }

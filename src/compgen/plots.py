@@ -1,4 +1,9 @@
-"""One function per paper figure. Each takes plain arrays and returns a matplotlib Figure."""
+"""Drawing helpers the figures share. Each takes plain arrays and returns a matplotlib Figure.
+
+Figures are built without pyplot's figure manager (:func:`subplots`), so a notebook shows a figure once, where
+:func:`compgen.figures.show_figure` puts it, and are at most as wide as the book's text column
+(:data:`COLUMN_WIDTH` inches at 100 px per inch); captions are text beside the figure, not in it.
+"""
 
 from __future__ import annotations
 
@@ -6,27 +11,24 @@ import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
+
+COLUMN_WIDTH = 7.2  # inches
+
+
+def subplots(nrows=1, ncols=1, figsize=(COLUMN_WIDTH, 3.6), layout=None, **kwargs):
+    """``(figure, axes)`` of a figure no wider than the text column and no narrower than half of it."""
+    width = min(max(figsize[0], COLUMN_WIDTH / 2), COLUMN_WIDTH)
+    fig = Figure(figsize=(width, figsize[1]), layout=layout)
+    return fig, fig.subplots(nrows, ncols, **kwargs)
+
+
+def _title(fig, title, size=9):
+    if title:
+        fig.suptitle(textwrap.fill(title, 100), fontsize=size)
+
 
 CONNECTED_COLOURS = {True: "#1b7837", False: "#c2a5cf"}
-
-
-def joined(values) -> str:
-    """The distinct ``values``, sorted, joined by "/": ``joined([3, 1, 3]) == "1/3"``."""
-    return "/".join(map(str, sorted(set(values))))
-
-
-def runs_caption(what, preset, cfgs, labels, details=()):
-    """A figure caption naming where its runs come from:
-    ``"{what} — preset {preset}: {details, ...}, outer steps: {label} {steps}, ...; seeds {seeds}"``.
-
-    ``cfgs`` are the runs' configs (with ``model``, ``outer_steps`` and ``seeds``), ``labels`` maps a model
-    name to its label, ``details`` are the figure's own already-formatted parts (e.g. ``"K = 2"``)."""
-    steps = {}
-    for c in cfgs:
-        steps.setdefault(labels[c.model], set()).add(c.outer_steps)
-    steps_text = ", ".join(f"{label} {'/'.join(f'{n:,}' for n in sorted(n_steps))}" for label, n_steps in steps.items())
-    return (f"{what} — preset {preset}: " + "".join(f"{d}, " for d in details)
-            + f"outer steps: {steps_text}; seeds {joined(s for c in cfgs for s in c.seeds)}")
 
 
 def _seed_dots(ax, x, values, colour="k", spread=0.12):
@@ -35,14 +37,14 @@ def _seed_dots(ax, x, values, colour="k", spread=0.12):
     ax.scatter(np.asarray(x) + np.asarray(jitter), values, s=12, color=colour, zorder=3, linewidths=0)
 
 
-def fig2c_alignment(labels, distributions, connected, alignment, caption):
+def fig2c_alignment(labels, distributions, connected, alignment, title=""):
     """Fig. 2C: final module alignment per task distribution.
 
     labels, distributions, connected: one entry per Table A9 column; alignment (columns, seeds).
     Bars are seed means, dots single seeds; colour marks connected support.
     """
     alignment = np.asarray(alignment)
-    fig, ax = plt.subplots(figsize=(8.5, 3.8))
+    fig, ax = subplots(figsize=(8.5, 3.8))
     x = np.arange(len(labels))
     ax.bar(x, alignment.mean(1), color=[CONNECTED_COLOURS[c] for c in connected], edgecolor="k", linewidth=0.6)
     for i in x:
@@ -53,12 +55,13 @@ def fig2c_alignment(labels, distributions, connected, alignment, caption):
     ax.axhline(1.0, color="grey", lw=0.6, ls=":")
     handles = [plt.Rectangle((0, 0), 1, 1, color=CONNECTED_COLOURS[c], ec="k") for c in (True, False)]
     ax.legend(handles, ["connected support", "disconnected support"], loc="lower right", fontsize=8)
-    ax.set_title(caption, fontsize=9)
+    if title:
+        ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig
 
 
-def fig2d_overparameterisation(factors, alignment_by_distribution, teacher_hidden, n_modules, caption):
+def fig2d_overparameterisation(factors, alignment_by_distribution, teacher_hidden, n_modules, title=""):
     """Fig. 2D: final alignment over the student's (hidden, module) factors, per distribution.
 
     factors: list of (f_h, f_M); alignment_by_distribution: {name: (len(factors), seeds)}.
@@ -68,7 +71,7 @@ def fig2d_overparameterisation(factors, alignment_by_distribution, teacher_hidde
     full_grid = len(hs) > 1 and len(ms) > 1 and len(factors) == len(hs) * len(ms)
     names = list(alignment_by_distribution)
     if full_grid:
-        fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.6), squeeze=False)
+        fig, axes = subplots(1, len(names), figsize=(4.2 * len(names), 3.6), squeeze=False)
         for ax, name in zip(axes[0], names):
             grid = np.full((len(hs), len(ms)), np.nan)
             for (fh, fm), values in zip(factors, np.asarray(alignment_by_distribution[name])):
@@ -83,30 +86,31 @@ def fig2d_overparameterisation(factors, alignment_by_distribution, teacher_hidde
                 ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7, color="w")
         fig.colorbar(image, ax=axes[0].tolist(), label="module alignment A")
     else:
-        fig, ax = plt.subplots(figsize=(6, 3.6))
+        fig, ax = subplots(figsize=(6, 3.6))
         x = np.arange(len(factors))
         for name, colour in zip(names, ("#b2182b", "#2166ac")):
             values = np.asarray(alignment_by_distribution[name])
             ax.plot(x, values.mean(1), "-o", color=colour, label=name)
             for i in x:
                 _seed_dots(ax, i, values[i], colour)
-        ax.set_xticks(x, [f"ĥ={teacher_hidden * fh}, M̂={n_modules * fm}\n({fh}×, {fm}×)" for fh, fm in factors],
-                      fontsize=8)
+        ax.set_xticks(
+            x, [f"ĥ={teacher_hidden * fh}, M̂={n_modules * fm}\n({fh}×, {fm}×)" for fh, fm in factors], fontsize=8
+        )
         ax.set_xlabel("student size (hidden units, modules) and factor over the teacher")
         ax.set_ylabel("module alignment A")
         ax.set_ylim(0, 1.05)
         ax.legend(fontsize=8)
-    fig.suptitle(caption, fontsize=9)
+    _title(fig, title)
     fig.tight_layout()
     return fig
 
 
-def training_curves(step_losses, eval_steps, eval_alignment, labels, caption, smooth=50):
+def training_curves(step_losses, eval_steps, eval_alignment, labels, title="", smooth=50):
     """Training loss (log scale, running mean) and alignment over outer steps, mean over seeds.
 
     step_losses: {label: (seeds, steps)}; eval_alignment: {label: (seeds, evals)}.
     """
-    fig, (ax_loss, ax_align) = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, (ax_loss, ax_align) = subplots(1, 2, figsize=(10, 3.6))
     colours = plt.cm.tab10(np.arange(len(labels)))
     for label, colour in zip(labels, colours):
         loss = np.asarray(step_losses[label]).mean(0)
@@ -121,7 +125,7 @@ def training_curves(step_losses, eval_steps, eval_alignment, labels, caption, sm
     ax_align.set_ylabel("module alignment A")
     ax_align.set_ylim(0, 1.05)
     ax_loss.legend(fontsize=6, ncol=2)
-    fig.suptitle(caption, fontsize=9)
+    _title(fig, title)
     fig.tight_layout()
     return fig
 
@@ -131,8 +135,9 @@ def training_curves(step_losses, eval_steps, eval_alignment, labels, caption, sm
 SPLIT_COLOURS = {"train": "#4d9221", "ood": "#c51b7d", "unused": "#f0f0f0"}
 
 
-def task_split_grids(grids, combination_labels, caption, xlabel="experts of generated layer 1",
-                     ylabel="experts of generated layer 0"):
+def task_split_grids(
+    grids, combination_labels, title="", xlabel="experts of generated layer 1", ylabel="experts of generated layer 0"
+):
     """The task universe as an S×S grid (layer-0 combination × layer-1 combination) per split.
 
     grids: {title: (S, S) array with 1 = training task, 2 = OOD task, 0 = neither}.
@@ -140,29 +145,29 @@ def task_split_grids(grids, combination_labels, caption, xlabel="experts of gene
     from matplotlib.colors import ListedColormap
 
     cmap = ListedColormap([SPLIT_COLOURS["unused"], SPLIT_COLOURS["train"], SPLIT_COLOURS["ood"]])
-    fig, axes = plt.subplots(1, len(grids), figsize=(3.2 * len(grids), 3.6), squeeze=False)
+    fig, axes = subplots(1, len(grids), figsize=(3.2 * len(grids), 3.6), squeeze=False)
     size = len(combination_labels)
-    for ax, (title, grid) in zip(axes[0], grids.items()):
+    for ax, (name, grid) in zip(axes[0], grids.items()):
         ax.imshow(grid, cmap=cmap, vmin=0, vmax=2, interpolation="nearest")
         ticks = np.arange(size) if size <= 12 else np.arange(0, size, max(1, size // 8))
         ax.set_xticks(ticks, [combination_labels[i] for i in ticks], fontsize=6, rotation=90)
         ax.set_yticks(ticks, [combination_labels[i] for i in ticks], fontsize=6)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
-        ax.set_title(title, fontsize=9)
+        ax.set_title(name, fontsize=9)
     handles = [plt.Rectangle((0, 0), 1, 1, color=SPLIT_COLOURS[k], ec="k") for k in ("train", "ood", "unused")]
     fig.legend(handles, ["training task", "OOD task", "in neither"], loc="lower center", ncol=3, fontsize=8)
-    fig.suptitle(caption, fontsize=9)
+    _title(fig, title)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
-def grouped_bars(groups, series, values, ylabel, caption, ylim=None, reference=None, reference_label=None):
+def grouped_bars(groups, series, values, ylabel, title="", ylim=None, reference=None, reference_label=None):
     """Bars of the seed mean with one dot per seed: ``values[s][g]`` is an array over seeds.
 
     groups: x-axis categories; series: bars within a group (legend). ``reference`` draws a dashed line.
     """
-    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(groups) * max(1, len(series)) / 2, 3.6))
+    fig, ax = subplots(figsize=(1.6 + 1.3 * len(groups) * max(1, len(series)) / 2, 3.6))
     width = 0.8 / len(series)
     colours = plt.cm.Set2(np.arange(len(series)))
     for s, (name, colour) in enumerate(zip(series, colours)):
@@ -178,36 +183,40 @@ def grouped_bars(groups, series, values, ylabel, caption, ylim=None, reference=N
     if reference is not None:
         ax.axhline(reference, color="grey", lw=0.8, ls="--", label=reference_label)
     ax.legend(fontsize=7, loc="best")
-    ax.set_title(textwrap.fill(caption, 100), fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig
 
 
-def heatmap(values, row_labels, col_labels, xlabel, ylabel, colorbar_label, caption, vmin=None, vmax=None):
-    """One annotated heatmap: ``values`` (rows, cols), e.g. accuracy over hidden width x T/M."""
+def heatmap(
+    values, row_labels, col_labels, xlabel, ylabel, colorbar_label, title="", vmin=None, vmax=None, fmt="{:.1f}"
+):
+    """One annotated heatmap: ``values`` (rows, cols), e.g. accuracy over hidden width x T/M; NaN cells show "–"."""
     values = np.asarray(values, float)
-    fig, ax = plt.subplots(figsize=(max(5.5, 2.5 + 0.9 * len(col_labels)), max(3.2, 1.6 + 0.6 * len(row_labels))))
+    fig, ax = subplots(figsize=(max(5.5, 2.5 + 0.9 * len(col_labels)), max(3.2, 1.6 + 0.6 * len(row_labels))))
     image = ax.imshow(values, cmap="viridis", origin="lower", vmin=vmin, vmax=vmax, aspect="auto")
     ax.set_xticks(range(len(col_labels)), col_labels)
     ax.set_yticks(range(len(row_labels)), row_labels)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     for (i, j), value in np.ndenumerate(values):
-        ax.text(j, i, f"{value:.1f}", ha="center", va="center", fontsize=8, color="w")
+        ax.text(j, i, "–" if np.isnan(value) else fmt.format(value), ha="center", va="center", fontsize=8, color="w")
     fig.colorbar(image, ax=ax, label=colorbar_label)
-    ax.set_title(textwrap.fill(caption, 70), fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig
 
 
-def accuracy_curves(curves, caption, chance=None, quantity="accuracy", ylabel="accuracy (%)", log_y=False):
+def accuracy_curves(curves, title="", chance=None, quantity="accuracy", ylabel="accuracy (%)", log_y=False):
     """An evaluation metric (accuracy in % by default) over outer steps, mean over seeds with the seed
     range shaded.
 
     curves: {label: (eval_steps, {set name: (seeds, evals)})}; one panel per set name.
     """
     set_names = list(next(iter(curves.values()))[1])
-    fig, axes = plt.subplots(1, len(set_names), figsize=(3.6 * len(set_names), 3.3), squeeze=False, sharey=True)
+    fig, axes = subplots(1, len(set_names), figsize=(3.6 * len(set_names), 3.3), squeeze=False, sharey=True)
     colours = plt.cm.tab10(np.arange(len(curves)))
     for ax, name in zip(axes[0], set_names):
         for (label, (steps, sets)), colour in zip(curves.items(), colours):
@@ -222,7 +231,7 @@ def accuracy_curves(curves, caption, chance=None, quantity="accuracy", ylabel="a
             ax.set_yscale("log")
     axes[0][0].set_ylabel(ylabel)
     axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    fig.suptitle(textwrap.fill(caption, 120), fontsize=8)
+    _title(fig, title)
     fig.tight_layout()
     return fig
 
@@ -257,10 +266,10 @@ def preference_instance(ax, walls, free_cells, instance, preferences, path_cells
     ax.set_title(title, fontsize=8)
 
 
-def preference_templates(templates, task_preferences, caption):
+def preference_templates(templates, task_preferences, title=""):
     """The preference modules (rows of P, M x 8 colours) and the colour preferences of a few tasks."""
     templates, task_preferences = np.asarray(templates), np.asarray(task_preferences)
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), gridspec_kw={"width_ratios": [len(templates), len(task_preferences)]})
+    fig, axes = subplots(1, 2, figsize=(9, 3.4), gridspec_kw={"width_ratios": [len(templates), len(task_preferences)]})
     limit = np.abs(np.concatenate([templates.ravel(), task_preferences.ravel()])).max()
     for ax, values, ylabel in ((axes[0], templates, "module"), (axes[1], task_preferences, "task")):
         image = ax.imshow(values, cmap="RdBu_r", vmin=-limit, vmax=limit)
@@ -273,5 +282,5 @@ def preference_templates(templates, task_preferences, caption):
     axes[0].set_title("preference modules P (rows)", fontsize=9)
     axes[1].set_title("task preferences Pᵀz", fontsize=9)
     fig.colorbar(image, ax=list(axes), label="reward of a colour", shrink=0.8)
-    fig.suptitle(textwrap.fill(caption, 110), fontsize=8)
+    _title(fig, title)
     return fig

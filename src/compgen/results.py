@@ -1,39 +1,40 @@
-"""A results store: one experiment run saved under a hash of its full config, with provenance.
+"""The results store: one finished run saved under a hash of its full config and of the code that computed it.
 
-Layout: ``<root>/<kind>/<hash>.npz`` (the arrays) and ``<root>/<kind>/<hash>.json`` (the config
-and provenance: library version, git commit, jax version, device, wall time, date). The hash
-covers the config and a fingerprint of the source of the modules the experiment's numbers depend
-on (:func:`code_fingerprint`). The root is
-``$COMPGEN_RESULTS`` if set, else ``results/`` at the top of the repository (found by walking up
-from the working directory to ``pyproject.toml``), else ``~/.cache/compgen/results``.
+Layout: ``<root>/<kind>/<hash>.result`` holds the arrays and a ``__meta__`` entry (the config and provenance:
+library version, code fingerprint, git commit, jax version, device, wall time, date), written with
+:func:`compgen.storage.write_arrays` (an ``.npz`` archive with a SHA-256 trailer); ``<hash>.json`` beside it
+repeats the metadata for people and tools (it is not read back). The root is :func:`compgen.storage.results_root`.
+
+A damaged entry (truncated, garbled, empty, or a ``.json`` whose ``.result`` is gone) is reported once with its
+path, moved into ``<root>/<kind>/damaged/`` and treated as missing, so the run is computed again.
+
+The hash covers the config and :func:`code_fingerprint` of the modules the numbers depend on. The fingerprint
+reads each module's syntax tree without its docstrings and without its top-level ``PRESETS`` assignment, so
+prose, comments and preset tables can change without invalidating stored runs, while any change to code does.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import datetime
 import hashlib
-import io
 import json
-import os
 import platform
 import subprocess
+import time
 from pathlib import Path
 
 import jax
 import numpy as np
 
 import compgen
+from compgen import storage
+from compgen.storage import results_root
 
+__all__ = ["results_root", "config_dict", "code_fingerprint", "config_hash", "provenance", "save", "load", "paths"]
 
-def results_root() -> Path:
-    """The directory results are stored under (see module docstring)."""
-    if os.environ.get("COMPGEN_RESULTS"):
-        return Path(os.environ["COMPGEN_RESULTS"])
-    for folder in [Path.cwd(), *Path.cwd().parents]:
-        if (folder / "pyproject.toml").exists() and (folder / "src" / "compgen").is_dir():
-            return folder / "results"
-    return Path.home() / ".cache" / "compgen" / "results"
+UNFINGERPRINTED = ("PRESETS",)  # top-level names whose assignment is data, not code (see module docstring)
 
 
 def config_dict(config) -> dict:
@@ -41,36 +42,65 @@ def config_dict(config) -> dict:
     return json.loads(json.dumps(dataclasses.asdict(config), default=str))
 
 
-def code_fingerprint(modules=None) -> str:
-    """A hash of the source of ``modules`` (default: every module of the library).
+def _strip(tree: ast.Module) -> ast.Module:
+    """The syntax tree without docstrings and without top-level assignments to :data:`UNFINGERPRINTED` names."""
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    tree.body = [
+        node
+        for node in tree.body
+        if not (
+            isinstance(node, (ast.Assign, ast.AnnAssign))
+            and any(
+                isinstance(t, ast.Name) and t.id in UNFINGERPRINTED
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            )
+        )
+    ]
+    return tree
 
-    An experiment passes the modules its numbers depend on, so a result computed by other code is
-    never reused, while edits elsewhere in the library (plots, other sections) keep it valid.
-    """
+
+def code_fingerprint(modules=None) -> str:
+    """A hash of the code of ``modules`` (default: every module of the library), as syntax trees without
+    docstrings, comments or ``PRESETS`` tables (see module docstring)."""
     package = Path(compgen.__file__).parent
-    paths = sorted(package.rglob("*.py")) if modules is None else sorted(Path(m.__file__) for m in modules)
+    paths = sorted(package.rglob("*.py")) if modules is None else sorted({Path(m.__file__) for m in modules})
     digest = hashlib.sha256()
     for path in paths:
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
+        digest.update((str(path.relative_to(package)) if path.is_relative_to(package) else path.name).encode())
+        digest.update(ast.dump(_strip(ast.parse(path.read_text())), include_attributes=False).encode())
     return digest.hexdigest()[:12]
 
 
 def config_hash(config, code=None) -> str:
     """A short stable hash of the config's full contents (its class name included) and of the code."""
-    payload = json.dumps({"class": type(config).__name__, "code": code_fingerprint(code), **config_dict(config)},
-                         sort_keys=True)
+    payload = json.dumps(
+        {"class": type(config).__name__, "code": code_fingerprint(code), **config_dict(config)}, sort_keys=True
+    )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
 def _git_commit() -> str:
+    folder = Path(compgen.__file__).parent
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=Path(compgen.__file__).parent)
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, cwd=folder)
         if out.returncode != 0:
             return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, timeout=5, cwd=Path(compgen.__file__).parent).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=folder,
+        ).stdout.strip()
         return out.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -91,49 +121,65 @@ def provenance(wall_time_s: float, code=None) -> dict:
     }
 
 
-def _paths(kind: str, config, root: Path | None, code):
-    folder = (root or results_root()) / kind
+def paths(kind: str, config, root: Path | None = None, code=None):
+    """``(entry, sidecar)``: the ``.result`` file of ``config`` and its ``.json`` description."""
+    folder = Path(root or results_root()) / kind
     stem = config_hash(config, code)
-    return folder / f"{stem}.npz", folder / f"{stem}.json"
+    return folder / f"{stem}.result", folder / f"{stem}.json"
 
 
 def save(kind: str, config, arrays: dict, wall_time_s: float, root: Path | None = None, code=None) -> Path:
-    """Store ``arrays`` (a flat dict of name -> array) for ``config`` computed by the modules ``code``.
-
-    Each file is written under a temporary name and then renamed, so a process reading the store while
-    another writes it (notebooks executed in parallel) never sees a partial file.
-    """
-    npz_path, json_path = _paths(kind, config, root, code)
-    npz_path.parent.mkdir(parents=True, exist_ok=True)
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, **{k: np.asarray(v) for k, v in arrays.items()})
-    write_atomic(npz_path, buffer.getvalue())
+    """Store ``arrays`` (a flat dict of name -> array) for ``config`` computed by the modules ``code``."""
+    entry, sidecar = paths(kind, config, root, code)
+    entry.parent.mkdir(parents=True, exist_ok=True)
     meta = {"kind": kind, "config": config_dict(config), "provenance": provenance(wall_time_s, code)}
-    write_atomic(json_path, json.dumps(meta, indent=2).encode())
-    return npz_path
+    text = json.dumps(meta, indent=2)
+    packed = {k: np.asarray(v) for k, v in arrays.items()}
+    packed["__meta__"] = np.frombuffer(text.encode(), np.uint8)
+    storage.write_arrays(entry, packed, compress=True)
+    storage.write_atomic(sidecar, text.encode())
+    return entry
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, flush it to disk and rename it over ``path``
-    (``os.replace`` is atomic): a reader or a kill mid-write never leaves a half-written ``path``."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)  # make the rename itself durable
-    finally:
-        os.close(folder)
+def _move_aside(files, reason: str, log) -> None:
+    """Move a damaged entry's files into ``damaged/`` beside them and say so once."""
+    present = [f for f in files if f.exists()]
+    if not present:
+        return
+    folder = present[0].parent / "damaged"
+    folder.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    moved = []
+    for f in present:
+        target = folder / f"{f.name}.{stamp}"
+        try:
+            f.replace(target)
+            moved.append(str(target))
+        except FileNotFoundError:  # another process moved it first: it reports it
+            pass
+    if moved:
+        log(
+            f"[results] damaged entry {present[0].with_suffix('')}: {reason}; moved to {', '.join(moved)}; "
+            "it will be computed again"
+        )
 
 
-def load(kind: str, config, root: Path | None = None, code=None):
-    """``(arrays, meta)`` stored for ``config`` and the modules ``code``, or ``None`` if there is none."""
-    npz_path, json_path = _paths(kind, config, root, code)
-    if not (npz_path.exists() and json_path.exists()):
+def load(kind: str, config, root: Path | None = None, code=None, log=print):
+    """``(arrays, meta)`` stored for ``config`` and the modules ``code``, or ``None`` if there is none.
+
+    A damaged entry is moved aside (see module docstring) and ``None`` is returned.
+    """
+    entry, sidecar = paths(kind, config, root, code)
+    if not entry.exists():
+        if sidecar.exists():
+            _move_aside([sidecar], "its .result file is missing", log)
         return None
-    with np.load(npz_path) as data:
-        arrays = {k: data[k] for k in data.files}
-    return arrays, json.loads(json_path.read_text())
+    try:
+        arrays = storage.read_arrays(entry)
+        meta = json.loads(arrays.pop("__meta__").tobytes().decode())
+    except (storage.CorruptFile, KeyError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        _move_aside([entry, sidecar], str(error).replace(f"{entry}: ", ""), log)
+        return None
+    except FileNotFoundError:  # moved aside by another reader meanwhile
+        return None
+    return arrays, meta

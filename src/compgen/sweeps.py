@@ -1,13 +1,13 @@
 """Sweeps: a small declarative file expands into runs, which a backend trains into the results store.
 
 A sweep file (TOML, or JSON with the same keys) names a section and either builds each config with
-the section's ``make_config`` or calls one of its experiments; every point of ``grid`` gives one
-config (or the experiment's configs), trained for every seed::
+:func:`compgen.section.make_config` or expands one of its experiments; every point of ``grid`` gives one config
+(or the experiment's configs), trained for every seed::
 
     section = "hyperteacher"          # a section of `compgen list`
     preset = "paper"                  # default preset; `compgen sweep --preset smoke` overrides it
     seeds = [2020, 2021, 2022]
-    # experiment = "fig3b"            # optional: call this experiment with the fields below
+    # experiment = "fig3b"            # optional: expand this experiment with the fields below
     [fixed]                           # fields set at every grid point
     n_modules = 8
     [at.paper]                        # fields set only at the paper preset
@@ -20,25 +20,29 @@ config (or the experiment's configs), trained for every seed::
     # masks = "01;12;23;34;45;50"
     # expect_connected = true
 
-Backends: ``local`` (groups of same-shape configs one after another, each one compiled program),
-``devices`` (the same, with each group's seeds and configs sharded over the local accelerators,
-:mod:`compgen.devices`) and ``ray`` (each config a task on a Ray cluster; ``pip install
-'compgen[cluster]'``). Runs already in the store are skipped unless ``force``; a run that fails is
+Every key and field is checked when the file is read, and every config is built before anything trains; an
+error names the file, the key or field and what is allowed.
+
+Backends: ``local`` (one config after another; configs of equal shapes share a compiled program), ``devices``
+(one config per local device at a time, :func:`compgen.devices.train_on_devices`) and ``ray`` (each config a
+task on a Ray cluster; ``pip install 'compgen[cluster]'``). A config is always trained by its own program, so
+the three store the same numbers. Runs already stored are skipped unless ``force``; a run that fails is
 reported and the others go on. Command line: ``compgen sweep FILE --backend local``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import inspect
 import itertools
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
-from compgen import checkpoint, devices, experiments, results
+from compgen import checkpoint, devices, params, results, runner
+from compgen.experiments import SECTIONS, get
+from compgen.section import PRESET_NAMES, figure_configs, make_config
 
 try:
     import tomllib
@@ -85,28 +89,12 @@ class Report:
 
     def summary(self) -> str:
         runs = lambda configs: sum(len(c.seeds) for c in configs)
-        lines = [f"{len(self.trained)} config(s) ({runs(self.trained)} runs) trained, {len(self.stored)} "
-                 f"({runs(self.stored)} runs) already stored, {len(self.failed)} failed"]
+        lines = [
+            f"{len(self.trained)} config(s) ({runs(self.trained)} runs) trained, {len(self.stored)} "
+            f"({runs(self.stored)} runs) already stored, {len(self.failed)} failed"
+        ]
         lines += [f"  FAILED {label}: {error}" for label, error in self.failed]
         return "\n".join(lines)
-
-
-def _sections():
-    from compgen import cli
-
-    return cli.SECTIONS
-
-
-def presets_module(section: str):
-    """The module of ``section`` with ``make_config``, ``EXPERIMENTS`` and ``PRESET_NAMES``."""
-    if section not in _sections():
-        raise ValueError(f"section must be one of {sorted(_sections())}, got {section!r}")
-    return importlib.import_module(_sections()[section])
-
-
-def training_module(section: str):
-    """The module of ``section`` that trains (``KIND``, ``shape_key``, ``train_group``, ``code``)."""
-    return importlib.import_module(presets_module(section).run.__module__)
 
 
 def _tuples(value):
@@ -116,65 +104,97 @@ def _tuples(value):
 def _check_fields(names, allowed, where):
     unknown = sorted(set(names) - set(allowed))
     if unknown:
-        raise ValueError(f"{where}: unknown field(s) {unknown}; allowed: {sorted(allowed)}")
+        raise params.ParameterError(f"{where}: unknown field(s) {unknown}; allowed: {sorted(allowed)}")
 
 
-def allowed_fields(section: str, experiment: str | None = None) -> set:
-    """The names a sweep may set: the section's config fields, plus the experiment's own parameters."""
-    allowed = {f.name for f in dataclasses.fields(training_module(section).CONFIG_CLASS)}
-    if experiment is not None:
-        params = inspect.signature(presets_module(section).EXPERIMENTS[experiment]).parameters
-        allowed |= {p for p in params if p != "preset" and params[p].kind is not inspect.Parameter.VAR_KEYWORD}
-    return allowed
+def _table(value, where):
+    if not isinstance(value, dict):
+        raise params.ParameterError(f"{where} must be a table of field = value, got {value!r}")
+    return value
+
+
+def _tables(value, where):
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise params.ParameterError(f"{where} must be a list of tables such as [{{n_modules = 4}}], got {value!r}")
+    return value
 
 
 def parse(data: dict, name: str = "sweep") -> Sweep:
-    """A :class:`Sweep` from the dict of a sweep file, checking every key and field name."""
+    """A :class:`Sweep` from the dict of a sweep file, checking every key, field and seed."""
+    _table(data, name)
     _check_fields(data, FILE_KEYS, f"{name}: top-level key")
     if "section" not in data:
-        raise ValueError(f"{name}: the key 'section' is required (one of {sorted(_sections())})")
-    module = presets_module(data["section"])
+        raise params.ParameterError(f"{name}: the key 'section' is required (one of {list(SECTIONS)})")
+    if data["section"] not in SECTIONS:
+        raise params.ParameterError(f"{name}: section must be one of {list(SECTIONS)}, got {data['section']!r}")
+    section = get(data["section"])
     experiment = data.get("experiment")
-    if experiment is not None and experiment not in module.EXPERIMENTS:
-        raise ValueError(f"{name}: experiment must be one of {sorted(module.EXPERIMENTS)}, got {experiment!r}")
-    allowed = allowed_fields(data["section"], experiment)
+    if experiment is not None and experiment not in section.figures("paper"):
+        raise params.ParameterError(
+            f"{name}: experiment must be one of {list(section.figures('paper'))}, got {experiment!r}"
+        )
+    allowed = section.config.field_names()
     preset = data.get("preset", "paper")
-    for p in (preset, *data.get("at", {})):
-        if p not in module.PRESET_NAMES:
-            raise ValueError(f"{name}: preset must be one of {list(module.PRESET_NAMES)}, got {p!r}")
-    grid = data.get("grid", {})
+    at = _table(data.get("at", {}), f"{name}: [at]")
+    for p in (preset, *at):
+        if p not in PRESET_NAMES:
+            raise params.ParameterError(f"{name}: preset must be one of {list(PRESET_NAMES)}, got {p!r}")
+    grid = _table(data.get("grid", {}), f"{name}: [grid]")
     for field, values in grid.items():
         if not isinstance(values, list) or not values:
-            raise ValueError(f"{name}: grid.{field} must be a non-empty list, got {values!r}")
-    _check_fields(data.get("fixed", {}), allowed, f"{name}: [fixed]")
+            raise params.ParameterError(f"{name}: grid.{field} must be a non-empty list of values, got {values!r}")
+    fixed = _table(data.get("fixed", {}), f"{name}: [fixed]")
+    _check_fields(fixed, allowed, f"{name}: [fixed]")
     _check_fields(grid, allowed, f"{name}: [grid]")
-    for p, fields in data.get("at", {}).items():
-        _check_fields(fields, allowed, f"{name}: [at.{p}]")
-    for rule in data.get("exclude", []):
+    for p, fields in at.items():
+        _check_fields(_table(fields, f"{name}: [at.{p}]"), allowed, f"{name}: [at.{p}]")
+    for rule in _tables(data.get("exclude", []), f"{name}: exclude"):
         _check_fields(rule, allowed, f"{name}: exclude")
-    for case in data.get("cases", []):
+    for case in _tables(data.get("cases", []), f"{name}: [[cases]]"):
         _check_fields(case, allowed, f"{name}: [[cases]]")
     seeds = data.get("seeds")
-    return Sweep(name=name, section=data["section"], preset=preset, seeds=None if seeds is None else tuple(seeds),
-                 experiment=experiment, fixed=dict(data.get("fixed", {})), at=dict(data.get("at", {})),
-                 grid=dict(grid), cases=tuple(data.get("cases", [])), exclude=tuple(data.get("exclude", [])),
-                 description=data.get("description", ""))
+    if seeds is not None:
+        seeds = params.check_seeds(seeds, f"{name}: seeds")
+    return Sweep(
+        name=name,
+        section=data["section"],
+        preset=preset,
+        seeds=seeds,
+        experiment=experiment,
+        fixed=dict(fixed),
+        at=dict(at),
+        grid=dict(grid),
+        cases=tuple(data.get("cases", [])),
+        exclude=tuple(data.get("exclude", [])),
+        description=str(data.get("description", "")),
+    )
 
 
 def load(path) -> Sweep:
-    """Read a sweep file (``.toml`` or ``.json``)."""
+    """Read a sweep file (``.toml`` or ``.json``); every error names the file."""
     path = Path(path)
+    if path.is_dir():
+        raise params.ParameterError(f"{path} is a directory; give a sweep file such as {path}/<name>.toml")
+    if not path.exists():
+        raise params.ParameterError(f"{path}: no such sweep file")
     text = path.read_text()
     if path.suffix != ".json" and tomllib is None:
-        raise ValueError(f"reading the TOML sweep file {path} needs Python >= 3.11 (tomllib); "
-                         "on Python 3.10 write it as JSON with the same keys")
-    data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+        raise params.ParameterError(
+            f"reading the TOML sweep file {path} needs Python >= 3.11 (tomllib); "
+            "on Python 3.10 write it as JSON with the same keys"
+        )
+    try:
+        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (json.JSONDecodeError, ValueError) as error:  # tomllib.TOMLDecodeError is a ValueError
+        raise params.ParameterError(
+            f"{path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'}: {error}"
+        ) from None
     return parse(data, name=str(path))
 
 
 def grid_points(sweep: Sweep, preset: str, overrides: dict | None = None) -> list:
-    """``(label, fields)`` of every (case, grid point) not excluded, in file order. Fields apply in the
-    order: ``fixed``, ``at.<preset>``, the case, the grid point, ``seeds``, ``overrides``."""
+    """``(label, fields)`` of every (case, grid point) not excluded, in file order. Fields apply in the order:
+    ``fixed``, ``at.<preset>``, the case, the grid point, ``seeds``, ``overrides``."""
     points, names = [], list(sweep.grid)
     for case, values in itertools.product(sweep.cases or ({},), itertools.product(*(sweep.grid[n] for n in names))):
         combo = {**case, **dict(zip(names, values))}
@@ -189,22 +209,23 @@ def grid_points(sweep: Sweep, preset: str, overrides: dict | None = None) -> lis
 
 
 def expand(sweep: Sweep, preset: str | None = None, overrides: dict | None = None) -> list:
-    """The :class:`Point` of every grid point (:func:`grid_points`), with its config (built by the
-    section's ``make_config`` or experiment) or the error that prevented one; duplicates dropped."""
-    module = presets_module(sweep.section)
+    """The :class:`Point` of every grid point (:func:`grid_points`), with its config (built by
+    :func:`compgen.section.make_config` or the experiment) or the error that prevented one; duplicates dropped."""
+    section = get(sweep.section)
     preset = preset or sweep.preset
-    if preset not in module.PRESET_NAMES:
-        raise ValueError(f"preset must be one of {list(module.PRESET_NAMES)}, got {preset!r}")
-    _check_fields(overrides or {}, allowed_fields(sweep.section, sweep.experiment), "--set")
+    if preset not in PRESET_NAMES:
+        raise params.ParameterError(f"preset must be one of {list(PRESET_NAMES)}, got {preset!r}")
+    _check_fields(overrides or {}, section.config.field_names(), "--set")
     points, seen = [], set()
     for label, fields in grid_points(sweep, preset, overrides):
         try:
             if sweep.experiment is not None:
-                configs = module.EXPERIMENTS[sweep.experiment](preset, **fields)
+                configs = figure_configs(section, sweep.experiment, preset, **fields)
             else:
-                configs = [module.make_config(preset, **fields)]
+                model = fields.pop("model", None)
+                configs = [make_config(section, preset, model, **fields)]
         except (TypeError, ValueError) as error:
-            points.append(Point(label, error=f"{type(error).__name__}: {error}"))
+            points.append(Point(label, error=f"{sweep.name}: {label}: {error}"))
             continue
         for i, config in enumerate(configs):
             if config not in seen:
@@ -216,76 +237,80 @@ def expand(sweep: Sweep, preset: str | None = None, overrides: dict | None = Non
 # --------------------------------------------------------------------------------------------- running
 
 
-def run_sweep(sweep, backend: str = "local", preset: str | None = None, overrides: dict | None = None,
-              force: bool = False, checkpoint_every: int | None = None, log=print, ray_address: str | None = None,
-              ray_gpus: float = 0, ray_cpus: float = 1) -> Report:
+def run_sweep(
+    sweep,
+    backend: str = "local",
+    preset: str | None = None,
+    overrides: dict | None = None,
+    force: bool = False,
+    checkpoint_every: int | None = None,
+    log=print,
+    ray_address: str | None = None,
+    ray_gpus: float = 0,
+    ray_cpus: float = 1,
+) -> Report:
     """Train every run of ``sweep`` (a :class:`Sweep` or a path) not yet stored with ``backend``.
 
-    Returns a :class:`Report`; failures (a config that cannot be built, a run that raises) are
-    collected there and logged, never raised. ``checkpoint_every``: see
-    :func:`compgen.experiments.train_and_store`.
+    Returns a :class:`Report`; failures (a config that cannot be built, a run that raises) are collected there
+    and logged, never raised. ``checkpoint_every``: see :func:`compgen.runner.train_and_store`.
     """
     if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        raise params.ParameterError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    runner.checkpoint_interval(checkpoint_every)
     sweep = load(sweep) if isinstance(sweep, (str, Path)) else sweep
-    section = training_module(sweep.section)
+    section = get(sweep.section)
     report, todo = Report(), []
     for point in expand(sweep, preset, overrides):
         if point.config is None:
             report.failed.append((point.label, point.error))
             log(f"[sweep] FAILED {point.label}: {point.error}")
-        elif not force and results.load(section.KIND, point.config, code=section.code()) is not None:
+        elif not force and runner.load(section, point.config, log) is not None:
             report.stored.append(point.config)
         else:
             todo.append(point)
-    log(f"[sweep] {sweep.name}: {len(todo)} config(s) to train with backend {backend!r}, "
-        f"{len(report.stored)} already stored")
+    log(
+        f"[sweep] {sweep.name}: {len(todo)} config(s) to train with backend {backend!r}, "
+        f"{len(report.stored)} already stored"
+    )
+
+    def train_one(point, job_log):
+        runner.train_and_store(section, [point.config], job_log, checkpoint_every)
+
     if backend == "ray":
         _run_ray(section, todo, report, checkpoint_every, log, ray_address, ray_gpus, ray_cpus)
     elif backend == "devices":
-        with devices.use_devices() as mesh:
-            log(f"[sweep] sharding the runs of each group over {mesh.size} device(s): {list(mesh.devices.flat)}")
-            _run_local(section, todo, report, checkpoint_every, log)
+        import jax
+
+        log(f"[sweep] one config per device at a time over {jax.local_device_count()} device(s): {jax.local_devices()}")
+        failed = dict((id(p), e) for p, e in devices.train_on_devices(train_one, todo, log=log))
+        for p in todo:
+            if id(p) in failed:
+                report.failed.append((p.label, f"{type(failed[id(p)]).__name__}: {failed[id(p)]}"))
+            else:
+                report.trained.append(p.config)
     else:
-        _run_local(section, todo, report, checkpoint_every, log)
+        for p in todo:
+            try:
+                train_one(p, log)
+            except Exception as error:  # noqa: BLE001  (one failing run must not stop the sweep)
+                report.failed.append((p.label, f"{type(error).__name__}: {error}"))
+                log(f"[sweep] FAILED {p.label}: {error!r}")
+                continue
+            report.trained.append(p.config)
     log("[sweep] " + report.summary())
     return report
 
 
-def _run_local(section, points, report, checkpoint_every, log):
-    """Same-shape configs train together; a group that fails is retried one config at a time."""
-    groups = {}
-    for p in points:
-        groups.setdefault((section.shape_key(p.config), len(p.config.seeds)), []).append(p)
-    for group in groups.values():
-        _train_isolated(section, group, report, checkpoint_every, log)
-
-
-def _train_isolated(section, points, report, checkpoint_every, log):
-    try:
-        experiments.train_and_store(section, [p.config for p in points], log, checkpoint_every)
-    except Exception as error:  # noqa: BLE001  (any failure of one run must not stop the sweep)
-        if len(points) > 1:
-            log(f"[sweep] a group of {len(points)} configs failed ({error!r}); training them one by one")
-            for p in points:
-                _train_isolated(section, [p], report, checkpoint_every, log)
-        else:
-            report.failed.append((points[0].label, f"{type(error).__name__}: {error}"))
-            log(f"[sweep] FAILED {points[0].label}: {error!r}")
-        return
-    report.trained.extend(p.config for p in points)
-
-
-def _train_remote(module_name: str, config: dict, checkpoint_every, checkpoint_dir: str) -> dict:
-    """Ray task: train one config into a private store; returns its files (path in the store -> bytes),
-    which the driver writes into its own store, so workers need no shared file system."""
-    section = importlib.import_module(module_name)
-    config = section.CONFIG_CLASS(**config)
+def _train_remote(section_name: str, config: dict, checkpoint_every, checkpoint_dir: str) -> dict:
+    """Ray task: train one config into a private store; returns its files (path in the store -> bytes), which
+    the driver writes into its own store, so workers need no shared file system."""
+    section = get(section_name)
+    config = section.config(**{k: tuple(v) if isinstance(v, list) else v for k, v in config.items()})
     saved = {k: os.environ.get(k) for k in ("COMPGEN_RESULTS", "COMPGEN_CHECKPOINTS")}
     with tempfile.TemporaryDirectory() as store:
         os.environ.update(COMPGEN_RESULTS=store, COMPGEN_CHECKPOINTS=checkpoint_dir)
         try:
-            experiments.train_and_store(section, [config], print, checkpoint_every)
+            runner.train_and_store(section, [config], print, checkpoint_every)
         finally:
             for k, v in saved.items():
                 os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
@@ -301,8 +326,7 @@ def _run_ray(section, points, report, checkpoint_every, log, address, gpus, cpus
         ray.init(address=address)
     task = ray.remote(_train_remote).options(num_gpus=gpus, num_cpus=cpus)
     ckpt_dir = str(checkpoint.checkpoint_root())
-    pending = {task.remote(section.__name__, dataclasses.asdict(p.config), checkpoint_every, ckpt_dir): p
-               for p in points}
+    pending = {task.remote(section.name, dataclasses.asdict(p.config), checkpoint_every, ckpt_dir): p for p in points}
     root = results.results_root()
     while pending:
         (ref,), _ = ray.wait(list(pending), num_returns=1)
@@ -311,9 +335,11 @@ def _run_ray(section, points, report, checkpoint_every, log, address, gpus, cpus
             for name, data in ray.get(ref).items():
                 (root / name).parent.mkdir(parents=True, exist_ok=True)
                 (root / name).write_bytes(data)
-            if results.load(section.KIND, point.config, code=section.code()) is None:
-                raise RuntimeError("the worker stored the run under another config hash: is its compgen the "
-                                   "same version as the driver's?")
+            if runner.load(section, point.config, log) is None:
+                raise RuntimeError(
+                    "the worker stored the run under another config hash: is its compgen the "
+                    "same version as the driver's?"
+                )
         except Exception as error:  # noqa: BLE001
             lines = str(error).strip().splitlines() or [type(error).__name__]
             report.failed.append((point.label, lines[-1]))  # a Ray task error ends with the original exception
@@ -324,23 +350,39 @@ def _run_ray(section, points, report, checkpoint_every, log, address, gpus, cpus
 
 
 def main(args, overrides) -> int:
-    """``compgen sweep``: exit status 0 if every run is stored, 1 if any failed."""
+    """``compgen sweep``: exit status 0 if every run is stored, 1 if any failed, 2 for a bad file or option."""
     try:
-        sweep = load(args.file)
         if args.backend not in BACKENDS:
-            raise ValueError(f"--backend must be one of {BACKENDS}, got {args.backend!r}")
+            raise params.ParameterError(f"--backend must be one of {BACKENDS}, got {args.backend!r}")
+        sweep = load(args.file)
         if args.dry_run:
-            section = training_module(sweep.section)
+            section = get(sweep.section)
             points = expand(sweep, args.preset, overrides)
             for p in points:
-                status = ("FAILED " + p.error) if p.config is None else (
-                    "stored" if results.load(section.KIND, p.config, code=section.code()) else "to train")
+                status = (
+                    ("FAILED " + p.error)
+                    if p.config is None
+                    else ("stored" if runner.load(section, p.config) is not None else "to train")
+                )
                 print(f"{p.label}: {status}")
             configs = [p.config for p in points if p.config is not None]
-            print(f"{len(configs)} config(s), {sum(len(c.seeds) for c in configs)} runs")
-            return 0
-        report = run_sweep(sweep, args.backend, args.preset, overrides, args.force, args.checkpoint_every,
-                           ray_address=args.ray_address, ray_gpus=args.ray_gpus)
-    except (ValueError, FileNotFoundError, json.JSONDecodeError) as error:
-        raise SystemExit(f"error: {error}") from None
+            failed = len(points) - len(configs)
+            print(
+                f"{len(configs)} config(s), {sum(len(c.seeds) for c in configs)} runs"
+                + (f"; {failed} invalid" if failed else "")
+            )
+            return 1 if failed else 0
+        report = run_sweep(
+            sweep,
+            args.backend,
+            args.preset,
+            overrides,
+            args.force,
+            args.checkpoint_every,
+            ray_address=args.ray_address,
+            ray_gpus=args.ray_gpus,
+        )
+    except params.ParameterError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
     return 1 if report.failed else 0

@@ -1,138 +1,127 @@
-"""Few-shot meta-learning experiments over a task environment (spec §5.1), shared by the grid worlds.
+"""The few-shot core shared by the hyperteacher, the two grid worlds and the in-context learners (spec §5.1).
 
-A section supplies an :class:`Environment` (how to draw training tasks, turn a task into support and
-query data, score predictions) and a config derived from :class:`FewshotConfig` (the model and the
-bilevel optimisation). This module turns the pair into the per-run ``init_run``/``outer_step``/
-``evaluate_run`` that :func:`compgen.experiments.compile_runs` vmaps over seeds and configs.
+A section supplies an :class:`Environment` - how to draw training tasks, turn a task into support and query
+data, score predictions and (optionally) the task latent a probe decodes - and a config derived from
+:class:`MetaConfig`. :func:`make_section` turns the pair into a :class:`compgen.section.Section`.
 
-Per outer step a run draws ``meta_batch`` training tasks and their data inside the compiled step,
-adapts each task's fast parameters with ``inner_steps`` steps of inner AdamW on the support set,
-and takes a clipped outer AdamW step on the exact second-order meta-gradient of the query loss;
-non-finite updates are skipped and counted. Evaluation adapts in the same way on fixed task sets.
+Per outer step a run draws ``meta_batch`` training tasks and their data inside the compiled step, solves each
+task from its support set - the paper's learners adapt their fast parameters by ``inner_steps`` of inner AdamW
+(:func:`compgen.meta.fewshot_loss`), an in-context learner reads the support set in its forward pass - and
+takes a clipped outer AdamW step on the query loss (the exact second-order meta-gradient through the inner
+loop); non-finite updates are skipped and counted (:func:`compgen.meta.outer_step`). Evaluation solves the
+fixed evaluation tasks of the run in the same way and, with ``probe``, fits a ridge decoder from each task's
+representation (the adapted fast parameters, or the in-context learner's task code) to its latent on the
+``test`` tasks and scores it on the ``ood`` tasks (spec §2.7).
 """
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.flatten_util import ravel_pytree
 
-from compgen import meta, models
+from compgen import meta, metrics, models, params
 from compgen.models import hypernetwork
+from compgen.params import field, positive
+from compgen.section import Section
 
 OUTER_SCHEDULES = ("constant", "warmup_cosine")
-PRESET_NAMES = ("smoke", "quick", "paper")
-
-
-@dataclass(frozen=True)
-class Environment:
-    """What a few-shot section supplies; every function is jittable and describes one run.
-
-    * ``sample_tasks(cfg, run, key, num)`` -> ``num`` training tasks (a pytree with leading axis ``num``);
-    * ``task_data(cfg, run, task, key, n_query)`` -> ``(support, query)``, each ``(x (N, n_in), target)``;
-    * ``loss(prediction, target)`` -> scalar (inner and outer loss);
-    * ``metrics(prediction, target, n_query)`` -> dict of scalars reported beside the loss (may be empty).
-    """
-
-    sample_tasks: Callable
-    task_data: Callable
-    loss: Callable
-    metrics: Callable = lambda prediction, target, n_query: {}
-
-
-@dataclass(frozen=True)
-class FewshotConfig:
-    """The model and the bilevel optimisation; a section's config adds its environment's fields.
-
-    ``n_in``/``n_out`` are class attributes of the section's config.
-    """
-
-    n_in: ClassVar[int] = 0
-    n_out: ClassVar[int] = 0
-
-    model: str = "hnet_linear"
-    hidden: int = 64
-    num_hidden: int = 3
-    templates: int = 32  # T, the hypernetworks' number of modules
-    inner_steps: int = 10
-    inner_batch: int | None = None  # None: the whole support set every inner step
-    remat: bool = True  # recompute inner steps in the meta-backward: about half the memory (meta.inner_adapt)
-    inner_lr: float = 0.1
-    inner_weight_decay: float = 1e-4
-    gradient: str = "second_order"
-    outer_steps: int = 100_000
-    meta_batch: int = 128
-    outer_lr: float = 3e-4
-    outer_schedule: str = "constant"
-    warmup_steps: int = 0
-    clip_norm: float = 1.0
-    outer_weight_decay: float = 1e-2
-    eval_every: int = 1000
-    eval_tasks: int = 1024
-    eval_chunk: int = 64  # tasks adapted at once during evaluation (memory only)
-    seeds: tuple = (2020, 2021, 2022)
-
-    def __post_init__(self):
-        if self.model not in models.MODEL_NAMES:
-            raise ValueError(f"model must be one of {models.MODEL_NAMES}, got {self.model!r}")
-        for name in ("hidden", "num_hidden", "templates", "inner_steps", "outer_steps", "meta_batch", "eval_every",
-                     "eval_tasks", "eval_chunk"):
-            check_positive_int(name, getattr(self, name))
-        for name in ("inner_lr", "outer_lr", "clip_norm"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        for name in ("inner_weight_decay", "outer_weight_decay", "warmup_steps"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
-        if self.inner_batch is not None:
-            check_positive_int("inner_batch", self.inner_batch, "None (full batch) or ")
-        if self.gradient not in meta.GRADIENT_MODES:
-            raise ValueError(f"gradient must be one of {meta.GRADIENT_MODES}, got {self.gradient!r}")
-        if self.outer_schedule not in OUTER_SCHEDULES:
-            raise ValueError(f"outer_schedule must be one of {OUTER_SCHEDULES}, got {self.outer_schedule!r}")
-        if self.model.startswith("hnet") and self.num_hidden < 2:
-            raise ValueError(f"num_hidden must be >= 2 for a hypernetwork, got {self.num_hidden}")
-        if not self.seeds:
-            raise ValueError("seeds must name at least one seed")
-        object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
-
-    def build_model(self) -> models.Model:
-        return models.make_model(self.model, self.n_in, self.n_out, self.hidden, self.num_hidden, self.templates)
-
-
-def check_positive_int(name, value, allowed=""):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be {allowed}a positive integer, got {value!r}")
-
-
-def make_config(config_class, model_defaults, presets, preset, model, **overrides):
-    """A section's config of ``model`` at ``preset``: the paper's values for the model, the preset's common
-    overrides, its per-model overrides, then ``overrides``."""
-    if preset not in presets:
-        raise ValueError(f"preset must be one of {tuple(presets)}, got {preset!r}")
-    if model not in model_defaults:
-        raise ValueError(f"model must be one of {tuple(model_defaults)}, got {model!r}")
-    p = presets[preset]
-    return config_class(model=model, **{**model_defaults[model], **p["common"], **p["per_model"].get(model, {}),
-                                        **overrides})
-
-
+MODELS = ("anil", "maml", "hnet_linear", "hnet_deepmlp")  # the paper's order (its tables' columns)
+HNETS = ("hnet_linear", "hnet_deepmlp")
+MODEL_LABELS = {"anil": "ANIL", "maml": "MAML", "hnet_linear": "Linear hnet", "hnet_deepmlp": "Nonlinear hnet"}
 # Fields that change memory use only, not the numbers: never listed as differences from the paper.
 MEMORY_ONLY = ("remat", "eval_chunk")
 
 
-def differences_from_paper(cfg, model_defaults, per_experiment=("split", "seeds")):
-    """``(field, value, paper value)`` for each field of ``cfg`` that differs from the paper's config of its model
-    (fields in ``per_experiment`` and :data:`MEMORY_ONLY` left out)."""
-    paper = type(cfg)(model=cfg.model, **model_defaults[cfg.model])
-    skip = set(per_experiment) | set(MEMORY_ONLY)
-    return [(f.name, getattr(cfg, f.name), getattr(paper, f.name)) for f in dataclasses.fields(cfg)
-            if f.name not in skip and getattr(cfg, f.name) != getattr(paper, f.name)]
+@dataclass(frozen=True)
+class Environment:
+    """What a few-shot section supplies; every function but ``run_arrays`` is jittable and describes one run.
+
+    * ``run_arrays(cfg, seed) -> dict``: one run's inputs (host side): its training tasks, its evaluation
+      tasks ``eval_tasks`` (n_sets, eval_tasks, ...) with ``eval_valid`` (n_sets,) and any world tables;
+    * ``init_world(cfg, run) -> dict``: per-run world state computed once in the compiled program (the
+      hyperteacher's teacher), passed to ``task_data``;
+    * ``sample_tasks(cfg, run, key, num)`` -> ``num`` training tasks (leading axis ``num``);
+    * ``task_data(cfg, run, world, task, key, n_query)`` -> ``(support, query)``, each ``(x (N, n_in), target)``;
+    * ``loss(prediction, target)``; ``metrics(prediction, target, n_query) -> dict`` of scalars;
+    * ``latent(cfg, task) -> (K,)``: what the probe decodes (None: no probe);
+    * ``tokens(cfg, support) -> (x, y, mask | None)``: the support set as an in-context learner reads it;
+    * ``loader_keys``: how many data-loader keys the authors split a seed's key into (the training key is the
+      first); ``headline``: the name of the query accuracy among ``metrics`` (None: the world has none).
+    """
+
+    name: str
+    run_arrays: Callable
+    sample_tasks: Callable
+    task_data: Callable
+    loss: Callable
+    metrics: Callable = lambda prediction, target, n_query: {}
+    latent: Callable | None = None
+    tokens: Callable | None = None
+    init_world: Callable = lambda cfg, run: {}
+    loader_keys: int = 4
+    headline: str | None = None
+
+
+@dataclass(frozen=True)
+class MetaConfig(params.Config):
+    """The outer loop, the evaluation and the probe; a section's config adds its learner and world fields."""
+
+    outer_steps: int = positive(100_000)
+    meta_batch: int = positive(128)
+    outer_lr: float = field(3e-4, gt=0)
+    outer_schedule: str = field("constant", choices=OUTER_SCHEDULES)
+    warmup_steps: int = field(0, ge=0)
+    clip_norm: float = field(1.0, gt=0)
+    outer_weight_decay: float = field(1e-2, ge=0)
+    eval_every: int = positive(1000)
+    eval_tasks: int = positive(1024)
+    eval_chunk: int = positive(64)  # tasks solved at once during evaluation (memory only)
+    probe: bool = True
+    ridge_lambda: float = field(1.0, gt=0)
+    ridge_cg_iters: int | None = field(10, ge=1)
+    seeds: tuple = (2020, 2021, 2022)
+
+    def check(self):
+        if self.outer_schedule == "warmup_cosine" and self.warmup_steps >= self.outer_steps:
+            raise params.ParameterError(
+                f"warmup_steps ({self.warmup_steps}) must be below outer_steps "
+                f"({self.outer_steps}) with outer_schedule='warmup_cosine'"
+            )
+
+
+@dataclass(frozen=True)
+class FewshotConfig(MetaConfig):
+    """A meta-learner of the paper (spec §2.5) and its inner loop; ``n_in``, ``n_out`` and ``n_templates``
+    (the hypernetworks' T) come from the section's config."""
+
+    model: str = field("hnet_linear", choices=models.MODEL_NAMES)
+    hidden: int = positive(64)
+    num_hidden: int = positive(3)
+    inner_steps: int = positive(10)
+    inner_batch: int | None = field(None, ge=1)  # None: the whole support set every inner step
+    remat: bool = True  # recompute inner steps in the meta-backward: about half the memory (meta.inner_adapt)
+    inner_lr: float = field(0.1, gt=0)
+    inner_weight_decay: float = field(1e-4, ge=0)
+    gradient: str = field("second_order", choices=meta.GRADIENT_MODES)
+
+    def check(self):
+        super().check()
+        if self.model.startswith("hnet") and self.num_hidden < 2:
+            raise params.ParameterError(f"num_hidden must be >= 2 for a hypernetwork, got {self.num_hidden}")
+
+    def build_model(self) -> models.Model:
+        return models.make_model(self.model, self.n_in, self.n_out, self.hidden, self.num_hidden, self.n_templates)
+
+
+def is_incontext(cfg) -> bool:
+    """Whether ``cfg`` is an in-context learner's (no inner loop) rather than a meta-learner's."""
+    return not isinstance(cfg, FewshotConfig)
 
 
 # --------------------------------------------------------------------------------------------- one run
@@ -145,95 +134,161 @@ def inner_optimizer(cfg):
 def outer_optimizer(cfg):
     lr = cfg.outer_lr
     if cfg.outer_schedule == "warmup_cosine":
-        lr = optax.warmup_cosine_decay_schedule(0.0, cfg.outer_lr, max(cfg.warmup_steps, 1), cfg.outer_steps,
-                                                end_value=0.05 * cfg.outer_lr)
+        lr = optax.warmup_cosine_decay_schedule(
+            0.0, cfg.outer_lr, max(cfg.warmup_steps, 1), cfg.outer_steps, end_value=0.05 * cfg.outer_lr
+        )
     return meta.outer_optimizer(lr, cfg.clip_norm, cfg.outer_weight_decay)
 
 
-def init_run(cfg, run):
-    """Meta-parameters from ``fold_in(seed_key, 1)``, outer AdamW state, training key ``split(seed_key, 4)[0]``."""
-    params = cfg.build_model().init(jax.random.fold_in(run["seed_key"], 1))
-    return {"meta": params, "opt_state": outer_optimizer(cfg).init(params),
-            "key": jax.random.split(run["seed_key"], 4)[0]}
+def init_run(env: Environment, cfg, run):
+    """Meta-parameters from ``fold_in(seed_key, 1)``, the outer optimiser's state, the world state, and the
+    training key ``split(seed_key, env.loader_keys)[0]``."""
+    params_ = cfg.build_model().init(jax.random.fold_in(run["seed_key"], 1))
+    return {
+        "meta": params_,
+        "opt_state": meta.outer_init(outer_optimizer(cfg), params_),
+        "world": env.init_world(cfg, run),
+        "key": jax.random.split(run["seed_key"], env.loader_keys)[0],
+    }
 
 
-def adapted_task(env: Environment, cfg, model, params, run, task, key, n_query):
-    """Adapt on one task's support set; ``(query loss, (metrics, fast))``, differentiable in ``params``."""
+def solve_task(env: Environment, cfg, model, params_, run, world, task, key, n_query):
+    """One task: its support and query data, the query prediction after adaptation (or in context).
+
+    Returns ``(query loss, (metrics, representation, support set, fast parameters or None, prediction))``,
+    differentiable in ``params_``; the representation is what the probe decodes the task latent from. The query
+    targets reach the loss and the metrics only, never the learner.
+    """
     k_data, k_inner = jax.random.split(key)
-    support_set, query_set = env.task_data(cfg, run, task, k_data, n_query)
-    loss, (fast, prediction) = meta.fewshot_loss(model, params, support_set, query_set, env.loss,
-                                                 inner_optimizer(cfg), cfg.inner_steps, k_inner, cfg.inner_batch,
-                                                 cfg.gradient, remat=cfg.remat)
-    return loss, (env.metrics(prediction, query_set[1], n_query), fast, support_set)
+    support_set, query_set = env.task_data(cfg, run, world, task, k_data, n_query)
+    if is_incontext(cfg):
+        tokens = env.tokens(cfg, support_set)
+        prediction = model.apply(params_, *tokens[:2], query_set[0], tokens[2])
+        representation, fast = model.task_representation(params_, *tokens), None
+        loss = env.loss(prediction, query_set[1])
+    else:
+        loss, (fast, prediction) = meta.fewshot_loss(
+            model,
+            params_,
+            support_set,
+            query_set,
+            env.loss,
+            inner_optimizer(cfg),
+            cfg.inner_steps,
+            k_inner,
+            cfg.inner_batch,
+            cfg.gradient,
+            remat=cfg.remat,
+        )
+        representation = ravel_pytree(fast)[0]
+    return loss, (env.metrics(prediction, query_set[1], n_query), representation, support_set, fast, prediction)
 
 
 def outer_step(env: Environment, cfg, run, state):
-    """One outer step of one run: draw tasks, adapt, meta-gradient, clipped AdamW (non-finite skipped)."""
+    """One outer step of one run: draw tasks, solve them, meta-gradient, guarded clipped AdamW."""
     model = cfg.build_model()
     key, k_tasks, k_data = jax.random.split(state["key"], 3)
     tasks = env.sample_tasks(cfg, run, k_tasks, cfg.meta_batch)
 
-    def one_task(params, task, k):
-        loss, (m, _, _) = adapted_task(env, cfg, model, params, run, task, k, cfg.shots_query)
-        return loss, m
+    def one_task(params_, task, k):
+        loss, (task_metrics, *_) = solve_task(env, cfg, model, params_, run, state["world"], task, k, cfg.shots_query)
+        return loss, task_metrics
 
-    (loss, task_metrics), grads = meta.mean_over_tasks(one_task, state["meta"], tasks,
-                                                       jax.random.split(k_data, cfg.meta_batch))
-    updates, opt_state = outer_optimizer(cfg).update(grads, state["opt_state"], state["meta"])
-    step_metrics = {"loss": loss, "grad_norm": optax.tree.norm(grads), "skipped": opt_state.total_notfinite,
-                    **task_metrics}
-    return {**state, "meta": optax.apply_updates(state["meta"], updates), "opt_state": opt_state,
-            "key": key}, step_metrics
+    params_, opt_state, step_metrics = meta.outer_step(
+        one_task,
+        state["meta"],
+        state["opt_state"],
+        outer_optimizer(cfg),
+        tasks,
+        jax.random.split(k_data, cfg.meta_batch),
+    )
+    return {**state, "meta": params_, "opt_state": opt_state, "key": key}, step_metrics
 
 
 def evaluate_run(env: Environment, cfg, run, state):
     """Metrics of one run on its fixed evaluation sets ``run["eval_tasks"]`` (n_sets, eval_tasks, ...).
 
-    Per set: query loss, the environment's metrics, and the support loss before and after adaptation,
-    each averaged over the set's tasks: dict of (n_sets,) arrays.
+    Per set (NaN where ``run["eval_valid"]`` marks it empty): query loss, the environment's metrics and, for
+    meta-learners, the support loss before and after adaptation, averaged over the set's tasks ((n_sets,)
+    arrays). With ``probe`` and a latent: ``r2_ood`` (K,), ``r2_ood_pooled`` and ``r2_test_pooled`` of a ridge
+    decoder from the task representation to the latent, fitted on ``test`` and scored on ``ood``.
     """
-    model = cfg.build_model()
-    params = state["meta"]
-    n_sets = jax.tree.leaves(run["eval_tasks"])[0].shape[0]
+    model, params_ = cfg.build_model(), state["meta"]
+    tasks = run["eval_tasks"]
+    n_sets = jax.tree.leaves(tasks)[0].shape[0]
     keys = jax.random.split(jax.random.fold_in(run["seed_key"], 2), (n_sets, cfg.eval_tasks))
 
     def task_metrics(args):
         task, key = args
-        loss, (m, fast, support_set) = adapted_task(env, cfg, model, params, run, task, key, cfg.eval_shots_query)
-        support_loss = lambda f: env.loss(model.apply(params, f, support_set[0]), support_set[1])
-        return {"loss": loss, **m, "inner_loss_init": support_loss(model.fast_init(params)),
-                "inner_loss_final": support_loss(fast)}
+        loss, (m, representation, support_set, fast, _) = solve_task(
+            env, cfg, model, params_, run, state["world"], task, key, cfg.eval_shots_query
+        )
+        out = {"loss": loss, **m}
+        if fast is not None:
+            support_loss = lambda f: env.loss(model.apply(params_, f, support_set[0]), support_set[1])
+            out.update(inner_loss_init=support_loss(model.fast_init(params_)), inner_loss_final=support_loss(fast))
+        return out, representation
 
-    flat = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), (run["eval_tasks"], keys))
-    out = jax.lax.map(task_metrics, flat, batch_size=cfg.eval_chunk)
-    return jax.tree.map(lambda v: v.reshape(n_sets, cfg.eval_tasks).mean(1), out)
+    # two compiled maps: the probe's sets (test, ood) keep each task's representation, the others do not (a
+    # MAML representation is every parameter: keeping it for every set would cost gigabytes at paper scale)
+    names = cfg.eval_set_names()
+    probed = [names.index("test"), names.index("ood")] if cfg.probe and env.latent is not None else []
+    sets, representations = {}, {}
+    for indices, keep in ((probed, True), ([i for i in range(n_sets) if i not in probed], False)):
+        if not indices:
+            continue
+        pick = lambda a: a[jnp.asarray(indices)].reshape((-1,) + a.shape[2:])
+        fn = task_metrics if keep else (lambda args: (task_metrics(args)[0], None))
+        out, reps = jax.lax.map(fn, jax.tree.map(pick, (tasks, keys)), batch_size=cfg.eval_chunk)
+        means = jax.tree.map(lambda v: v.reshape(len(indices), cfg.eval_tasks).mean(1), out)
+        for j, i in enumerate(indices):
+            sets[i] = jax.tree.map(lambda m: m[j], means)
+            if keep:
+                representations[i] = reps[j * cfg.eval_tasks : (j + 1) * cfg.eval_tasks]
+    result = {k: jnp.where(run["eval_valid"], jnp.stack([sets[i][k] for i in range(n_sets)]), jnp.nan) for k in sets[0]}
+    if probed:
+        test, ood = probed
+        latent = lambda i: jax.vmap(lambda task: env.latent(cfg, task))(jax.tree.map(lambda a: a[i], tasks))
+        probe = metrics.linear_probe(
+            representations[test], latent(test), representations[ood], latent(ood), cfg.ridge_lambda, cfg.ridge_cg_iters
+        )
+        result.update(r2_ood=probe["r2"], r2_ood_pooled=probe["r2_pooled"], r2_test_pooled=probe["r2_fit_pooled"])
+    return result
 
 
-# --------------------------------------------------------------------------------------------- cost
+def stack_runs(env: Environment, configs):
+    """Per-run inputs of ``configs``, stacked over (config, seed)."""
+    rows = [env.run_arrays(c, seed) for c in configs for seed in c.seeds]
+    return jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *rows)
 
 
-def make_train(env: Environment, configs, run_arrays, shape_key):
-    """``(runs, init, chunk, evaluate)``: the compiled pieces that train every seed of same-shape ``configs``
-    (see :func:`compgen.experiments.compile_runs`); ``run_arrays(configs)`` stacks the per-run inputs and
-    ``shape_key(cfg)`` says which configs may share one program."""
-    from compgen import experiments
+# --------------------------------------------------------------------------------------------- section
 
-    cfg = configs[0]
-    experiments.check_group(configs, shape_key, "split and seeds")
-    runs = run_arrays(configs)
-    step = lambda c, r, s: outer_step(env, c, r, s)
-    evaluate = lambda c, r, s: evaluate_run(env, c, r, s)
-    return (runs,) + experiments.compile_runs(cfg, runs, init_run, step, evaluate)
+
+HEADLINES = ("accuracy", "acc")  # the metric a progress line shows besides the loss, where a world has one
+
+
+def progress(step_metrics, evaluation, ood_index=2):
+    """Progress line: training loss, the headline metric on the training tasks and on the OOD set (the third
+    evaluation set: valid, test, ood, ...), or the OOD loss where the world has no accuracy."""
+    headline = next((h for h in HEADLINES if h in step_metrics), None)
+    text = f"loss {np.mean(step_metrics['loss'][-1]):.4f}"
+    if headline:
+        text += f"  train {headline} {np.mean(step_metrics[headline][-1]):.3f}"
+    if evaluation is not None:
+        name = headline or "loss"
+        text += f"  ood {name} {np.mean(evaluation[name][:, ood_index]):.4f}"
+    return text
 
 
 def flops_per_step(cfg, support_points, query_points):
-    """Analytic FLOPs of one outer step of one run (spec §7.1: backward = 2x forward, the meta-backward
-    through the unroll = 2x the inner loop); ``*_points`` = data points per task."""
+    """Analytic FLOPs of one outer step of one run of a meta-learner (spec §7.1: backward = 2x forward, the
+    meta-backward through the unroll = 2x the inner loop); ``*_points`` = data points per task."""
     sizes = [cfg.n_in] + [cfg.hidden] * cfg.num_hidden + [cfg.n_out]
     mlp_macs = sum(a * b for a, b in zip(sizes[:-1], sizes[1:]))
     generation, feature, head = 0, 0, mlp_macs
     if cfg.model.startswith("hnet"):
-        width = cfg.templates if cfg.model == "hnet_linear" else hypernetwork.GENERATOR_WIDTH
+        width = cfg.n_templates if cfg.model == "hnet_linear" else hypernetwork.GENERATOR_WIDTH
         generation = width * sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
     if cfg.model == "anil":
         feature, head = mlp_macs - cfg.hidden * cfg.n_out, cfg.hidden * cfg.n_out
@@ -241,3 +296,39 @@ def flops_per_step(cfg, support_points, query_points):
     inner = cfg.inner_steps * 3 * (batch * head + generation)
     per_task = 3 * inner + 3 * (support_points + query_points) * feature + 3 * (query_points * head + generation)
     return 2.0 * per_task * cfg.meta_batch
+
+
+def make_section(
+    env,
+    name,
+    config,
+    presets,
+    code,
+    cost,
+    label,
+    models_=MODELS,
+    base_fields=None,
+    keep_params=False,
+    experiment_fields=("split", "seeds"),
+) -> Section:
+    """The :class:`compgen.section.Section` of a few-shot environment; ``env`` is an :class:`Environment`, or a
+    function of the config that returns one (the in-context learners run on several)."""
+    env_of = (lambda cfg: env) if isinstance(env, Environment) else env
+    return Section(
+        name=name,
+        config=config,
+        presets=presets,
+        run_arrays=lambda configs: stack_runs(env_of(configs[0]), configs),
+        init=lambda cfg, run: init_run(env_of(cfg), cfg, run),
+        outer_step=lambda cfg, run, s: outer_step(env_of(cfg), cfg, run, s),
+        evaluate=lambda cfg, run, s: evaluate_run(env_of(cfg), cfg, run, s),
+        progress=progress,
+        label=label,
+        cost=cost,
+        code=code,
+        data_fields=("split", "frac_ood", "seeds"),
+        models=models_,
+        base_fields=base_fields,
+        keep_params=keep_params,
+        experiment_fields=(*experiment_fields, *MEMORY_ONLY, "probe"),
+    )

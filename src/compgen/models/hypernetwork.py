@@ -18,8 +18,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from compgen.models import Model
-from compgen.tasks.teacher import truncated_normal
+from compgen.initializers import truncated_normal
+from compgen.models.base import Model
 
 GENERATOR_WIDTH = 32
 GENERATOR_DEPTH = 4
@@ -59,8 +59,13 @@ def init_mlp_generator(key, n_templates, chunk_size):
     keys = jax.random.split(key, GENERATOR_DEPTH + 1)
     layers, fan_in = [], n_templates
     for k in keys[:-1]:
-        layers.append({"w": truncated_normal(k, (fan_in, GENERATOR_WIDTH), 1.0 / jnp.sqrt(fan_in)),
-                       "b": jnp.zeros(GENERATOR_WIDTH), "norm": _init_layer_norm(GENERATOR_WIDTH)})
+        layers.append(
+            {
+                "w": truncated_normal(k, (fan_in, GENERATOR_WIDTH), 1.0 / jnp.sqrt(fan_in)),
+                "b": jnp.zeros(GENERATOR_WIDTH),
+                "norm": _init_layer_norm(GENERATOR_WIDTH),
+            }
+        )
         fan_in = GENERATOR_WIDTH
     head = truncated_normal(keys[-1], (GENERATOR_WIDTH, chunk_size), 1.0 / jnp.sqrt(GENERATOR_WIDTH))
     return {"input_norm": _init_layer_norm(n_templates), "layers": layers, "head": head}
@@ -73,8 +78,10 @@ def apply_mlp_generator(params, e):
     return h @ params["head"]
 
 
-GENERATORS = {"hnet_linear": (init_linear_generator, apply_linear_generator),
-              "hnet_deepmlp": (init_mlp_generator, apply_mlp_generator)}
+GENERATORS = {
+    "hnet_linear": (init_linear_generator, apply_linear_generator),
+    "hnet_deepmlp": (init_mlp_generator, apply_mlp_generator),
+}
 
 
 def hypernetwork(name, n_in, n_out, hidden, num_hidden, n_templates) -> Model:
@@ -84,8 +91,9 @@ def hypernetwork(name, n_in, n_out, hidden, num_hidden, n_templates) -> Model:
 
     def init(key):
         meta = {"generators": {}, "embeddings": {}}
-        for k, (group, (n_chunks, (fan_in, fan_out))) in zip(jax.random.split(key, 2 * len(shapes)).reshape(-1, 2),
-                                                              shapes.items()):
+        for k, (group, (n_chunks, (fan_in, fan_out))) in zip(
+            jax.random.split(key, 2 * len(shapes)).reshape(-1, 2), shapes.items()
+        ):
             bound = jnp.sqrt(3.0 / n_chunks)
             meta["embeddings"][group] = jax.random.uniform(k[0], (n_chunks, n_templates), minval=-bound, maxval=bound)
             meta["generators"][group] = init_generator(k[1], n_templates, fan_in * fan_out + fan_out)
@@ -100,10 +108,10 @@ def hypernetwork(name, n_in, n_out, hidden, num_hidden, n_templates) -> Model:
     def generate(meta, fast):
         """The base network's layers [(W, b), ...] from the current embeddings."""
         layers = []
-        for group, (n_chunks, (fan_in, fan_out)) in shapes.items():
+        for group, (_n_chunks, (fan_in, fan_out)) in shapes.items():
             chunks = apply_generator(meta["generators"][group], normalise_embedding(fast["embeddings"][group]))
             for c in chunks:
-                layers.append((c[: fan_in * fan_out].reshape(fan_in, fan_out), c[fan_in * fan_out:]))
+                layers.append((c[: fan_in * fan_out].reshape(fan_in, fan_out), c[fan_in * fan_out :]))
         return layers
 
     def head(meta, fast, x):

@@ -34,15 +34,15 @@ means every token is valid and computes exactly what the learners computed befor
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
 
+from compgen.initializers import truncated_normal
 from compgen.models import hypernetwork
 from compgen.models.mlp import apply_mlp, init_dense, init_mlp
-from compgen.tasks.teacher import truncated_normal
 
 INCONTEXT_MODEL_NAMES = ("kv_memory", "transformer", "bottleneck")
 LAYER_NORM_EPS = 1e-5
@@ -76,17 +76,29 @@ class InContextSpec:
     def __post_init__(self):
         if self.model not in INCONTEXT_MODEL_NAMES:
             raise ValueError(f"model must be one of {INCONTEXT_MODEL_NAMES}, got {self.model!r}")
-        for name in ("n_in", "n_out", "d_model", "num_layers", "num_heads", "d_ff", "code_dim", "hnet_hidden",
-                     "hnet_num_hidden", "n_templates"):
+        for name in (
+            "n_in",
+            "n_out",
+            "d_model",
+            "num_layers",
+            "num_heads",
+            "d_ff",
+            "code_dim",
+            "hnet_hidden",
+            "hnet_num_hidden",
+            "n_templates",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or int(value) != value or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if self.d_model % self.num_heads:
-            raise ValueError(f"d_model must be divisible by num_heads, got d_model={self.d_model}, "
-                             f"num_heads={self.num_heads}")
+            raise ValueError(
+                f"d_model must be divisible by num_heads, got d_model={self.d_model}, num_heads={self.num_heads}"
+            )
         if self.hnet_num_hidden < 2:
-            raise ValueError(f"hnet_num_hidden must be >= 2 (the hypernetwork has a hidden group), "
-                             f"got {self.hnet_num_hidden}")
+            raise ValueError(
+                f"hnet_num_hidden must be >= 2 (the hypernetwork has a hidden group), got {self.hnet_num_hidden}"
+            )
 
 
 # --------------------------------------------------------------------------------------------- layers
@@ -143,8 +155,12 @@ def attend(params, q, k, v, self_kv=None, mask=None):
 
 def init_block(key, d_model, d_ff):
     k_att, k_ff = jax.random.split(key)
-    return {"norm_att": init_layer_norm(d_model), "attention": init_attention(k_att, d_model),
-            "norm_ff": init_layer_norm(d_model), "ff": init_mlp(k_ff, (d_model, d_ff, d_model))}
+    return {
+        "norm_att": init_layer_norm(d_model),
+        "attention": init_attention(k_att, d_model),
+        "norm_ff": init_layer_norm(d_model),
+        "ff": init_mlp(k_ff, (d_model, d_ff, d_model)),
+    }
 
 
 def _feed_forward(block, h):
@@ -196,10 +212,12 @@ def kv_memory(spec: InContextSpec) -> InContextModel:
 
     def init(key):
         k_key, k_value, k_att, k_dec = jax.random.split(key, 4)
-        return {"key_encoder": init_mlp(k_key, (spec.n_in, spec.d_ff, spec.d_model)),
-                "value_encoder": init_mlp(k_value, (spec.n_out, spec.d_ff, spec.d_model)),
-                "attention": init_attention(k_att, spec.d_model),
-                "decoder": init_mlp(k_dec, (2 * spec.d_model,) + (spec.d_ff,) * spec.num_layers + (spec.n_out,))}
+        return {
+            "key_encoder": init_mlp(k_key, (spec.n_in, spec.d_ff, spec.d_model)),
+            "value_encoder": init_mlp(k_value, (spec.n_out, spec.d_ff, spec.d_model)),
+            "attention": init_attention(k_att, spec.d_model),
+            "decoder": init_mlp(k_dec, (2 * spec.d_model,) + (spec.d_ff,) * spec.num_layers + (spec.n_out,)),
+        }
 
     def apply(params, x_s, y_s, x_q, mask=None):
         x_s, y_s = clear_padding(mask, x_s, y_s)
@@ -216,8 +234,12 @@ def kv_memory(spec: InContextSpec) -> InContextModel:
     def task_representation(params, x_s, y_s, mask=None):
         """Mean of the memory's keys and values: a crude summary (the task lives in their pairing)."""
         x_s, y_s = clear_padding(mask, x_s, y_s)
-        return jnp.concatenate([pooled_mean(apply_mlp(params["key_encoder"], x_s), mask),
-                                pooled_mean(apply_mlp(params["value_encoder"], y_s), mask)])
+        return jnp.concatenate(
+            [
+                pooled_mean(apply_mlp(params["key_encoder"], x_s), mask),
+                pooled_mean(apply_mlp(params["value_encoder"], y_s), mask),
+            ]
+        )
 
     return InContextModel("kv_memory", init, apply, task_representation)
 
@@ -228,9 +250,12 @@ def transformer(spec: InContextSpec) -> InContextModel:
 
     def init(key):
         keys = jax.random.split(key, spec.num_layers + 2)
-        return {"embed": init_dense(keys[0], n_token, spec.d_model),
-                "blocks": [init_block(k, spec.d_model, spec.d_ff) for k in keys[1:-1]],
-                "norm_out": init_layer_norm(spec.d_model), "readout": init_dense(keys[-1], spec.d_model, spec.n_out)}
+        return {
+            "embed": init_dense(keys[0], n_token, spec.d_model),
+            "blocks": [init_block(k, spec.d_model, spec.d_ff) for k in keys[1:-1]],
+            "norm_out": init_layer_norm(spec.d_model),
+            "readout": init_dense(keys[-1], spec.d_model, spec.n_out),
+        }
 
     def encode(params, x_s, y_s, x_q=None, mask=None):
         h_s = dense(params["embed"], support_tokens(*clear_padding(mask, x_s, y_s)))
@@ -254,21 +279,28 @@ def transformer(spec: InContextSpec) -> InContextModel:
 def bottleneck(spec: InContextSpec) -> InContextModel:
     """Transformer encoder -> pooled task code (code_dim) -> linear hypernetwork -> MLP on the queries."""
     n_token = spec.n_in + spec.n_out + 1
-    hnet = hypernetwork.hypernetwork("hnet_linear", spec.n_in, spec.n_out, spec.hnet_hidden, spec.hnet_num_hidden,
-                                     spec.n_templates)
+    hnet = hypernetwork.hypernetwork(
+        "hnet_linear", spec.n_in, spec.n_out, spec.hnet_hidden, spec.hnet_num_hidden, spec.n_templates
+    )
     n_chunks = spec.hnet_num_hidden + 1  # input, hidden (num_hidden - 1), output
 
     def init(key):
         keys = jax.random.split(key, spec.num_layers + 4)
         hnet_meta = hnet.init(keys[-1])
-        return {"embed": init_dense(keys[0], n_token, spec.d_model),
-                "blocks": [init_block(k, spec.d_model, spec.d_ff) for k in keys[1:-3]],
-                "norm_out": init_layer_norm(spec.d_model), "to_code": init_dense(keys[-2], spec.d_model, spec.code_dim),
-                # the code sets the hypernetwork's chunk embeddings: e = code @ W + b, b starting at the paper's init
-                "to_embeddings": {"w": truncated_normal(keys[-3], (spec.code_dim, n_chunks * spec.n_templates),
-                                                        1.0 / jnp.sqrt(spec.code_dim)),
-                                  "b": jnp.concatenate([hnet_meta["embeddings"][g] for g in GROUPS]).reshape(-1)},
-                "generators": hnet_meta["generators"]}
+        return {
+            "embed": init_dense(keys[0], n_token, spec.d_model),
+            "blocks": [init_block(k, spec.d_model, spec.d_ff) for k in keys[1:-3]],
+            "norm_out": init_layer_norm(spec.d_model),
+            "to_code": init_dense(keys[-2], spec.d_model, spec.code_dim),
+            # the code sets the hypernetwork's chunk embeddings: e = code @ W + b, b starting at the paper's init
+            "to_embeddings": {
+                "w": truncated_normal(
+                    keys[-3], (spec.code_dim, n_chunks * spec.n_templates), 1.0 / jnp.sqrt(spec.code_dim)
+                ),
+                "b": jnp.concatenate([hnet_meta["embeddings"][g] for g in GROUPS]).reshape(-1),
+            },
+            "generators": hnet_meta["generators"],
+        }
 
     def task_code(params, x_s, y_s, mask=None):
         h = dense(params["embed"], support_tokens(*clear_padding(mask, x_s, y_s)))
@@ -279,8 +311,10 @@ def bottleneck(spec: InContextSpec) -> InContextModel:
     def apply(params, x_s, y_s, x_q, mask=None):
         code = task_code(params, x_s, y_s, mask)
         flat = dense(params["to_embeddings"], code).reshape(n_chunks, spec.n_templates)
-        fast = {"embeddings": {"input": flat[:1], "hidden": flat[1:-1], "output": flat[-1:]},
-                "bias": jnp.zeros(spec.n_out)}
+        fast = {
+            "embeddings": {"input": flat[:1], "hidden": flat[1:-1], "output": flat[-1:]},
+            "bias": jnp.zeros(spec.n_out),
+        }
         return hnet.head({"generators": params["generators"]}, fast, x_q)
 
     return InContextModel("bottleneck", init, apply, task_code)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from compgen.models import Model
-from compgen.tasks.teacher import truncated_normal
+from compgen.initializers import truncated_normal
+from compgen.models.base import Model
 
 
 def init_dense(key, fan_in, fan_out):

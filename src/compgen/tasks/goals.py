@@ -1,5 +1,10 @@
 """The compositional-goals grid world (paper §4.3, spec §4).
 
+The sizes below are the paper's; a smaller world is a :class:`GoalsWorld` (grid, number of mazes,
+object types, interactions, distractors, minimum start distance) passed as ``world=`` to the functions
+(a frozen, hashable value, static under jit). At the default sizes every function behaves exactly as
+the paper's world.
+
 An agent in one of 5 random 11×11 mazes must walk to an object and interact with it. A task (a
 *goal*) combines four factors: the quadrant the object lies in (4), which of the 2 interaction
 actions to use, the maze (5) and the object's type (5), giving 200 goals. A demonstration follows
@@ -14,14 +19,16 @@ metrics are pure jittable JAX functions that vmap over keys and goals.
 
 Free space of every maze is one connected component: the generator only ever draws a wall segment
 from an existing wall into an *empty* node, so the walls are the border plus trees that each hang
-from it at most once and never enclose a region (checked for seeds 0-2999). Tables still treat an unreachable pair as distance :data:`UNREACHABLE`
-(never a valid start) and :func:`maze_tables` checks that every possible goal cell has a start at
-distance >= 11, so a maze for which sampling could fail raises when it is built.
+from it at most once and never enclose a region (checked for seeds 0-2999). Tables still treat an
+unreachable pair as distance :data:`UNREACHABLE` (never a valid start) and :func:`maze_tables` checks
+that every possible goal cell has a start at distance >= 11, so a maze for which sampling could fail
+raises when it is built.
 """
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -51,21 +58,130 @@ N_GOALS = int(np.prod(FACTOR_SIZES))  # 200
 FRAC_OOD = 0.25
 QUADRANT_NAMES = ("top-left", "top-right", "bottom-left", "bottom-right")
 
-_ROWS, _COLS = np.divmod(np.arange(N_CELLS), GRID)
-# quadrant of each cell: rows 0-5 / 6-10 × cols 0-5 / 6-10 (the split is at 6 | 5 cells)
-QUADRANT_OF_CELL = 2 * (_ROWS >= (GRID + 1) // 2) + (_COLS >= (GRID + 1) // 2)
-QUADRANT_MASKS = np.stack([QUADRANT_OF_CELL == q for q in range(N_QUADRANTS)])  # (4, 121) bool
-# move code of a step between neighbouring cells, indexed by (cell_to − cell_from + GRID)
-_STEP_ACTION = np.full(2 * GRID + 1, -1, np.int32)
-_STEP_ACTION[[0, GRID + 1, 2 * GRID, GRID - 1]] = [0, 1, 2, 3]
+
+@dataclass(frozen=True)
+class GoalsWorld:
+    """The sizes of a goals world; the defaults are the paper's (spec §4.1). Frozen and hashable, so it can be
+    a static argument of jitted functions and a key of cached tables.
+
+    * ``grid``: side of the (square) grid, odd and >= 5; mazes come from :func:`generate_maze` at this size
+      (the authors' algorithm, whose complexity and density scale with the size); quadrants split at
+      ``(grid + 1) // 2`` (6 | 5 cells at 11);
+    * ``n_mazes``, ``n_object_types``, ``n_interactions``: the sizes of the goal factors other than the
+      quadrant (always 4, the factor held out by the non-compositional split);
+    * ``n_distractors``: objects of other types placed beside the goal object;
+    * ``min_distance``: the agent starts at least this many steps from the goal object.
+
+    Derived: ``n_cells``, ``n_actions`` (4 moves + the interactions), ``obs_channels`` (object types, walls,
+    agent), ``obs_size``, ``max_steps`` (grid² − 1, the paper's padded demonstration length),
+    ``factor_sizes`` and ``n_goals``.
+    """
+
+    grid: int = GRID
+    n_mazes: int = N_MAZES
+    n_object_types: int = N_OBJECT_TYPES
+    n_interactions: int = N_INTERACTIONS
+    n_distractors: int = N_DISTRACTORS
+    min_distance: int = MIN_DISTANCE
+
+    def __post_init__(self):
+        _check_grid(self.grid)
+        for name in ("n_mazes", "n_object_types", "n_interactions", "min_distance"):
+            _check_count(getattr(self, name), name)
+        if (
+            isinstance(self.n_distractors, bool)
+            or int(self.n_distractors) != self.n_distractors
+            or self.n_distractors < 0
+        ):
+            raise ValueError(f"n_distractors must be a non-negative integer, got {self.n_distractors!r}")
+        if self.n_distractors > 0 and self.n_object_types < 2:
+            raise ValueError(
+                f"n_object_types must be >= 2 when there are distractors (they take the other types), "
+                f"got {self.n_object_types}"
+            )
+        if self.n_distractors >= self.n_cells // 4:
+            raise ValueError(
+                f"n_distractors must be < {self.n_cells // 4} for a {self.grid}x{self.grid} grid, "
+                f"got {self.n_distractors}"
+            )
+        if self.min_distance > self.max_steps:
+            raise ValueError(
+                f"min_distance must be <= {self.max_steps} for a {self.grid}x{self.grid} grid, got {self.min_distance}"
+            )
+
+    @property
+    def n_cells(self):
+        return self.grid * self.grid
+
+    @property
+    def n_actions(self):
+        return N_MOVES + self.n_interactions
+
+    @property
+    def obs_channels(self):
+        return self.n_object_types + 2
+
+    @property
+    def obs_size(self):
+        return self.n_cells * self.obs_channels
+
+    @property
+    def max_steps(self):
+        return self.n_cells - 1
+
+    @property
+    def factor_sizes(self):
+        return (N_QUADRANTS, self.n_interactions, self.n_mazes, self.n_object_types)
+
+    @property
+    def n_goals(self):
+        return int(np.prod(self.factor_sizes))
+
+    @property
+    def actions(self):
+        return ACTIONS[:N_MOVES] + tuple(f"interaction {i}" for i in range(self.n_interactions))
+
+    @property
+    def moves(self):
+        """(row, col) change per action: (n_actions, 2) int (interactions stay put)."""
+        return np.concatenate([MOVES[:N_MOVES], np.zeros((self.n_interactions, 2), MOVES.dtype)])
+
+    @property
+    def quadrant_of_cell(self):
+        """Quadrant of each cell: rows/cols split at (grid + 1) // 2: (n_cells,) int."""
+        rows, cols = np.divmod(np.arange(self.n_cells), self.grid)
+        half = (self.grid + 1) // 2
+        return 2 * (rows >= half) + (cols >= half)
+
+    @property
+    def quadrant_masks(self):
+        return np.stack([self.quadrant_of_cell == q for q in range(N_QUADRANTS)])  # (4, n_cells) bool
+
+    @property
+    def step_action(self):
+        """Move code of a step between neighbouring cells, indexed by (cell_to − cell_from + grid)."""
+        table = np.full(2 * self.grid + 1, -1, np.int32)
+        table[[0, self.grid + 1, 2 * self.grid, self.grid - 1]] = [0, 1, 2, 3]
+        return table
 
 
-# --------------------------------------------------------------------------------------------- mazes
+def _check_grid(size):
+    if isinstance(size, bool) or int(size) != size or size < 5 or size % 2 == 0:
+        raise ValueError(f"grid (the side of the maze) must be an odd integer >= 5, got {size!r}")
 
 
 def _check_count(value, name):
     if isinstance(value, bool) or int(value) != value or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+WORLD = GoalsWorld()  # the paper's world (spec §4.1)
+QUADRANT_OF_CELL = WORLD.quadrant_of_cell  # rows 0-5 / 6-10 × cols 0-5 / 6-10 (the split is at 6 | 5 cells)
+QUADRANT_MASKS = WORLD.quadrant_masks  # (4, 121) bool
+_STEP_ACTION = WORLD.step_action
+
+
+# --------------------------------------------------------------------------------------------- mazes
 
 
 def generate_maze(seed, size=GRID, complexity=0.75, density=0.75):
@@ -76,8 +192,7 @@ def generate_maze(seed, size=GRID, complexity=0.75, density=0.75):
     even node two cells away (left, right, up, down if in bounds), walling it and the cell between
     only if it is empty; the padding is cropped. For size 11 that is 27 islands × 97 steps.
     """
-    if isinstance(size, bool) or int(size) != size or size < 5 or size % 2 == 0:
-        raise ValueError(f"size must be an odd integer >= 5, got {size!r}")
+    _check_grid(size)
     rng = np.random.default_rng(int(seed))
     pad = size + 2
     complexity = int(complexity * (5 * (pad + pad)))
@@ -107,10 +222,11 @@ def generate_maze(seed, size=GRID, complexity=0.75, density=0.75):
     return grid[1:-1, 1:-1]
 
 
-def make_mazes(seed, n_mazes=N_MAZES):
-    """The run's mazes, maze i from ``default_rng(seed + i)``: (n_mazes, 11, 11) bool."""
+def make_mazes(seed, n_mazes=None, world=WORLD):
+    """The run's mazes, maze i from ``default_rng(seed + i)``: (n_mazes, grid, grid) bool (n_mazes: the world's)."""
+    n_mazes = world.n_mazes if n_mazes is None else n_mazes
     _check_count(n_mazes, "n_mazes")
-    return np.stack([generate_maze(seed + i) for i in range(n_mazes)])
+    return np.stack([generate_maze(seed + i, world.grid) for i in range(n_mazes)])
 
 
 # --------------------------------------------------------------------------------------------- shortest paths
@@ -119,71 +235,79 @@ def make_mazes(seed, n_mazes=N_MAZES):
 def _adjacency(walls):
     """Dense 0/1 matrix of the free-cell 4-neighbour graph, built as the authors build it."""
     free = ~walls
-    adjacency = np.zeros((N_CELLS, N_CELLS))
+    size = walls.shape[0]
+    adjacency = np.zeros((size * size, size * size))
     for r, c in np.argwhere(free):
         for dr, dc in MOVES[:N_MOVES]:
             rr, cc = r + dr, c + dc
-            if 0 <= rr < GRID and 0 <= cc < GRID and free[rr, cc]:
-                adjacency[r * GRID + c, rr * GRID + cc] = 1.0
+            if 0 <= rr < size and 0 <= cc < size and free[rr, cc]:
+                adjacency[r * size + c, rr * size + cc] = 1.0
     return adjacency
 
 
-def maze_tables(walls):
-    """Shortest-path tables of one maze (11, 11) bool, for use inside jit.
+def maze_tables(walls, world=WORLD):
+    """Shortest-path tables of one maze (grid, grid) bool, for use inside jit (C = grid² cells; 121 in the paper).
 
-    * ``free`` (121,) bool;
-    * ``distance`` (121, 121) int32: path length a -> g, :data:`UNREACHABLE` for walls and
+    * ``free`` (C,) bool;
+    * ``distance`` (C, C) int32: path length a -> g, :data:`UNREACHABLE` for walls and
       disconnected pairs;
-    * ``predecessor`` (121, 121) int32: scipy's predecessor of cell c on the shortest path from a
+    * ``predecessor`` (C, C) int32: scipy's predecessor of cell c on the shortest path from a
       (c itself where there is none), so the path a -> g is read backwards from g;
-    * ``next_action`` (121, 121) int32: the first move (0-3) of that path, −1 where a == g or no
+    * ``next_action`` (C, C) int32: the first move (0-3) of that path, −1 where a == g or no
       path exists.
 
     Paths come from ``scipy.sparse.csgraph.shortest_path`` on the same dense graph as the authors',
     so ties between equally short paths break the same way. Raises a ValueError if a quadrant has
-    no free cell or some free cell has no start at distance >= 11 (sampling would then fail).
+    no free cell or some free cell has no start at distance >= ``world.min_distance`` (sampling would
+    then fail).
     """
     walls = np.asarray(walls, dtype=bool)
-    if walls.shape != (GRID, GRID):
-        raise ValueError(f"walls must have shape ({GRID}, {GRID}), got {walls.shape}")
+    grid, n_cells = world.grid, world.n_cells
+    if walls.shape != (grid, grid):
+        raise ValueError(f"walls must have shape ({grid}, {grid}), got {walls.shape}")
     free = ~walls.reshape(-1)
     dist, pred = shortest_path(_adjacency(walls), return_predecessors=True)
     reachable = np.isfinite(dist) & free[:, None] & free[None, :]
     distance = np.where(reachable, dist, UNREACHABLE).astype(np.int32)
-    cells = np.broadcast_to(np.arange(N_CELLS), (N_CELLS, N_CELLS))
+    cells = np.broadcast_to(np.arange(n_cells), (n_cells, n_cells))
     predecessor = np.where(pred >= 0, pred, cells).astype(np.int32)
 
     # first step of each path: walk back from g until the predecessor is the start a
     start = cells.T
     node = cells.copy()
-    for _ in range(N_CELLS):
+    for _ in range(n_cells):
         back = predecessor[start, node]
         step = (back != start) & (back != node)
         if not step.any():
             break
         node = np.where(step, back, node)
     moving = reachable & (start != cells)
-    next_action = np.where(moving, _STEP_ACTION[np.clip(node - start + GRID, 0, 2 * GRID)], -1).astype(np.int32)
+    next_action = np.where(moving, world.step_action[np.clip(node - start + grid, 0, 2 * grid)], -1).astype(np.int32)
 
+    masks = world.quadrant_masks
     for q in range(N_QUADRANTS):
-        goal_cells = np.flatnonzero(free & QUADRANT_MASKS[q])
+        goal_cells = np.flatnonzero(free & masks[q])
         if len(goal_cells) == 0:
             raise ValueError(f"maze has no free cell in quadrant {q}")
-        starts = ((distance[goal_cells] >= MIN_DISTANCE) & reachable[goal_cells]).sum(1)
+        starts = ((distance[goal_cells] >= world.min_distance) & reachable[goal_cells]).sum(1)
         if (starts == 0).any():
             g = goal_cells[np.argmax(starts == 0)]
-            raise ValueError(f"goal cell (row {g // GRID}, col {g % GRID}) in quadrant {q} has no free cell at "
-                             f"shortest-path distance >= {MIN_DISTANCE}; choose another maze seed")
+            raise ValueError(
+                f"goal cell (row {g // grid}, col {g % grid}) in quadrant {q} has no free cell at "
+                f"shortest-path distance >= {world.min_distance}; choose another maze seed"
+            )
+    if free.sum() < world.n_distractors:
+        raise ValueError(f"maze has {free.sum()} free cells, fewer than the {world.n_distractors} distractors")
     return {"free": free, "distance": distance, "predecessor": predecessor, "next_action": next_action}
 
 
-def make_tables(seed, n_mazes=N_MAZES):
+def make_tables(seed, n_mazes=None, world=WORLD):
     """Tables of :func:`maze_tables` for the run's mazes, stacked on a leading maze axis (jnp arrays)."""
-    mazes = make_mazes(seed, n_mazes)
+    mazes = make_mazes(seed, n_mazes, world)
     tables = []
     for i, walls in enumerate(mazes):
         try:
-            tables.append(maze_tables(walls))
+            tables.append(maze_tables(walls, world))
         except ValueError as err:
             raise ValueError(f"maze {i} of seed {seed} (default_rng({seed + i})): {err}") from None
     return {k: jnp.asarray(np.stack([t[k] for t in tables])) for k in tables[0]}
@@ -198,20 +322,21 @@ def max_demo_length(tables):
 # --------------------------------------------------------------------------------------------- goals
 
 
-def goal_table():
-    """All goals as (quadrant, interaction, maze, object type) rows in itertools.product order: (200, 4).
+def goal_table(world=WORLD):
+    """All goals as (quadrant, interaction, maze, object type) rows in itertools.product order: (n_goals, 4).
 
-    Goal id = ((quadrant · 2 + interaction) · 5 + maze) · 5 + object type.
+    Goal id = ((quadrant · n_interactions + interaction) · n_mazes + maze) · n_object_types + object type
+    (200 goals in the paper's world).
     """
-    return np.array(list(itertools.product(*(range(n) for n in FACTOR_SIZES))), dtype=np.int32)
+    return np.array(list(itertools.product(*(range(n) for n in world.factor_sizes))), dtype=np.int32)
 
 
-def quadrant_of(cell):
-    """Quadrant of a cell index (row * 11 + col): 0 top-left, 1 top-right, 2 bottom-left, 3 bottom-right."""
-    return jnp.asarray(QUADRANT_OF_CELL)[cell]
+def quadrant_of(cell, world=WORLD):
+    """Quadrant of a cell index (row * grid + col): 0 top-left, 1 top-right, 2 bottom-left, 3 bottom-right."""
+    return jnp.asarray(world.quadrant_of_cell)[cell]
 
 
-def check_goal(goal, n_mazes=N_MAZES):
+def check_goal(goal, n_mazes=None, world=WORLD):
     """Raise a ValueError naming the factor if a concrete goal (4,) is out of range; tracers pass."""
     try:
         values = np.asarray(goal)
@@ -219,7 +344,10 @@ def check_goal(goal, n_mazes=N_MAZES):
         return
     if values.shape != (4,) or not np.issubdtype(values.dtype, np.integer):
         raise ValueError(f"goal must be 4 integers (quadrant, interaction, maze, object type), got {goal!r}")
-    for name, size, value in zip(FACTORS, (N_QUADRANTS, N_INTERACTIONS, n_mazes, N_OBJECT_TYPES), values):
+    sizes = list(world.factor_sizes)
+    if n_mazes is not None:
+        sizes[2] = n_mazes
+    for name, size, value in zip(FACTORS, sizes, values):
         if not 0 <= value < size:
             raise ValueError(f"goal {name} must be in 0..{size - 1}, got {int(value)}")
 
@@ -228,43 +356,45 @@ def _n_mazes(tables):
     return np.shape(tables["distance"])[0]
 
 
-def goal_split(split="random", seed=0):
-    """Training and OOD goal ids (spec §4.2): ``(train (150,), ood (50,))``.
+def goal_split(split="random", seed=0, world=WORLD):
+    """Training and OOD goal ids (spec §4.2): ``(train, ood)``, (150,) and (50,) in the paper's world.
 
-    * ``random``: ``jax.random.permutation(key(seed), 200)``; the last 50 are OOD. The ids keep the
-      permutation order (as the authors' task arrays do). As in the authors' code, which asserts it,
+    * ``random``: ``jax.random.permutation(key(seed), n_goals)``; the last ⌊n_goals/4⌋ are OOD. The ids keep
+      the permutation order (as the authors' task arrays do). As in the authors' code, which asserts it,
       a seed whose training goals miss some value of a factor raises a ValueError (no redraw).
     * ``non_compositional``: OOD = every goal in quadrant 3 (bottom-right).
     """
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    goals = goal_table()
+    goals = goal_table(world)
     if split == "non_compositional":
         held_out = goals[:, 0] == N_QUADRANTS - 1
         return np.flatnonzero(~held_out), np.flatnonzero(held_out)
-    order = np.asarray(jax.random.permutation(jax.random.key(seed), N_GOALS))
-    n_ood = int(N_GOALS * FRAC_OOD)
+    order = np.asarray(jax.random.permutation(jax.random.key(seed), world.n_goals))
+    n_ood = int(world.n_goals * FRAC_OOD)
     train, ood = order[:-n_ood], order[-n_ood:]
-    for f, (name, size) in enumerate(zip(FACTORS, FACTOR_SIZES)):
+    for f, (name, size) in enumerate(zip(FACTORS, world.factor_sizes)):
         if len(np.unique(goals[train, f])) != size:
-            raise ValueError(f"random split with seed={seed} leaves a value of the {name} factor out of training; "
-                             "choose another seed")
+            raise ValueError(
+                f"random split with seed={seed} leaves a value of the {name} factor out of training; "
+                "choose another seed"
+            )
     return train, ood
 
 
-def sample_goal(key, goal_ids):
+def sample_goal(key, goal_ids, world=WORLD):
     """A goal drawn uniformly from ``goal_ids`` (as the authors' ``reset_goal``): (4,) int32."""
-    return jnp.asarray(goal_table())[jax.random.choice(key, jnp.asarray(goal_ids))]
+    return jnp.asarray(goal_table(world))[jax.random.choice(key, jnp.asarray(goal_ids))]
 
 
-def goal_one_hot(goal):
-    """Decoding targets: a one-hot per factor, (4, 5) float32."""
-    return jax.nn.one_hot(goal, max(FACTOR_SIZES))
+def goal_one_hot(goal, world=WORLD):
+    """Decoding targets: a one-hot per factor, (4, max factor size) float32 ((4, 5) in the paper's world)."""
+    return jax.nn.one_hot(goal, max(world.factor_sizes))
 
 
-def describe_goal(goal):
+def describe_goal(goal, world=WORLD):
     """The goal in words, e.g. 'interaction 1 with the object of type 3 in quadrant 2 (bottom-left) of maze 4'."""
-    check_goal(goal)
+    check_goal(goal, world=world)
     q, i, m, o = (int(v) for v in np.asarray(goal))
     return f"interaction {i} with the object of type {o} in quadrant {q} ({QUADRANT_NAMES[q]}) of maze {m}"
 
@@ -272,52 +402,60 @@ def describe_goal(goal):
 # --------------------------------------------------------------------------------------------- instances
 
 
-def sample_instance(key, tables, goal):
-    """Object and agent placement for ``goal``: ``{"agent": (), "objects": (5,), "types": (5,)}`` int32 cells/types.
+def sample_instance(key, tables, goal, world=WORLD):
+    """Object and agent placement for ``goal``: ``{"agent": (), "objects": (1 + n_distractors,), "types": (same,)}``
+    int32 cells/types.
 
-    Object 0 is the goal object, 1-4 the distractors. Draws follow the authors' ``reset``: the key is
-    split into (distractor types, agent cell, goal cell, distractor cells, unused) and each is one
-    ``jax.random.choice``: distractor types with replacement from the 4 other types; the goal cell
-    uniform over free cells of the goal quadrant; the agent uniform over free cells at shortest-path
-    distance >= 11 from it; 4 distinct free distractor cells (they may share the goal or agent cell).
+    Object 0 is the goal object, the others the distractors (4 in the paper's world). Draws follow the
+    authors' ``reset``: the key is split into (distractor types, agent cell, goal cell, distractor cells,
+    unused) and each is one ``jax.random.choice``: distractor types with replacement from the other types;
+    the goal cell uniform over free cells of the goal quadrant; the agent uniform over free cells at
+    shortest-path distance >= ``world.min_distance`` (11) from it; distinct free distractor cells (they may
+    share the goal or agent cell).
     """
-    check_goal(goal, _n_mazes(tables))
+    check_goal(goal, _n_mazes(tables), world)
     goal = jnp.asarray(goal, jnp.int32)
     quadrant, _, maze, kind = goal[0], goal[1], goal[2], goal[3]
+    n_types, n_cells = world.n_object_types, world.n_cells
     k_types, k_agent, k_goal, k_cells, _ = jax.random.split(key, 5)
-    types = jax.random.choice(k_types, N_OBJECT_TYPES, (N_DISTRACTORS,), replace=True,
-                              p=1.0 - (jnp.arange(N_OBJECT_TYPES) == kind))
+    types = jax.random.choice(
+        k_types, n_types, (world.n_distractors,), replace=True, p=1.0 - (jnp.arange(n_types) == kind)
+    )
     free = jnp.asarray(tables["free"])[maze]
-    in_quadrant = free & jnp.asarray(QUADRANT_MASKS)[quadrant]
-    goal_cell = jax.random.choice(k_goal, N_CELLS, (1,), p=in_quadrant.astype(jnp.float32))
+    in_quadrant = free & jnp.asarray(world.quadrant_masks)[quadrant]
+    goal_cell = jax.random.choice(k_goal, n_cells, (1,), p=in_quadrant.astype(jnp.float32))
     distance = jnp.asarray(tables["distance"])[maze, goal_cell[0]]
-    start_ok = free & (distance >= MIN_DISTANCE) & (distance < UNREACHABLE)
-    agent = jax.random.choice(k_agent, N_CELLS, (1,), p=start_ok.astype(jnp.float32))
-    cells = jax.random.choice(k_cells, N_CELLS, (N_DISTRACTORS,), replace=False, p=free.astype(jnp.float32))
-    return {"agent": agent[0].astype(jnp.int32),
-            "objects": jnp.concatenate([goal_cell, cells]).astype(jnp.int32),
-            "types": jnp.concatenate([kind[None], types]).astype(jnp.int32)}
+    start_ok = free & (distance >= world.min_distance) & (distance < UNREACHABLE)
+    agent = jax.random.choice(k_agent, n_cells, (1,), p=start_ok.astype(jnp.float32))
+    cells = jax.random.choice(k_cells, n_cells, (world.n_distractors,), replace=False, p=free.astype(jnp.float32))
+    return {
+        "agent": agent[0].astype(jnp.int32),
+        "objects": jnp.concatenate([goal_cell, cells]).astype(jnp.int32),
+        "types": jnp.concatenate([kind[None], types]).astype(jnp.int32),
+    }
 
 
-def observation(walls, agent_cell, object_cells, object_types):
-    """The agent's view (spec §4.1), flattened (H, W, C) row-major: (847,) float32.
+def observation(walls, agent_cell, object_cells, object_types, world=WORLD):
+    """The agent's view (spec §4.1), flattened (H, W, C) row-major: (obs_size,) float32, (847,) in the paper.
 
-    Channels 0-4: a one-hot of each object's type at its cell (where objects share a cell their
-    one-hots add up as a union); 5: walls; 6: the agent.
+    Channels 0..n_object_types−1: a one-hot of each object's type at its cell (where objects share a cell
+    their one-hots add up as a union); then walls; then the agent.
     """
-    grid = jnp.zeros((N_CELLS, OBS_CHANNELS), jnp.float32)
+    n_types = world.n_object_types
+    grid = jnp.zeros((world.n_cells, world.obs_channels), jnp.float32)
     grid = grid.at[object_cells, object_types].set(1.0)
-    grid = grid.at[:, N_OBJECT_TYPES].set(jnp.asarray(walls, jnp.float32).reshape(-1))
-    grid = grid.at[agent_cell, N_OBJECT_TYPES + 1].set(1.0)
+    grid = grid.at[:, n_types].set(jnp.asarray(walls, jnp.float32).reshape(-1))
+    grid = grid.at[agent_cell, n_types + 1].set(1.0)
     return grid.reshape(-1)
 
 
-def step_cell(walls, cell, action):
+def step_cell(walls, cell, action, world=WORLD):
     """The agent's cell after ``action``: moves into walls or off the grid and interactions stay put."""
-    row, col = cell // GRID + jnp.asarray(MOVES)[action, 0], cell % GRID + jnp.asarray(MOVES)[action, 1]
-    inside = (row >= 0) & (row < GRID) & (col >= 0) & (col < GRID)
-    blocked = jnp.asarray(walls)[jnp.clip(row, 0, GRID - 1), jnp.clip(col, 0, GRID - 1)]
-    return jnp.where(inside & ~blocked, row * GRID + col, cell).astype(jnp.int32)
+    size, moves = world.grid, jnp.asarray(world.moves)
+    row, col = cell // size + moves[action, 0], cell % size + moves[action, 1]
+    inside = (row >= 0) & (row < size) & (col >= 0) & (col < size)
+    blocked = jnp.asarray(walls)[jnp.clip(row, 0, size - 1), jnp.clip(col, 0, size - 1)]
+    return jnp.where(inside & ~blocked, row * size + col, cell).astype(jnp.int32)
 
 
 def _check_length(tables, length):
@@ -348,66 +486,68 @@ def optimal_path(tables, instance, goal, length=MAX_STEPS):
     return reverse[jnp.clip(d - jnp.arange(length), 0, length - 1)]
 
 
-def demonstration(tables, mazes, instance, goal, length=MAX_STEPS):
-    """The optimal trajectory of an instance: ``(obs (length, 847), actions (length,) int32, mask (length,) bool)``.
+def demonstration(tables, mazes, instance, goal, length=MAX_STEPS, world=WORLD):
+    """The optimal trajectory of an instance: ``(obs (length, obs_size), actions (length,), mask (length,))``.
 
     The agent follows scipy's shortest path from its start (the authors' precomputed action
     sequence), then takes the goal's interaction on the goal cell. That step is the last unmasked
     one: mask.sum() == distance + 1. Padding repeats the interaction on the goal cell, masked.
     """
-    check_goal(goal, _n_mazes(tables))
+    check_goal(goal, _n_mazes(tables), world)
     _check_length(tables, length)
     goal = jnp.asarray(goal, jnp.int32)
     cells = optimal_path(tables, instance, goal, length)
     d = jnp.asarray(tables["distance"])[goal[2], instance["agent"], instance["objects"][0]]
     t = jnp.arange(length)
-    step = jnp.asarray(_STEP_ACTION)[jnp.clip(jnp.roll(cells, -1) - cells + GRID, 0, 2 * GRID)]
+    size = world.grid
+    step = jnp.asarray(world.step_action)[jnp.clip(jnp.roll(cells, -1) - cells + size, 0, 2 * size)]
     actions = jnp.where(t < d, step, N_MOVES + goal[1]).astype(jnp.int32)
     walls = jnp.asarray(mazes)[goal[2]]
-    obs = jax.vmap(observation, (None, 0, None, None))(walls, cells, instance["objects"], instance["types"])
+    obs = jax.vmap(lambda c: observation(walls, c, instance["objects"], instance["types"], world))(cells)
     return obs, actions, t <= d
 
 
-def task_data(tables, mazes, goal, key, n_support=1, n_query=1, length=MAX_STEPS):
-    """Support and query demonstrations of one goal, each ``(obs (n·length, 847), (actions (n·length,), mask))``.
+def task_data(tables, mazes, goal, key, n_support=1, n_query=1, length=MAX_STEPS, world=WORLD):
+    """Support and query demonstrations of one goal, each ``(obs (n·length, obs_size), (actions (n·length,), mask))``.
 
     Instance keys follow the authors' loader: ``key`` is split into n_support + n_query keys and
     each instance is drawn from the first half of ``split(key_i)``.
     """
     for name, n in (("n_support", n_support), ("n_query", n_query)):
         _check_count(n, name)
-    check_goal(goal, _n_mazes(tables))
+    check_goal(goal, _n_mazes(tables), world)
     _check_length(tables, length)
 
     def one(k):
-        instance = sample_instance(jax.random.split(k)[0], tables, goal)
-        return demonstration(tables, mazes, instance, goal, length)
+        instance = sample_instance(jax.random.split(k)[0], tables, goal, world)
+        return demonstration(tables, mazes, instance, goal, length, world)
 
     obs, actions, mask = jax.vmap(one)(jax.random.split(key, n_support + n_query))
 
     def part(s):
-        return obs[s].reshape(-1, OBS_SIZE), (actions[s].reshape(-1), mask[s].reshape(-1))
+        return obs[s].reshape(-1, world.obs_size), (actions[s].reshape(-1), mask[s].reshape(-1))
 
     return part(slice(0, n_support)), part(slice(n_support, None))
 
 
-def rollout(policy, tables, mazes, instance, goal, length=MAX_STEPS):
-    """Run ``policy(obs (847,)) -> action`` from the instance's start for ``length`` steps.
+def rollout(policy, tables, mazes, instance, goal, length=MAX_STEPS, world=WORLD):
+    """Run ``policy(obs (obs_size,)) -> action`` from the instance's start for ``length`` steps.
 
     Returns ``(cells (length+1,), actions (length,), success ())``: the cells visited (starting
     cell first), the actions the policy chose, and whether it took the goal's interaction on the goal
     cell. After that the episode is done and the agent stays put.
     """
-    check_goal(goal, _n_mazes(tables))
+    check_goal(goal, _n_mazes(tables), world)
     goal = jnp.asarray(goal, jnp.int32)
     walls = jnp.asarray(mazes)[goal[2]]
     target = instance["objects"][0]
 
     def step(carry, _):
         cell, done = carry
-        action = jnp.asarray(policy(observation(walls, cell, instance["objects"], instance["types"])), jnp.int32)
+        obs = observation(walls, cell, instance["objects"], instance["types"], world)
+        action = jnp.asarray(policy(obs), jnp.int32)
         success = ~done & (cell == target) & (action == N_MOVES + goal[1])
-        cell = jnp.where(done, cell, step_cell(walls, cell, action))
+        cell = jnp.where(done, cell, step_cell(walls, cell, action, world))
         return (cell, done | success), (cell, action)
 
     (_, done), (cells, actions) = jax.lax.scan(step, (instance["agent"], jnp.array(False)), None, length=length)
@@ -449,5 +589,9 @@ def episode_metrics(logits, actions, mask):
     first = jnp.argmax(mask, axis=1)
     last = mask.shape[1] - 1 - jnp.argmax(mask[:, ::-1], axis=1)
     pick = lambda idx: jnp.take_along_axis(correct, idx[:, None], axis=1)[:, 0].astype(jnp.float32)  # noqa: E731
-    return {"acc": acc.mean(), "acc_all": jnp.all(correct | ~mask, axis=1).astype(jnp.float32).mean(),
-            "acc_first": pick(first).mean(), "acc_last": pick(last).mean()}
+    return {
+        "acc": acc.mean(),
+        "acc_all": jnp.all(correct | ~mask, axis=1).astype(jnp.float32).mean(),
+        "acc_first": pick(first).mean(),
+        "acc_last": pick(last).mean(),
+    }

@@ -18,8 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from compgen.initializers import truncated_normal
 from compgen.tasks import support
-from compgen.tasks.teacher import truncated_normal
 
 SPLITS = ("random", "non_compositional", "connected", "disconnected")
 N_GENERATED = 2  # generated layers (hidden_0, hidden_1)
@@ -105,20 +105,12 @@ def task_codes(n_modules, max_hot, ids=None):
     return np.stack([combos[ids // s], combos[ids % s]], axis=1).astype(np.float32)
 
 
-def _connected_layer_set(n_modules):
-    """One-hots, (i, i+1 mod M) and (i, i+2 mod M) pairs: the 3M per-layer combinations of spec §2.3."""
-    rows = [{i} for i in range(n_modules)]
-    rows += [{i, (i + 1) % n_modules} for i in range(n_modules)]
-    rows += [{i, (i + 2) % n_modules} for i in range(n_modules)]
-    return {frozenset(r) for r in rows}
-
-
 def task_split(n_modules, max_hot, split="random", frac_ood=0.25, seed=0, max_redraws=100):
     """Training and OOD task ids of a split (spec §2.3): ``(train (n,), ood (m,), redraws)``.
 
     * ``random``: a permutation of all tasks from ``seed``; the last ⌊frac_ood·S²⌋ are OOD. The
       split is re-drawn (``redraws`` counts how often) until every expert of every layer is active in
-      some training task, so the training support is compositional.
+      some training task, so the training support is compositional (:func:`compgen.tasks.support.random_split`).
     * ``non_compositional``: OOD = every task whose last generated layer uses expert M-1.
     * ``connected`` / ``disconnected`` (K = 2, M even and > 4): training tasks whose per-layer
       combinations are one-hots or ring pairs at distance 1 and 2 / both layers 1-hot or both 2-hot
@@ -130,36 +122,21 @@ def task_split(n_modules, max_hot, split="random", frac_ood=0.25, seed=0, max_re
     if not 0.0 < frac_ood < 1.0:
         raise ValueError(f"frac_ood must lie strictly between 0 and 1, got {frac_ood!r}")
     codes = task_codes(n_modules, max_hot)
-    n_tasks = len(codes)
-    redraws = 0
     if split == "random":
-        n_ood = int(np.floor(frac_ood * n_tasks))
-        if n_ood == 0 or n_ood == n_tasks:
-            raise ValueError(f"frac_ood={frac_ood} leaves {n_ood} of {n_tasks} tasks out of distribution; "
-                             "choose frac_ood so that both sets are non-empty")
-        key = jax.random.key(seed)
-        while True:
-            order = np.asarray(jax.random.permutation(jax.random.fold_in(key, redraws) if redraws else key, n_tasks))
-            train, ood = order[: n_tasks - n_ood], order[n_tasks - n_ood:]
-            if codes[train].any(axis=0).all():
-                break
-            redraws += 1
-            if redraws > max_redraws:
-                raise ValueError(f"no compositional random split found in {max_redraws} draws "
-                                 f"(M={n_modules}, K={max_hot}, frac_ood={frac_ood}); lower frac_ood")
-        return np.sort(train), np.sort(ood), redraws
+        return support.random_split(codes, frac_ood, seed, max_redraws, what="tasks")
     if split == "non_compositional":
         held_out = codes[:, -1, n_modules - 1] == 1
         return np.flatnonzero(~held_out), np.flatnonzero(held_out), 0
-    if max_hot != 2 or n_modules % 2 or n_modules <= 4:
-        raise ValueError(f"split={split!r} needs max_hot (K) = 2 and an even n_modules (M) > 4, "
-                         f"got K={max_hot}, M={n_modules}")
-    per_layer = [[frozenset(np.flatnonzero(codes[t, layer])) for layer in range(N_GENERATED)] for t in range(n_tasks)]
-    ring = _connected_layer_set(n_modules)
-    halves = (frozenset(range(n_modules // 2)), frozenset(range(n_modules // 2, n_modules)))
+    support.check_ring_split(n_modules, max_hot, split)
+    per_layer = [[frozenset(np.flatnonzero(code[layer])) for layer in range(N_GENERATED)] for code in codes]
+    ring, halves = support.ring_combinations(n_modules), support.half_split(n_modules)
     connected = np.array([all(c in ring for c in layers) for layers in per_layer])
-    disconnected = np.array([len({len(c) for c in layers}) == 1 and any(frozenset().union(*layers) <= h for h in halves)
-                             for layers in per_layer])
+    disconnected = np.array(
+        [
+            len({len(c) for c in layers}) == 1 and any(frozenset().union(*layers) <= h for h in halves)
+            for layers in per_layer
+        ]
+    )
     train = connected if split == "connected" else disconnected
     return np.flatnonzero(train), np.flatnonzero(~(connected | disconnected)), 0
 
@@ -190,8 +167,11 @@ def evaluation_codes(key, n_modules, max_hot, train_ids, ood_ids, num):
     """
     codes = task_codes(n_modules, max_hot)
     k_train, k_test, k_valid, k_ood, k_aux = jax.random.split(key, 5)
-    sets = {"valid": sample_codes(k_valid, codes[train_ids], num), "test": sample_codes(k_test, codes[train_ids], num),
-            "ood": sample_codes(k_ood, codes[ood_ids], num)}
+    sets = {
+        "valid": sample_codes(k_valid, codes[train_ids], num),
+        "test": sample_codes(k_test, codes[train_ids], num),
+        "ood": sample_codes(k_ood, codes[ood_ids], num),
+    }
     ood = codes[ood_ids]
     for i, k in enumerate(ood_k_values(n_modules)):
         set_key = jax.random.fold_in(k_aux, i)

@@ -19,13 +19,7 @@ import numpy as np
 
 from compgen.tasks import support, teacher
 
-LAYOUT = ("wwwwwww",
-          "w  w  w",
-          "w  w  w",
-          "ww   ww",
-          "w  w  w",
-          "w  w  w",
-          "wwwwwww")
+LAYOUT = ("wwwwwww", "w  w  w", "w  w  w", "ww   ww", "w  w  w", "w  w  w", "wwwwwww")
 GRID = 7
 WALLS = np.array([[c == "w" for c in row] for row in LAYOUT])
 FREE_CELLS = np.flatnonzero(~WALLS.ravel())  # grid index (row * 7 + col) of each of the 19 free cells
@@ -72,8 +66,9 @@ def check_masks(masks, n_modules: int = N_MODULES, name: str = "mask"):
     """Raise a ValueError naming ``name`` unless ``masks`` (..., n_modules) holds 0/1 entries."""
     masks = np.asarray(masks)
     if masks.ndim == 0 or masks.shape[-1] != n_modules:
-        raise ValueError(f"{name} must have length n_modules={n_modules} (one entry per preference module), "
-                         f"got shape {masks.shape}")
+        raise ValueError(
+            f"{name} must have length n_modules={n_modules} (one entry per preference module), got shape {masks.shape}"
+        )
     if not np.isin(masks, (0, 1)).all():
         raise ValueError(f"{name} entries must be 0 or 1")
     return masks
@@ -91,14 +86,14 @@ def task_masks(n_modules: int = N_MODULES, max_hot: int = 3):
     return support.masks_up_to_k(n_modules, max_hot)
 
 
-def _ring_sets(n_modules):
-    rows = [{i} for i in range(n_modules)]
-    rows += [{i, (i + d) % n_modules} for d in (1, 2) for i in range(n_modules)]
-    return {frozenset(r) for r in rows}
-
-
-def task_split(n_modules: int = N_MODULES, max_hot: int = 3, split: str = "random", frac_ood: float = 0.25,
-               seed: int = 0, max_redraws: int = 100):
+def task_split(
+    n_modules: int = N_MODULES,
+    max_hot: int = 3,
+    split: str = "random",
+    frac_ood: float = 0.25,
+    seed: int = 0,
+    max_redraws: int = 100,
+):
     """Training and OOD mask ids of a split (spec §3.4): ``(train (n,), ood (m,), redraws)``.
 
     * ``random``: a permutation of the masks from ``key(seed)``; the last ⌊frac_ood·n⌋ are OOD (69/23
@@ -113,28 +108,14 @@ def task_split(n_modules: int = N_MODULES, max_hot: int = 3, split: str = "rando
     if not 0.0 < frac_ood < 1.0:
         raise ValueError(f"frac_ood must lie strictly between 0 and 1, got {frac_ood!r}")
     masks = task_masks(n_modules, max_hot)
-    n = len(masks)
     if split == "random":
-        n_ood = int(np.floor(frac_ood * n))
-        if n_ood == 0 or n_ood == n:
-            raise ValueError(f"frac_ood={frac_ood} leaves {n_ood} of {n} masks out of distribution")
-        key = jax.random.key(seed)
-        for redraws in range(max_redraws + 1):
-            order = np.asarray(jax.random.permutation(jax.random.fold_in(key, redraws) if redraws else key, n))
-            train, ood = order[: n - n_ood], order[n - n_ood:]
-            if masks[train].any(axis=0).all():
-                return np.sort(train), np.sort(ood), redraws
-        raise ValueError(f"no compositional random split in {max_redraws} draws (M={n_modules}, K={max_hot}, "
-                         f"frac_ood={frac_ood}); lower frac_ood")
+        return support.random_split(masks, frac_ood, seed, max_redraws, what="masks")
     if split == "non_compositional":
         held_out = masks[:, n_modules - 1] == 1
         return np.flatnonzero(~held_out), np.flatnonzero(held_out), 0
-    if max_hot != 2 or n_modules % 2 or n_modules <= 4:
-        raise ValueError(f"split={split!r} needs max_hot (K) = 2 and an even n_modules (M) > 4, "
-                         f"got K={max_hot}, M={n_modules}")
+    support.check_ring_split(n_modules, max_hot, split)
     sets = [frozenset(np.flatnonzero(m)) for m in masks]
-    ring = _ring_sets(n_modules)
-    halves = (frozenset(range(n_modules // 2)), frozenset(range(n_modules // 2, n_modules)))
+    ring, halves = support.ring_combinations(n_modules), support.half_split(n_modules)
     connected = np.array([s in ring for s in sets])
     disconnected = np.array([any(s <= h for h in halves) for s in sets])
     train = connected if split == "connected" else disconnected
@@ -165,9 +146,11 @@ def evaluation_latents(key, n_modules, max_hot, train_ids, ood_ids, num):
     ``ood_k`` (k = K+1..M, keys split from the ood key as in the authors' code)."""
     masks = task_masks(n_modules, max_hot)
     _, k_test, k_valid, k_ood = jax.random.split(key, 4)
-    sets = {"valid": sample_latents(k_valid, masks[train_ids], num),
-            "test": sample_latents(k_test, masks[train_ids], num),
-            "ood": sample_latents(k_ood, masks[ood_ids], num)}
+    sets = {
+        "valid": sample_latents(k_valid, masks[train_ids], num),
+        "test": sample_latents(k_test, masks[train_ids], num),
+        "ood": sample_latents(k_ood, masks[ood_ids], num),
+    }
     aux = ood_k_values(n_modules, max_hot)
     for k, aux_key in zip(aux, jax.random.split(k_ood, len(aux) + 1)[1:]):
         sets[f"ood_{k}"] = sample_k_hot_latents(aux_key, n_modules, k, num)
@@ -212,6 +195,7 @@ def transitions(instance, preferences):
 
 def value_iteration(next_state, reward, backups=BACKUPS, gamma=GAMMA):
     """Q_{k+1}(s, a) = r(s, a) + γ max_a' Q_k(s', a') from Q_0 = 0, ``backups`` times: (304, 5)."""
+
     def backup(q, _):
         return reward + gamma * q.max(-1)[next_state], None
 
@@ -249,8 +233,9 @@ def demonstration(instance, preferences, horizon=HORIZON):
         out = (observation(instance, cell, available), q[state], ~done, action, cell)
         return (new_state, done | (action == 0)), out
 
-    (last, _), (obs, targets, mask, actions, cells) = jax.lax.scan(step, (start, jnp.array(False)), None,
-                                                                    length=horizon)
+    (last, _), (obs, targets, mask, actions, cells) = jax.lax.scan(
+        step, (start, jnp.array(False)), None, length=horizon
+    )
     cells = jnp.concatenate([cells, (last // 2**N_OBJECTS)[None]])
     return obs, targets, mask, actions.astype(jnp.int32), cells
 
@@ -259,7 +244,8 @@ def trajectories(preferences, key, num, horizon=HORIZON):
     """``num`` demonstrations of one task on fresh layouts, flattened over (trajectory, step):
     ``(obs (num·horizon, 490), (q_targets (num·horizon, 5), mask (num·horizon,)))``."""
     obs, targets, mask, _, _ = jax.vmap(lambda k: demonstration(sample_instance(k), preferences, horizon))(
-        jax.random.split(key, num))
+        jax.random.split(key, num)
+    )
     return obs.reshape(num * horizon, OBS_SIZE), (targets.reshape(num * horizon, N_ACTIONS), mask.reshape(-1))
 
 
@@ -267,8 +253,9 @@ def task_data(templates, latent, key, n_support, n_query, horizon=HORIZON):
     """Support and query demonstrations of the task with latent z (M,): two ``(obs, (q, mask))`` sets."""
     k_support, k_query = jax.random.split(key)
     preferences = preferences_of(templates, latent)
-    return trajectories(preferences, k_support, n_support, horizon), trajectories(preferences, k_query, n_query,
-                                                                                  horizon)
+    return trajectories(preferences, k_support, n_support, horizon), trajectories(
+        preferences, k_query, n_query, horizon
+    )
 
 
 def masked_squared_error(prediction, target):

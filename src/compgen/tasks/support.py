@@ -34,6 +34,10 @@ __all__ = [
     "is_connected",
     "require_connected",
     "require_compositional",
+    "random_split",
+    "ring_combinations",
+    "half_split",
+    "check_ring_split",
     "SupportSetting",
     "TABLE_A9",
     "table_a9",
@@ -262,6 +266,64 @@ def require_compositional(masks, n_modules: int | None = None, name: str = "mask
             f"but modules {missing} never appear"
         )
     return masks
+
+
+# --------------------------------------------------------------------------------------------------
+# Splits of a task universe into training and out-of-distribution tasks (spec §2.3, §3.4)
+# --------------------------------------------------------------------------------------------------
+
+
+def random_split(usage, frac_ood: float, seed: int, max_redraws: int = 100, what: str = "tasks"):
+    """A random split of the task universe that keeps compositional support: ``(train, ood, redraws)``.
+
+    ``usage`` (n_tasks, ...) holds 0/1 entries saying which modules (per layer, for the hyperteacher) each
+    task uses. The ids are permuted with ``key(seed)`` and the last ⌊frac_ood·n⌋ are OOD, as in the
+    authors' code; the permutation is re-drawn with ``fold_in(key, r)`` (``redraws`` = r) until every
+    module used by some task is used by a training task. ``train``/``ood`` are sorted id arrays.
+    """
+    import jax  # the permutation is jax's, as in the authors' code
+
+    if not 0.0 < frac_ood < 1.0:
+        raise ValueError(f"frac_ood must lie strictly between 0 and 1, got {frac_ood!r}")
+    usage = np.asarray(usage).reshape(len(usage), -1)
+    n = len(usage)
+    n_ood = int(np.floor(frac_ood * n))
+    if n_ood == 0 or n_ood == n:
+        raise ValueError(
+            f"frac_ood={frac_ood} leaves {n_ood} of {n} {what} out of distribution; choose frac_ood "
+            "so that both sets are non-empty"
+        )
+    key = jax.random.key(seed)
+    needed = usage.any(axis=0)
+    for redraws in range(max_redraws + 1):
+        order = np.asarray(jax.random.permutation(jax.random.fold_in(key, redraws) if redraws else key, n))
+        train, ood = order[: n - n_ood], order[n - n_ood :]
+        if (usage[train].any(axis=0) >= needed).all():
+            return np.sort(train), np.sort(ood), redraws
+    raise ValueError(
+        f"no compositional random split of {n} {what} in {max_redraws} draws (frac_ood={frac_ood}); lower frac_ood"
+    )
+
+
+def check_ring_split(n_modules: int, max_hot: int, split: str):
+    """Raise unless the connected/disconnected ``split`` can be built: K = 2 and an even M > 4 (spec §2.3)."""
+    if max_hot != 2 or n_modules % 2 or n_modules <= 4:
+        raise ValueError(
+            f"split={split!r} needs max_hot (K) = 2 and an even n_modules (M) > 4, got K={max_hot}, M={n_modules}"
+        )
+
+
+def ring_combinations(n_modules: int) -> set:
+    """The "connected" combinations of spec §2.3/§3.4: the M one-hots and the pairs (i, i+1) and (i, i+2) mod M
+    (3M sets of module indices)."""
+    rows = [{i} for i in range(n_modules)]
+    rows += [{i, (i + d) % n_modules} for d in (1, 2) for i in range(n_modules)]
+    return {frozenset(r) for r in rows}
+
+
+def half_split(n_modules: int) -> tuple:
+    """The two halves {0..M/2-1} and {M/2..M-1} of the modules that the "disconnected" support keeps apart."""
+    return frozenset(range(n_modules // 2)), frozenset(range(n_modules // 2, n_modules))
 
 
 # --------------------------------------------------------------------------------------------------

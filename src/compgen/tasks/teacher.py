@@ -11,14 +11,10 @@ import jax
 import jax.numpy as jnp
 
 from compgen import rng
+from compgen.initializers import truncated_normal
 
 DISTRIBUTIONS = ("continuous", "discrete")
 NORMALISATIONS = ("code", "paper")
-
-
-def truncated_normal(key, shape, std):
-    """Haiku-style truncated normal: N(0, 1) truncated to [-2, 2], times ``std`` (no variance fix)."""
-    return std * jax.random.truncated_normal(key, -2.0, 2.0, shape)
 
 
 def init_teacher(key, n_in=16, n_hidden=16, n_out=4, n_modules=6):

@@ -7,7 +7,6 @@ import pytest
 
 from compgen.tasks import support
 
-
 # ------------------------------------------------------------------ parsing and validation
 
 

@@ -17,8 +17,11 @@ def hand_instance():
     """Agent at (1,1); +1 object right of it at (1,2); -1 object below it at (2,1); two 0-valued objects far away."""
     cell = {int(c): i for i, c in enumerate(pf.FREE_CELLS)}
     at = lambda r, c: cell[r * pf.GRID + c]
-    instance = {"agent": jnp.int32(at(1, 1)), "cells": jnp.array([at(1, 2), at(2, 1), at(5, 4), at(5, 5)], jnp.int32),
-                "colours": jnp.array([0, 1, 2, 2], jnp.int32)}
+    instance = {
+        "agent": jnp.int32(at(1, 1)),
+        "cells": jnp.array([at(1, 2), at(2, 1), at(5, 4), at(5, 5)], jnp.int32),
+        "colours": jnp.array([0, 1, 2, 2], jnp.int32),
+    }
     preferences = jnp.array([1.0, -1.0, 0, 0, 0, 0, 0, 0])
     return instance, preferences
 
@@ -128,8 +131,15 @@ def test_instances_are_valid_and_reproducible():
     assert x.shape == (32, 490) and q.shape == (32, 5) and mask.shape == (32,) and xq.shape == (16, 490)
 
 
-@pytest.mark.parametrize("split, k, sizes", [("random", 3, (69, 23)), ("non_compositional", 3, (63, 29)),
-                                            ("connected", 2, (24, 10)), ("disconnected", 2, (20, 10))])
+@pytest.mark.parametrize(
+    "split, k, sizes",
+    [
+        ("random", 3, (69, 23)),
+        ("non_compositional", 3, (63, 29)),
+        ("connected", 2, (24, 10)),
+        ("disconnected", 2, (20, 10)),
+    ],
+)
 def test_split_sizes_follow_the_spec(split, k, sizes):
     train, ood, redraws = pf.task_split(8, k, split, seed=2020)
     assert (len(train), len(ood)) == sizes and not set(train) & set(ood)
@@ -169,14 +179,17 @@ def test_masked_loss_ignores_masked_steps():
     assert float(pf.masked_squared_error(pred, (q, jnp.zeros(6, bool)))) == 0.0
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: pf.task_split(8, 3, "ring"), "split must be one of"),
-    (lambda: pf.task_split(8, 9, "random"), "max_hot"),
-    (lambda: pf.task_split(8, 0, "random"), "max_hot"),
-    (lambda: pf.task_split(8, 3, "connected"), "max_hot"),
-    (lambda: pf.check_masks(np.ones(7)), "length n_modules=8"),
-    (lambda: pf.check_masks(np.full(8, 2)), "0 or 1"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: pf.task_split(8, 3, "ring"), "split must be one of"),
+        (lambda: pf.task_split(8, 9, "random"), "max_hot"),
+        (lambda: pf.task_split(8, 0, "random"), "max_hot"),
+        (lambda: pf.task_split(8, 3, "connected"), "max_hot"),
+        (lambda: pf.check_masks(np.ones(7)), "length n_modules=8"),
+        (lambda: pf.check_masks(np.full(8, 2)), "0 or 1"),
+    ],
+)
 def test_errors_name_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()

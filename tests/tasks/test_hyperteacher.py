@@ -6,8 +6,14 @@ import pytest
 from compgen.tasks import hyperteacher as ht
 
 # spec §2.3: (M, K) -> (random train, random OOD, non-compositional train, non-compositional OOD)
-SPLIT_SIZES = {(4, 1): (12, 4, 12, 4), (4, 2): (75, 25, 60, 40), (4, 4): (169, 56, 105, 120),
-               (6, 2): (331, 110, 315, 126), (8, 1): (48, 16, 56, 8), (8, 2): (972, 324, 1008, 288)}
+SPLIT_SIZES = {
+    (4, 1): (12, 4, 12, 4),
+    (4, 2): (75, 25, 60, 40),
+    (4, 4): (169, 56, 105, 120),
+    (6, 2): (331, 110, 315, 126),
+    (8, 1): (48, 16, 56, 8),
+    (8, 2): (972, 324, 1008, 288),
+}
 
 
 @pytest.mark.parametrize("mk", sorted(SPLIT_SIZES))
@@ -55,15 +61,18 @@ def test_connected_and_disconnected_splits():
     assert (codes.sum(-1)[:, 0] == codes.sum(-1)[:, 1]).all()  # both layers 1-hot or both 2-hot
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(n_modules=4, max_hot=5), "max_hot"),
-    (dict(n_modules=8, max_hot=2, split="diagonal"), "split must be one of"),
-    (dict(n_modules=8, max_hot=2, frac_ood=1.0), "frac_ood"),
-    (dict(n_modules=8, max_hot=2, frac_ood=0.0), "frac_ood"),
-    (dict(n_modules=8, max_hot=4, split="connected"), "K"),
-    (dict(n_modules=7, max_hot=2, split="disconnected"), "even"),
-    (dict(n_modules=4, max_hot=2, split="connected"), "> 4"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(n_modules=4, max_hot=5), "max_hot"),
+        (dict(n_modules=8, max_hot=2, split="diagonal"), "split must be one of"),
+        (dict(n_modules=8, max_hot=2, frac_ood=1.0), "frac_ood"),
+        (dict(n_modules=8, max_hot=2, frac_ood=0.0), "frac_ood"),
+        (dict(n_modules=8, max_hot=4, split="connected"), "K"),
+        (dict(n_modules=7, max_hot=2, split="disconnected"), "even"),
+        (dict(n_modules=4, max_hot=2, split="connected"), "> 4"),
+    ],
+)
 def test_bad_split_parameters_name_the_parameter(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ht.task_split(**kwargs)

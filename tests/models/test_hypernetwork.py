@@ -6,8 +6,12 @@ import pytest
 from compgen.models import MODEL_NAMES, count_params, hypernetwork, make_model
 
 # spec §2.6: meta-parameter counts of the hyperteacher models at M = 16, T = 64
-PAPER_COUNTS = {"hnet_deepmlp": (128, 648_192), "hnet_linear": (128, 1_262_336), "anil": (512, 538_120),
-                "maml": (384, 305_288)}
+PAPER_COUNTS = {
+    "hnet_deepmlp": (128, 648_192),
+    "hnet_linear": (128, 1_262_336),
+    "anil": (512, 538_120),
+    "maml": (384, 305_288),
+}
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)

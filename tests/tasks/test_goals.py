@@ -18,6 +18,7 @@ def world():
 @jax.jit
 def draw(keys, tables, mazes, goals):
     """Instances and demonstrations of a batch of goals, one key each."""
+
     def one(key, goal):
         instance = gw.sample_instance(key, tables, goal)
         return instance, gw.demonstration(tables, mazes, instance, goal)
@@ -41,14 +42,15 @@ def pick(tree, n):
 
 def bfs(walls, source):
     """Plain breadth-first search distances from one cell (−1 where unreachable)."""
+    size = walls.shape[0]
     dist = -np.ones(walls.shape, int)
-    dist[divmod(source, gw.GRID)] = 0
-    queue = deque([divmod(source, gw.GRID)])
+    dist[divmod(source, size)] = 0
+    queue = deque([divmod(source, size)])
     while queue:
         r, c = queue.popleft()
         for dr, dc in ((-1, 0), (0, 1), (1, 0), (0, -1)):
             rr, cc = r + dr, c + dc
-            if 0 <= rr < gw.GRID and 0 <= cc < gw.GRID and not walls[rr, cc] and dist[rr, cc] < 0:
+            if 0 <= rr < size and 0 <= cc < size and not walls[rr, cc] and dist[rr, cc] < 0:
                 dist[rr, cc] = dist[r, c] + 1
                 queue.append((rr, cc))
     return dist.reshape(-1)
@@ -115,10 +117,18 @@ def test_goal_table_and_quadrants():
     table = gw.goal_table()
     assert table.shape == (200, 4)
     np.testing.assert_array_equal(np.ravel_multi_index(table.T, gw.FACTOR_SIZES), np.arange(200))
-    assert [int(gw.quadrant_of(r * 11 + c)) for r, c in ((0, 0), (5, 5), (0, 6), (5, 10), (6, 0), (10, 5), (6, 6))] \
-        == [0, 0, 1, 1, 2, 2, 3]
-    assert gw.describe_goal(table[199]) == \
-        "interaction 1 with the object of type 4 in quadrant 3 (bottom-right) of maze 4"
+    assert [int(gw.quadrant_of(r * 11 + c)) for r, c in ((0, 0), (5, 5), (0, 6), (5, 10), (6, 0), (10, 5), (6, 6))] == [
+        0,
+        0,
+        1,
+        1,
+        2,
+        2,
+        3,
+    ]
+    assert (
+        gw.describe_goal(table[199]) == "interaction 1 with the object of type 4 in quadrant 3 (bottom-right) of maze 4"
+    )
 
 
 @pytest.mark.parametrize("seed", range(2020, 2026))
@@ -231,17 +241,24 @@ def test_same_key_gives_same_instance_and_task_data(world, demos):
     assert int(query[1][1].sum()) >= gw.MIN_DISTANCE + 1
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda t, m: gw.goal_split("diagonal", 0), "split must be one of"),
-    (lambda t, m: gw.sample_instance(jax.random.key(0), t, np.array([4, 0, 0, 0])), "quadrant"),
-    (lambda t, m: gw.sample_instance(jax.random.key(0), t, np.array([0, 2, 0, 0])), "interaction"),
-    (lambda t, m: gw.sample_instance(jax.random.key(0), t, np.array([0, 0, 5, 0])), "maze"),
-    (lambda t, m: gw.describe_goal(np.array([0, 0, 0, -1])), "object type"),
-    (lambda t, m: gw.task_data(t, m, np.array([0, 0, 0, 0]), jax.random.key(0), length=gw.max_demo_length(t) - 1),
-     "length"),
-    (lambda t, m: gw.task_data(t, m, np.array([0, 0, 0, 0]), jax.random.key(0), n_support=0), "n_support"),
-    (lambda t, m: gw.make_mazes(SEED, n_mazes=0), "n_mazes"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda t, m: gw.goal_split("diagonal", 0), "split must be one of"),
+        (lambda t, m: gw.sample_instance(jax.random.key(0), t, np.array([4, 0, 0, 0])), "quadrant"),
+        (lambda t, m: gw.sample_instance(jax.random.key(0), t, np.array([0, 2, 0, 0])), "interaction"),
+        (lambda t, m: gw.sample_instance(jax.random.key(0), t, np.array([0, 0, 5, 0])), "maze"),
+        (lambda t, m: gw.describe_goal(np.array([0, 0, 0, -1])), "object type"),
+        (
+            lambda t, m: gw.task_data(
+                t, m, np.array([0, 0, 0, 0]), jax.random.key(0), length=gw.max_demo_length(t) - 1
+            ),
+            "length",
+        ),
+        (lambda t, m: gw.task_data(t, m, np.array([0, 0, 0, 0]), jax.random.key(0), n_support=0), "n_support"),
+        (lambda t, m: gw.make_mazes(SEED, n_mazes=0), "n_mazes"),
+    ],
+)
 def test_bad_arguments_name_the_parameter(world, call, match):
     mazes, tables = world
     with pytest.raises(ValueError, match=match):
@@ -268,9 +285,121 @@ def test_episode_metrics():
     mask = jnp.array([[True, True, True, False, False], [True, True, True, True, False]])
     perfect = 10.0 * jax.nn.one_hot(actions, 6)
     metrics = jax.jit(gw.episode_metrics)
-    assert {k: float(v) for k, v in metrics(perfect, actions, mask).items()} == \
-        {"acc": 1.0, "acc_all": 1.0, "acc_first": 1.0, "acc_last": 1.0}
+    assert {k: float(v) for k, v in metrics(perfect, actions, mask).items()} == {
+        "acc": 1.0,
+        "acc_all": 1.0,
+        "acc_first": 1.0,
+        "acc_last": 1.0,
+    }
     # wrong on trajectory 1's last unmasked step and on masked padding of trajectory 0
     wrong = perfect.at[1, 3].set(10.0 * jax.nn.one_hot(4, 6)).at[0, 4].set(10.0 * jax.nn.one_hot(0, 6))
     metrics = {k: float(v) for k, v in metrics(wrong, actions, mask).items()}
     assert metrics == pytest.approx({"acc": (1 + 0.75) / 2, "acc_all": 0.5, "acc_first": 1.0, "acc_last": 0.5})
+
+
+# --------------------------------------------------------------------------------------------- smaller worlds
+
+WORLDS = [
+    gw.GoalsWorld(grid=5, n_mazes=2, n_object_types=3, n_distractors=2, min_distance=2),
+    gw.GoalsWorld(grid=7, n_mazes=3, n_object_types=3, n_interactions=3, n_distractors=2, min_distance=4),
+    gw.GoalsWorld(grid=9, n_mazes=3, n_object_types=4, n_distractors=3, min_distance=7),
+]
+
+
+def test_paper_world_is_the_default():
+    w = gw.WORLD
+    assert (w.grid, w.n_mazes, w.n_object_types, w.n_interactions, w.n_distractors, w.min_distance) == (
+        gw.GRID,
+        gw.N_MAZES,
+        gw.N_OBJECT_TYPES,
+        gw.N_INTERACTIONS,
+        gw.N_DISTRACTORS,
+        gw.MIN_DISTANCE,
+    )
+    assert (w.obs_size, w.n_actions, w.max_steps, w.n_goals, w.factor_sizes) == (
+        gw.OBS_SIZE,
+        gw.N_ACTIONS,
+        gw.MAX_STEPS,
+        gw.N_GOALS,
+        gw.FACTOR_SIZES,
+    )
+    np.testing.assert_array_equal(w.quadrant_masks, gw.QUADRANT_MASKS)
+    np.testing.assert_array_equal(w.moves, gw.MOVES)
+    assert hash(w) == hash(gw.GoalsWorld()) and w == gw.GoalsWorld()
+
+
+@pytest.mark.parametrize("small_world", WORLDS, ids=lambda w: f"grid{w.grid}")
+def test_mazes_scale_with_the_grid(small_world):
+    for seed in range(20):
+        walls = gw.generate_maze(seed, small_world.grid)
+        assert walls.shape == (small_world.grid, small_world.grid) and 0.2 < walls.mean() < 0.6
+        assert not walls[::2, ::2].any()  # the odd nodes of the padded grid are never walls
+        free = np.flatnonzero(~walls.reshape(-1))
+        assert (bfs(walls, free[0])[free] >= 0).all()  # free space is one component
+    mazes = gw.make_mazes(7, world=small_world)
+    assert mazes.shape == (small_world.n_mazes, small_world.grid, small_world.grid)
+    np.testing.assert_array_equal(mazes[1], gw.generate_maze(8, small_world.grid))  # maze i from default_rng(seed + i)
+
+
+@pytest.mark.parametrize("small_world", WORLDS, ids=lambda w: f"grid{w.grid}")
+def test_quadrants_goals_and_splits(small_world):
+    half = (small_world.grid + 1) // 2
+    q = small_world.quadrant_of_cell.reshape(small_world.grid, small_world.grid)
+    assert (
+        (q[:half, :half] == 0).all()
+        and (q[:half, half:] == 1).all()
+        and (q[half:, :half] == 2).all()
+        and (q[half:, half:] == 3).all()
+    )
+    table = gw.goal_table(small_world)
+    assert table.shape == (small_world.n_goals, 4) and small_world.factor_sizes[0] == 4
+    np.testing.assert_array_equal(
+        np.ravel_multi_index(table.T, small_world.factor_sizes), np.arange(small_world.n_goals)
+    )
+    for seed in (2020, 2021, 2022, 31, 32, 33, 7, 8, 9):
+        try:
+            train, ood = gw.goal_split("random", seed, small_world)
+        except ValueError as err:
+            assert "leaves a value" in str(err)
+            continue
+        assert len(ood) == small_world.n_goals // 4 and sorted(np.concatenate([train, ood])) == list(
+            range(small_world.n_goals)
+        )
+        for f, size in enumerate(small_world.factor_sizes):
+            assert set(table[train, f]) == set(range(size))  # every factor value appears in training
+    train, ood = gw.goal_split("non_compositional", 0, small_world)
+    assert (table[ood, 0] == 3).all() and (table[train, 0] != 3).all()
+
+
+@pytest.mark.parametrize("small_world", WORLDS, ids=lambda w: f"grid{w.grid}")
+def test_demonstrations_are_shortest_paths_from_far_enough(small_world):
+    seed = 2020
+    tables, mazes = gw.make_tables(seed, world=small_world), gw.make_mazes(seed, world=small_world)
+    distance = np.asarray(tables["distance"])
+    length = gw.max_demo_length(tables)
+    assert length <= small_world.max_steps
+    goals = gw.goal_table(small_world)
+    keys = jax.random.split(jax.random.key(0), len(goals))
+
+    @jax.jit
+    def draw(key, goal):
+        inst = gw.sample_instance(key, tables, goal, small_world)
+        return inst, gw.demonstration(tables, mazes, inst, goal, length, small_world)
+
+    inst, (obs, actions, mask) = jax.device_get(jax.vmap(draw)(keys, jnp.asarray(goals)))
+    assert obs.shape == (len(goals), length, small_world.obs_size)
+    for n, (q, i, m, kind) in enumerate(goals):
+        agent, objects, types = inst["agent"][n], inst["objects"][n], inst["types"][n]
+        assert objects.shape == (1 + small_world.n_distractors,) and types[0] == kind and (types[1:] != kind).all()
+        assert small_world.quadrant_of_cell[objects[0]] == q and not mazes[m].reshape(-1)[objects].any()
+        d = distance[m, agent, objects[0]]
+        assert d == bfs(mazes[m], agent)[objects[0]] and small_world.min_distance <= d < gw.UNREACHABLE
+        assert mask[n].sum() == d + 1 and actions[n, d] == gw.N_MOVES + i and (actions[n, :d] < gw.N_MOVES).all()
+        grid = obs[n].reshape(length, small_world.grid, small_world.grid, small_world.obs_channels)
+        assert (grid[:, ..., -1].sum((1, 2)) == 1).all()  # one agent
+        np.testing.assert_array_equal(grid[0, ..., small_world.n_object_types], mazes[m])
+        # walking the demonstrated moves reaches the goal object
+        cell = int(agent)
+        for a in actions[n, :d]:
+            cell = int(gw.step_cell(mazes[m], cell, a, small_world))
+        assert cell == objects[0]

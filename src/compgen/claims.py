@@ -1,0 +1,140 @@
+"""Claims of the paper, checked on our numbers by a criterion fixed in advance.
+
+A claim compares two quantities measured on the same seeds (paired: each seed has its own teacher, modules or
+mazes, so seeds are compared with themselves). The criterion (:func:`paired`) is the one the book states for
+every claim:
+
+* **sign**: the difference has the paper's sign on every seed, or on all but one with the mean difference
+  above two standard errors of the per-seed differences (with a single seed: that seed);
+* **size**: the mean difference reaches ``margin`` (absolute, or relative to the mean of the compared-to
+  quantity), and any extra ``level`` condition holds (e.g. "connected students above 0.9").
+
+A :class:`Claim` records the paper's statement, the criterion in words, the paper's number where there is one,
+ours, the seeds and the verdict: ``holds``, ``not reproduced at this preset`` or ``not run`` (no stored runs).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+HOLDS, NOT_REPRODUCED, NOT_RUN = "holds", "not reproduced at this preset", "not run"
+
+
+@dataclass(frozen=True)
+class Check:
+    """The outcome of :func:`paired`: the per-seed differences (in the paper's direction), their mean and
+    standard error, how many seeds have the paper's sign, and whether sign and size both pass."""
+
+    differences: tuple
+    mean: float
+    standard_error: float
+    agreeing: int
+    sign_ok: bool
+    size_ok: bool
+
+    @property
+    def holds(self) -> bool:
+        return self.sign_ok and self.size_ok
+
+
+def paired(better, worse, margin=0.0, relative=False, level_ok=True) -> Check:
+    """Check "``better`` exceeds ``worse`` by ``margin``" seed by seed (arrays over the same seeds).
+
+    ``relative``: the margin is a fraction of ``mean(worse)`` (for losses pass ``better = -loss`` ... or use
+    :func:`lower`). ``level_ok``: an extra condition already evaluated by the caller.
+    """
+    better, worse = np.asarray(better, float), np.asarray(worse, float)
+    if better.shape != worse.shape or better.size == 0:
+        raise ValueError(f"paired values must have the same non-empty shape, got {better.shape} and {worse.shape}")
+    d = better - worse
+    if not np.all(np.isfinite(d)):
+        return Check(tuple(d.tolist()), float("nan"), float("nan"), 0, False, False)
+    mean = float(d.mean())
+    se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else 0.0
+    agreeing = int((d > 0).sum())
+    sign_ok = agreeing == d.size or (d.size > 2 and agreeing == d.size - 1 and mean > 2 * se)
+    scale = abs(float(worse.mean())) if relative else 1.0
+    return Check(tuple(d.tolist()), mean, se, agreeing, sign_ok, bool(mean >= margin * scale and level_ok))
+
+
+def lower(smaller, larger, margin=0.0, relative=False, level_ok=True) -> Check:
+    """Check "``smaller`` is below ``larger`` by ``margin``" (e.g. a loss), seed by seed."""
+    smaller, larger = np.asarray(smaller, float), np.asarray(larger, float)
+    check = paired(-smaller, -larger, 0.0, False, level_ok)
+    scale = abs(float(larger.mean())) if relative else 1.0
+    return Check(
+        check.differences,
+        check.mean,
+        check.standard_error,
+        check.agreeing,
+        check.sign_ok,
+        bool(check.mean >= margin * scale and level_ok),
+    )
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the paper and our verdict on it (see module docstring)."""
+
+    section: str
+    figure: str
+    claim: str
+    criterion: str
+    ours: str = "–"
+    paper: str = "–"
+    seeds: tuple = ()
+    verdict: str = NOT_RUN
+    anchor: str = ""  # the figure's label in the book, for links
+    details: dict = field(default_factory=dict)
+
+    @property
+    def holds(self) -> bool:
+        return self.verdict == HOLDS
+
+
+def judge(
+    section, figure, claim, criterion, check: Check | None, ours: str, seeds=(), paper="–", anchor="", **details
+) -> Claim:
+    """A :class:`Claim` from a :class:`Check` (``None``: not run)."""
+    if check is None:
+        return Claim(section, figure, claim, criterion, "–", paper, tuple(seeds), NOT_RUN, anchor, details)
+    verdict = HOLDS if check.holds else NOT_REPRODUCED
+    return Claim(
+        section,
+        figure,
+        claim,
+        criterion,
+        ours,
+        paper,
+        tuple(seeds),
+        verdict,
+        anchor,
+        {"differences": check.differences, "agreeing": check.agreeing, **details},
+    )
+
+
+def describe_difference(check: Check, unit="", digits=2) -> str:
+    """``"+6.3 ± 1.1 pts (3/3 seeds)"``: the mean difference, its standard error and the seeds agreeing."""
+    if not math.isfinite(check.mean):
+        return "non-finite"
+    n = len(check.differences)
+    spread = f" ± {check.standard_error:.{digits}f}" if n > 1 else ""
+    return f"{check.mean:+.{digits}f}{spread}{unit} ({check.agreeing}/{n} seeds)"
+
+
+def markdown_table(claims, link=True) -> str:
+    """A markdown table of claims: figure, verdict, claim, paper, ours, criterion, seeds (the verdict second, so a
+    table wider than the page shows it without scrolling)."""
+    mark = {HOLDS: "✅ holds", NOT_REPRODUCED: "❌ not reproduced at this preset", NOT_RUN: "– not run"}
+    lines = [
+        "| figure | verdict | the paper's claim | paper | ours | criterion | seeds |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for c in claims:
+        figure = f"[{c.figure}]({c.anchor})" if link and c.anchor else c.figure
+        seeds = ", ".join(map(str, c.seeds)) or "–"
+        lines.append(f"| {figure} | {mark[c.verdict]} | {c.claim} | {c.paper} | {c.ours} | {c.criterion} | {seeds} |")
+    return "\n".join(lines)

@@ -1,0 +1,251 @@
+"""The book's figures, tables and claim checks: one module per section, a function per paper figure.
+
+A chapter trains (or loads) its runs once, :func:`train`, and each figure cell is one call, e.g.
+``hyperteacher.fig3b(runs)``, that returns a :class:`FigureResult`: the figure, its caption (naming the preset,
+the steps and the seeds), a markdown table of our numbers beside the paper's, and the computed claims
+(:mod:`compgen.claims`). In a notebook the result displays itself in that order; elsewhere
+:meth:`FigureResult.markdown` gives the text. Every module also has ``claims(runs)``, which the
+results-at-a-glance page calls on stored runs without drawing anything.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from compgen import claims as claims_
+from compgen import experiments, runner, section
+
+FIGURE_WIDTH = 7.2  # inches: the book's text column at 100 px per inch
+
+
+# --------------------------------------------------------------------------------------------- runs
+
+
+@dataclass
+class Runs:
+    """A chapter's runs: the configs of each figure at a preset, and their outputs (``None``: not stored)."""
+
+    section: object
+    preset: str
+    figures: dict
+    outputs: dict
+    wall_s: float = 0.0
+    trained: int = 0
+
+    def configs(self, figure, **where):
+        """The configs of ``figure`` whose fields equal ``where`` (e.g. ``model="anil"``), in grid order."""
+        return [c for c in self.figures.get(figure, []) if all(getattr(c, k) == v for k, v in where.items())]
+
+    def one(self, figure, **where):
+        """The single config of ``figure`` matching ``where``, or ``None``."""
+        found = self.configs(figure, **where)
+        return found[0] if found else None
+
+    def output(self, cfg):
+        return None if cfg is None else self.outputs.get(cfg)
+
+    @property
+    def seeds(self):
+        return tuple(sorted({s for cs in self.figures.values() for c in cs for s in c.seeds}))
+
+
+def chapter_configs(section_name: str, preset: str, seeds=None, figures=None, **overrides):
+    """``{figure: [configs]}`` of a section at a preset (every figure unless ``figures``); ``seeds`` (a list)
+    replaces every config's seeds."""
+    sec = experiments.get(section_name)
+    if seeds is not None:
+        overrides["seeds"] = tuple(seeds)
+    names = figures or sec.figures(preset)
+    return sec, {name: section.figure_configs(sec, name, preset, **overrides) for name in names}
+
+
+def train(
+    section_name: str, preset: str = "quick", seeds=None, force=False, figures=None, log=print, **overrides
+) -> Runs:
+    """Train (or load) every run of a section's figures at ``preset`` and return them as :class:`Runs`.
+
+    Progress lines go to ``log`` while training; a last line says how many runs were trained and how long it
+    took.
+    """
+    from compgen import params
+
+    force = params.parse_bool(force, "force")
+    sec, by_figure = chapter_configs(section_name, preset, seeds, figures, **overrides)
+    configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
+    stored = sum(runner.load(sec, c, log=log) is not None for c in configs) if not force else 0
+    start = time.perf_counter()
+    outputs = dict(zip(configs, runner.run(sec, configs, force=force, log=log)))
+    wall = time.perf_counter() - start
+    log(
+        f"[{section_name}] {len(configs)} config(s): {len(configs) - stored} trained, {stored} loaded from the "
+        f"store, {wall:.0f} s"
+    )
+    return Runs(sec, preset, by_figure, outputs, wall, len(configs) - stored)
+
+
+def stored(section_name: str, preset: str = "quick", seeds=None, **overrides) -> Runs:
+    """The section's runs at ``preset`` as far as the results store holds them; nothing is trained."""
+    sec, by_figure = chapter_configs(section_name, preset, seeds, **overrides)
+    configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
+    return Runs(sec, preset, by_figure, {c: runner.load(sec, c, log=lambda _: None) for c in configs})
+
+
+# --------------------------------------------------------------------------------------------- display
+
+
+def png(fig, dpi=200) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def show_figure(fig):
+    """Display a matplotlib figure at its size in the book's column (rendered at 2x for sharp screens)."""
+    from IPython.display import Image, display
+
+    display(Image(png(fig), width=int(round(fig.get_figwidth() * 100))))
+
+
+@dataclass
+class FigureResult:
+    """A paper figure as the book shows it: figure, caption, table, claims (and notes), in reading order."""
+
+    figure: object = None
+    caption: str = ""
+    table: str = ""
+    claims: list = field(default_factory=list)
+    notes: str = ""
+
+    def markdown(self) -> str:
+        parts = [
+            f"*{self.caption}*" if self.caption else "",
+            self.table,
+            claims_.markdown_table(self.claims, link=False) if self.claims else "",
+            self.notes,
+        ]
+        return "\n\n".join(p for p in parts if p)
+
+    def _ipython_display_(self):
+        from IPython.display import Markdown, display
+
+        if self.figure is not None:
+            show_figure(self.figure)
+        if self.caption:
+            display(Markdown(f"**Figure.** {self.caption}"))
+        for part in (self.table, claims_.markdown_table(self.claims, link=False) if self.claims else "", self.notes):
+            if part:
+                display(Markdown(part))
+
+
+def show(*results):
+    """Display several :class:`FigureResult` (or markdown strings) one after another."""
+    from IPython.display import Markdown, display
+
+    for result in results:
+        display(Markdown(result) if isinstance(result, str) else result)
+
+
+# --------------------------------------------------------------------------------------------- text
+
+
+def mean_std(values, digits=3) -> str:
+    """``"mean ± std"`` of ``values`` (NaNs ignored); ``"value (1 seed)"`` when only one value is finite."""
+    values = np.asarray(values, float)
+    if not np.isfinite(values).any():
+        return "n/a"
+    if np.isfinite(values).sum() == 1:
+        return f"{np.nanmean(values):.{digits}f} (1 seed)"
+    return f"{np.nanmean(values):.{digits}f} ± {np.nanstd(values):.{digits}f}"
+
+
+def joined(values) -> str:
+    """The distinct ``values``, sorted, joined by "/": ``joined([3, 1, 3]) == "1/3"``."""
+    return "/".join(map(str, sorted(set(values))))
+
+
+def caption(what, preset, cfgs, labels=None, details=()) -> str:
+    """``"{what}. Preset {preset}: {details}; outer steps {label} {n}, ...; seeds {seeds}."``"""
+    cfgs = [c for c in cfgs if c is not None]
+    steps = {}
+    for c in cfgs:
+        name = (labels or {}).get(getattr(c, "model", None), getattr(c, "model", "")) if labels else ""
+        steps.setdefault(name, set()).add(c.outer_steps)
+    steps_text = ", ".join(
+        f"{label + ' ' if label else ''}{'/'.join(f'{n:,}' for n in sorted(n_steps))}"
+        for label, n_steps in steps.items()
+    )
+    detail = "".join(f"{d}; " for d in details)
+    return (
+        f"{what}. Preset {preset}: {detail}outer steps {steps_text}; "
+        f"seeds {', '.join(map(str, sorted({s for c in cfgs for s in c.seeds})))}."
+    )
+
+
+def final(output, key, set_index=None, scale=1.0):
+    """The value of ``eval/<key>`` at the last evaluation per seed, on evaluation set ``set_index``: (seeds,)."""
+    values = np.asarray(output[f"eval/{key}"])[:, -1]
+    return scale * (values if set_index is None else values[:, set_index])
+
+
+def differences_table(runs: Runs, figure: str, labels=None) -> str:
+    """Markdown: the fields of each model's config of ``figure`` that differ from the paper's configuration."""
+    rows, seen = [], set()
+    for cfg in runs.figures.get(figure, []):
+        model = getattr(cfg, "model", None)
+        if model in seen:
+            continue
+        seen.add(model)
+        diffs = section.differences_from_paper(runs.section, cfg)
+        text = ", ".join(f"`{name}` {ours} (paper {paper})" for name, ours, paper in diffs) or "none"
+        rows.append(f"| {(labels or {}).get(model, model or 'student')} | {text} |")
+    return "| model | fields that differ from the paper's configuration |\n|---|---|\n" + "\n".join(rows)
+
+
+def header(runs: Runs, figure: str, labels=None) -> str:
+    """The chapter's header: preset, its purpose, seeds, what was trained, and the differences from the paper."""
+    from compgen import results
+
+    p = runs.section.preset(runs.preset)
+    commit = results._git_commit()[:12]
+    lead = (
+        f"**Preset `{runs.preset}`** ({p.description}); seeds {', '.join(map(str, runs.seeds))}; built from "
+        f"commit `{commit}`. "
+    )
+    if runs.trained:
+        lead += (
+            f"{runs.trained} of {len(runs.outputs)} configs were trained for this build ({runs.wall_s / 60:.1f} min)."
+        )
+    else:
+        lead += f"All {len(runs.outputs)} configs were loaded from the results store."
+    return lead + "\n\n" + differences_table(runs, figure, labels)
+
+
+def summary_table(sec, configs, outputs) -> str:
+    """A markdown table of every config's final evaluation metrics (mean ± std over seeds), for the command line."""
+    lines = []
+    for cfg, out in zip(configs, outputs):
+        names = cfg.eval_set_names()
+        metric = next((m for m in ("accuracy", "acc", "alignment") if f"eval/{m}" in out), "loss")
+        values = np.asarray(out[f"eval/{metric}"])[:, -1]
+        cells = (
+            [mean_std(values)]
+            if values.ndim == 1
+            else [mean_std(values[:, names.index(n)]) for n in ("test", "ood") if n in names]
+        )
+        lines.append(f"| {sec.label(cfg)} | {metric} | " + " | ".join(cells) + " |")
+    return "| run | metric | final value(s) (test, ood) |\n|---|---|---|\n" + "\n".join(lines)
+
+
+def best_per_seed(pairs, seeds, higher=True):
+    """Per seed of ``seeds``, the best value over the ``(config, per-seed values)`` pairs that ran that seed
+    (a learner run with fewer seeds still counts where it ran): (len(seeds),); NaN where none ran it."""
+    pick = np.nanmax if higher else np.nanmin
+    out = []
+    for seed in seeds:
+        values = [v[c.seeds.index(seed)] for c, v in pairs if seed in c.seeds]
+        out.append(pick(values) if values else np.nan)
+    return np.asarray(out, float)

@@ -1,0 +1,385 @@
+"""Figures and claims of the compositional-goals chapter (paper §4.3): the world, the splits, Fig. 4E/F, A9, A10,
+training curves and closed-loop imitation."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from compgen import claims as C
+from compgen import gridplots, plots
+from compgen.experiments import goals as goals_experiment
+from compgen.experiments.fewshot import HNETS, MODEL_LABELS, MODELS
+from compgen.figures import FigureResult, Runs, best_per_seed, caption, final, joined, mean_std
+from compgen.tasks import goals as gl
+
+SECTION = "goals"
+LEAD = 5.0  # accuracy points a claimed difference must reach
+SPLITS = ("random", "non_compositional")
+MODEL_COLOURS = dict(zip(MODELS, ("#66c2a5", "#fc8d62", "#8da0cb", "#e78ac3")))
+
+
+def metric(cfg, output, name="acc", set_name="ood"):
+    """An evaluation metric (%) at the last evaluation, per seed: (seeds,)."""
+    return final(output, name, cfg.eval_set_names().index(set_name), 100)
+
+
+def _caption(runs, cfgs, what):
+    cfgs = [c for c in cfgs if c is not None]
+    return caption(
+        what,
+        runs.preset,
+        cfgs,
+        MODEL_LABELS,
+        (
+            f"{joined(c.meta_batch for c in cfgs)} tasks/step",
+            f"demonstrations padded to {joined(c.demo_length for c in cfgs)} steps",
+        ),
+    )
+
+
+def _values(runs, name="acc"):
+    """{(model, split): (config, per-seed %)} of Fig. 4E/F (None where not stored)."""
+    out = {}
+    for m in MODELS:
+        for s in SPLITS:
+            c = runs.one("fig4ef", model=m, split=s)
+            out[(m, s)] = None if c is None or runs.output(c) is None else (c, metric(c, runs.output(c), name))
+    return out
+
+
+# --------------------------------------------------------------------------------------------- the world
+
+
+def world(runs: Runs):
+    """The mazes of the first seed and two instances of an OOD goal with their optimal paths."""
+    cfg = runs.configs("fig4ef")[0]
+    seed, w = cfg.seeds[0], cfg.world
+    mazes, tables = gl.make_mazes(seed, world=w), gl.make_tables(seed, world=w)
+    first = gridplots.mazes_figure(mazes)
+    _, ood = gl.goal_split("random", seed, w)
+    goal = gl.goal_table(w)[ood[0]]
+    keys = jax.random.split(jax.random.key(seed), 2)
+    instances = [jax.device_get(gl.sample_instance(k, tables, goal, w)) for k in keys]
+    paths = [np.asarray(gl.optimal_path(tables, inst, goal)) for inst in instances]
+    distances = [int(np.asarray(tables["distance"])[goal[2], inst["agent"], inst["objects"][0]]) for inst in instances]
+    second = gridplots.instances_figure(
+        mazes[goal[2]],
+        instances,
+        paths,
+        distances,
+        [f"instance {i + 1}: {d} moves, then interaction {goal[1]}" for i, d in enumerate(distances)],
+    )
+    _, actions, mask = gl.demonstration(tables, mazes, instances[0], goal, gl.max_demo_length(tables), w)
+    demonstrated = ", ".join(w.actions[a] for a in np.asarray(actions)[np.asarray(mask)])
+    return (
+        FigureResult(
+            first,
+            f"The {len(mazes)} mazes of seed {seed} ({w.grid}x{w.grid} cells; walls grey, quadrant boundaries "
+            f"dashed); the "
+            f"longest demonstration in them takes {gl.max_demo_length(tables)} steps. Preset "
+            f"{runs.preset}, seed {seed}.",
+        ),
+        FigureResult(
+            second,
+            f"Goal {tuple(int(v) for v in goal)}, {gl.describe_goal(goal, w)} (an OOD goal of the "
+            f"random split): two instances with their optimal paths (green). Preset {runs.preset}, "
+            f"seed {seed}.",
+            notes=f"Demonstrated actions of instance 1: {demonstrated}.",
+        ),
+    )
+
+
+def splits(runs: Runs) -> FigureResult:
+    cfg = runs.configs("fig4ef")[0]
+    seed, w = cfg.seeds[0], cfg.world
+    fig = gridplots.goal_split_figure(
+        {
+            f"random (seed {seed})": gl.goal_split("random", seed, w),
+            "non-compositional": gl.goal_split("non_compositional", seed, w),
+        },
+        world=w,
+    )
+    return FigureResult(
+        fig,
+        f"Training (green) and OOD (magenta) goals: rows are quadrant and interaction, columns "
+        f"maze and object type. Random: every value of every factor appears in training. "
+        f"Non-compositional: the bottom-right quadrant (q3) never does. Preset {runs.preset}, "
+        f"seed {seed}.",
+    )
+
+
+# --------------------------------------------------------------------------------------------- Fig. 4E/F, A9
+
+
+def _claims(runs: Runs, name="acc", figure="Fig. 4E/F", label="OOD step accuracy", level=None):
+    values = _values(runs, name)
+    found = []
+    mono = [values[(m, "random")] for m in ("anil", "maml") if values[(m, "random")] is not None]
+    for m in HNETS:
+        comp, noncomp = values[(m, "random")], values[(m, "non_compositional")]
+        check_e = check_f = None
+        ours_e = ours_f = "–"
+        seeds = ()
+        if comp is not None and mono:
+            seeds = comp[0].seeds
+            pick = lambda pair: pair[1][[pair[0].seeds.index(s) for s in seeds]]
+            best = best_per_seed(mono, seeds)
+            level_ok = True if level is None else bool(pick(comp).mean() >= level)
+            check_e = C.paired(pick(comp), best, LEAD, level_ok=level_ok)
+            ours_e = f"{pick(comp).mean():.1f} vs {best.mean():.1f} %: {C.describe_difference(check_e, ' pts', 1)}"
+            drops = [(values[(mm, "random")], values[(mm, "non_compositional")]) for mm in ("anil", "maml")]
+            drops = [(a[0], a[1] - b[1]) for a, b in drops if a is not None and b is not None]
+            if noncomp is not None and drops:
+                hnet_drop = pick(comp) - pick(noncomp)
+                mono_drop = best_per_seed(drops, seeds)
+                check_f = C.paired(hnet_drop, mono_drop, LEAD)
+                ours_f = (
+                    f"drop {hnet_drop.mean():.1f} vs {mono_drop.mean():.1f} pts: "
+                    f"{C.describe_difference(check_f, ' pts', 1)}"
+                )
+        extra = "" if level is None else f", and the hypernetwork above {level:g} %"
+        found.append(
+            C.judge(
+                SECTION,
+                figure.split("/")[0] if figure == "Fig. 4E/F" else figure,
+                f"{MODEL_LABELS[m]}: higher {label} on held-out goal combinations than ANIL and MAML",
+                f"{label} ≥ {LEAD:g} points above the better of ANIL/MAML, paired by seed, equal outer "
+                f"steps and tasks{extra}",
+                check_e,
+                ours_e,
+                seeds,
+                paper="qualitative",
+                anchor="#fig4ef",
+            )
+        )
+        found.append(
+            C.judge(
+                SECTION,
+                "Fig. 4F" if figure == "Fig. 4E/F" else figure,
+                f"{MODEL_LABELS[m]}: holding out a quadrant costs it much more {label} than ANIL and MAML",
+                f"its drop from random to non-compositional ≥ {LEAD:g} points above the larger drop of "
+                "ANIL/MAML, paired by seed",
+                check_f,
+                ours_f,
+                seeds,
+                paper="qualitative",
+                anchor="#fig4ef",
+            )
+        )
+    return found
+
+
+def fig4ef(runs: Runs) -> FigureResult:
+    """Fig. 4E/F: OOD step accuracy under the random (compositional) and non-compositional split."""
+    values = _values(runs)
+    models = [m for m in MODELS if values[(m, "random")] is not None]
+    fig = plots.grouped_bars(
+        ["Fig. 4E: compositional (random)", "Fig. 4F: non-compositional"],
+        [MODEL_LABELS[m] for m in models],
+        [[values[(m, s)][1] for s in SPLITS] for m in models],
+        "OOD accuracy (%)",
+        ylim=(0, 100),
+    )
+    lines = [
+        "| model | outer steps | OOD acc., random | OOD acc., non-compositional | drop | test acc., random |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m in models:
+        (c, comp), (_, noncomp) = values[(m, "random")], values[(m, "non_compositional")]
+        lines.append(
+            f"| {MODEL_LABELS[m]} | {c.outer_steps:,} | {mean_std(comp, 1)} | {mean_std(noncomp, 1)} | "
+            f"{np.mean(comp) - np.mean(noncomp):.1f} | {mean_std(metric(c, runs.output(c), 'acc', 'test'), 1)} |"
+        )
+    return FigureResult(
+        fig,
+        _caption(
+            runs,
+            runs.configs("fig4ef"),
+            "Fig. 4E/F: OOD step accuracy (the query step "
+            "accuracy after adapting on one demonstration of a "
+            "held-out goal)",
+        ),
+        "Accuracy in % (mean ± std over seeds); *drop* = random − non-compositional OOD accuracy.\n\n"
+        + "\n".join(lines),
+        _claims(runs),
+    )
+
+
+def figa9(runs: Runs) -> FigureResult:
+    """Fig. A9: the fraction of OOD episodes whose every step is predicted optimally."""
+    values = _values(runs, "acc_all")
+    models = [m for m in MODELS if values[(m, "random")] is not None]
+    top = max(np.max(values[(m, s)][1]) for m in models for s in SPLITS)
+    fig = plots.grouped_bars(
+        ["compositional (random)", "non-compositional"],
+        [MODEL_LABELS[m] for m in models],
+        [[values[(m, s)][1] for s in SPLITS] for m in models],
+        "optimal OOD episodes (%)",
+        ylim=(0, max(5.0, 1.15 * top)),
+    )
+    lines = ["| model | random | non-compositional |", "|---|---|---|"]
+    lines += [
+        f"| {MODEL_LABELS[m]} | {mean_std(values[(m, 'random')][1], 1)} | "
+        f"{mean_std(values[(m, 'non_compositional')][1], 1)} |"
+        for m in models
+    ]
+    return FigureResult(
+        fig,
+        _caption(
+            runs,
+            runs.configs("fig4ef"),
+            "Fig. A9: fraction of OOD episodes (%) in which every step is predicted optimally",
+        ),
+        "\n".join(lines),
+        _claims(runs, "acc_all", "Fig. A9", "fraction of optimal OOD episodes", 5.0),
+    )
+
+
+# --------------------------------------------------------------------------------------------- Fig. A10
+
+
+def _figa10_grid(runs, model):
+    cfgs = [c for c in runs.configs("figa10", model=model) if runs.output(c) is not None]
+    hidden, templates = sorted({c.hidden for c in cfgs}), sorted({c.templates for c in cfgs})
+    grid = np.full((len(hidden), len(templates)), np.nan)
+    for i, h in enumerate(hidden):
+        for j, t in enumerate(templates):
+            grid[i, j] = max(metric(c, runs.output(c)).mean() for c in cfgs if c.hidden == h and c.templates == t)
+    return cfgs, hidden, templates, grid
+
+
+def _figa10_claims(runs):
+    found = []
+    for m in HNETS:
+        cfgs, _, _, grid = _figa10_grid(runs, m)
+        if not cfgs:
+            continue
+        spread = float(np.nanmax(grid) - np.nanmin(grid))
+        check = C.lower(np.array([spread]), np.array([LEAD]))
+        found.append(
+            C.judge(
+                SECTION,
+                "Fig. A10",
+                f"{MODEL_LABELS[m]}: OOD accuracy is stable across hidden width and T",
+                f"best and worst cell within {LEAD:g} points",
+                check,
+                f"spread {spread:.1f} points",
+                cfgs[0].seeds,
+                paper="stable",
+                anchor="#figa10",
+            )
+        )
+    return found
+
+
+def figa10(runs: Runs) -> list:
+    out = []
+    for m in HNETS:
+        cfgs, hidden, templates, grid = _figa10_grid(runs, m)
+        if cfgs:
+            fig = plots.heatmap(
+                grid,
+                [str(h) for h in hidden],
+                [str(t) for t in templates],
+                "number of modules T",
+                "hidden width of the base network",
+                "OOD accuracy (%)",
+            )
+            out.append(
+                FigureResult(
+                    fig,
+                    _caption(
+                        runs,
+                        cfgs,
+                        f"Fig. A10: OOD accuracy of the {MODEL_LABELS[m]}, random "
+                        "split, best outer learning rate per cell",
+                    ),
+                    claims=[c for c in _figa10_claims(runs) if MODEL_LABELS[m] in c.claim],
+                )
+            )
+    return out
+
+
+# --------------------------------------------------------------------------------------------- curves, imitation
+
+
+def curves(runs: Runs) -> FigureResult:
+    """Query step accuracy during training: training meta-batches (running mean), test and OOD goals."""
+    cfgs = runs.configs("fig4ef")
+    panels = {"training meta-batches": {}, "test (training goals)": {}, "OOD goals": {}}
+    styles = {}
+    for c in cfgs:
+        out, label = runs.output(c), f"{MODEL_LABELS[c.model]}, {c.split.replace('_', '-')}"
+        styles[label] = (MODEL_COLOURS[c.model], "-" if c.split == "random" else "--")
+        train_acc = 100 * np.asarray(out["steps/acc"])
+        window = max(1, min(25, train_acc.shape[1] // 5))
+        smooth = np.stack([np.convolve(a, np.ones(window) / window, mode="valid") for a in train_acc])
+        panels["training meta-batches"][label] = (np.arange(smooth.shape[1]) + window, smooth)
+        for title, name in (("test (training goals)", "test"), ("OOD goals", "ood")):
+            panels[title][label] = (
+                out["eval_steps"],
+                100 * np.asarray(out["eval/acc"])[:, :, c.eval_set_names().index(name)],
+            )
+    fig = gridplots.learning_curves(panels, styles)
+    return FigureResult(
+        fig,
+        _caption(
+            runs,
+            cfgs,
+            "Query step accuracy during training (left: running mean over the "
+            "training meta-batches); mean over seeds, range shaded; solid: random "
+            "split, dashed: non-compositional",
+        ),
+    )
+
+
+def imitation(runs: Runs, n_goals=64) -> FigureResult:
+    """Each learner (random split, first seed) adapts on one demonstration of an OOD goal and acts in closed loop."""
+    cfgs = [runs.one("fig4ef", model=m, split="random") for m in MODELS]
+    cfgs = [c for c in cfgs if c is not None and "final/meta" in runs.output(c)]
+    seed, w = cfgs[0].seeds[0], cfgs[0].world
+    _, ood = gl.goal_split("random", seed, w)
+    ids = ood[np.asarray(jax.random.choice(jax.random.key(seed + 1), len(ood), (n_goals,)))]
+    ids[0] = ood[0]
+    rollouts, success = {}, {}
+    for c in cfgs:
+        out = goals_experiment.imitate(
+            c, runs.output(c)["final/meta"][0], seed, gl.goal_table(w)[ids], jax.random.key(seed + 2)
+        )
+        rollouts[c.model] = jax.tree.map(lambda a: a[0], out)
+        success[c.model] = 100 * np.mean(out["success"])
+    goal = gl.goal_table(w)[ids[0]]
+    fig = gridplots.imitation_figure(
+        gl.make_mazes(seed, world=w)[goal[2]],
+        [rollouts[c.model] for c in cfgs],
+        [MODEL_LABELS[c.model] for c in cfgs],
+    )
+    acc_all = _values(runs, "acc_all")
+    table = (
+        "| model | closed-loop success on 64 OOD goals, first seed (%) | optimal OOD episodes, Fig. A9 (%) |\n"
+        "|---|---|---|\n"
+        + "\n".join(
+            f"| {MODEL_LABELS[c.model]} | {success[c.model]:.1f} | {acc_all[(c.model, 'random')][1][0]:.1f} |"
+            for c in cfgs
+        )
+    )
+    return FigureResult(
+        fig,
+        _caption(
+            runs,
+            cfgs,
+            f"Imitating the OOD goal '{gl.describe_goal(goal, w)}' from one "
+            f"demonstration: the learner's closed-loop path (orange) beside the "
+            f"optimal one (green); first seed's runs",
+        ),
+        table,
+    )
+
+
+def claims(runs: Runs) -> list:
+    return [
+        *_claims(runs),
+        *_claims(runs, "acc_all", "Fig. A9", "fraction of optimal OOD episodes", 5.0),
+        *_figa10_claims(runs),
+    ]

@@ -1,0 +1,217 @@
+"""One strict parameter layer for every config, the command line, notebook parameters and sweep files.
+
+A config is a frozen dataclass deriving from :class:`Config`. Each field's type comes from its annotation
+(``int``, ``float``, ``bool``, ``str``, ``tuple`` of seeds, or one of these ``| None``) and its allowed values
+from :func:`field` metadata (``ge``, ``gt``, ``le``, ``lt``, ``choices``). Validation runs in
+``__post_init__``, before anything is compiled, and is strict:
+
+* an integer is an ``int`` (not a ``bool``, a float such as 25.5 or 1e3, nor a string such as "4");
+* a float is a finite number (``nan`` and ``inf`` are refused), given as an ``int`` or a ``float``;
+* a boolean is a ``bool`` (the strings "true"/"false" are parsed exactly by :func:`parse_bool`, elsewhere refused);
+* ``seeds`` is a non-empty list of distinct non-negative integers;
+* a string field with ``choices`` takes one of them.
+
+Every error is a :class:`ParameterError` naming the field, what is allowed and what was given.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import math
+import types
+import typing
+
+import numpy as np
+
+
+class ParameterError(ValueError):
+    """A parameter that is not allowed; the message names the field (and the file, where there is one)."""
+
+
+def field(default, *, ge=None, gt=None, le=None, lt=None, choices=None):
+    """A dataclass field with its allowed range or choices (see module docstring)."""
+    limits = {k: v for k, v in dict(ge=ge, gt=gt, le=le, lt=lt, choices=choices).items() if v is not None}
+    return dataclasses.field(default=default, metadata=limits)
+
+
+def positive(default):
+    """An integer field that must be at least 1."""
+    return field(default, ge=1)
+
+
+# --------------------------------------------------------------------------------------------- single values
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _limits_text(meta) -> str:
+    words = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+    return " and ".join(f"{words[k]} {meta[k]}" for k in ("ge", "gt", "le", "lt") if k in meta)
+
+
+def check_int(name, value, ge=None, gt=None, le=None, lt=None):
+    """``value`` as an int, or a :class:`ParameterError` naming ``name``."""
+    return _check(name, value, int, {k: v for k, v in dict(ge=ge, gt=gt, le=le, lt=lt).items() if v is not None})
+
+
+def check_float(name, value, ge=None, gt=None, le=None, lt=None):
+    """``value`` as a finite float, or a :class:`ParameterError` naming ``name``."""
+    return _check(name, value, float, {k: v for k, v in dict(ge=ge, gt=gt, le=le, lt=lt).items() if v is not None})
+
+
+def check_seeds(value, name="seeds"):
+    """A tuple of distinct non-negative ints from a list or tuple; refuses floats, strings, bools, a bare int."""
+    if not isinstance(value, (list, tuple)):
+        raise ParameterError(f"{name} must be a list of non-negative integers such as [2020, 2021], got {value!r}")
+    if not value:
+        raise ParameterError(f"{name} must name at least one seed")
+    for seed in value:
+        if not _is_int(seed) or seed < 0:
+            raise ParameterError(
+                f"{name} must be a list of non-negative integers such as [2020, 2021], "
+                f"got {list(value)!r} (entry {seed!r})"
+            )
+    if len(set(int(s) for s in value)) != len(value):
+        raise ParameterError(f"{name} must not repeat a seed, got {list(value)!r}")
+    return tuple(int(s) for s in value)
+
+
+def parse_bool(value, name):
+    """A bool from a bool or exactly one of the strings true/false/True/False/1/0 (papermill passes ``-p x false``
+    as the string "false"); anything else is a :class:`ParameterError`."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "false", "0"):
+        return value.strip().lower() in ("true", "1")
+    raise ParameterError(f"{name} must be a boolean (True or False), got {value!r}")
+
+
+def _kind(annotation):
+    """(base type, optional) of a field annotation: int, float, bool, str or tuple, and whether None is allowed."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _kind(args[0])[0], True
+    if origin is tuple or annotation is tuple:
+        return tuple, False
+    return annotation, False
+
+
+def _check(name, value, kind, meta, optional=False):
+    if value is None:
+        if optional:
+            return None
+        raise ParameterError(f"{name} must not be None")
+    allowed = _limits_text(meta)
+    if kind is bool:
+        if not isinstance(value, (bool, np.bool_)):
+            raise ParameterError(f"{name} must be a boolean (True or False), got {value!r}")
+        return bool(value)
+    if kind is int:
+        if not _is_int(value):
+            raise ParameterError(
+                f"{name} must be an integer{' ' + allowed if allowed else ''}"
+                f"{' or None' if optional else ''}, got {value!r}"
+            )
+        value = int(value)
+    elif kind is float:
+        if not _is_number(value) or not math.isfinite(float(value)):
+            raise ParameterError(
+                f"{name} must be a finite number{' ' + allowed if allowed else ''}"
+                f"{' or None' if optional else ''}, got {value!r}"
+            )
+        value = float(value)
+    elif kind is str:
+        if not isinstance(value, str):
+            raise ParameterError(f"{name} must be a string, got {value!r}")
+    elif kind is tuple:
+        return check_seeds(value, name)
+    if "choices" in meta and value not in meta["choices"]:
+        raise ParameterError(f"{name} must be one of {tuple(meta['choices'])}, got {value!r}")
+    for key, ok in (
+        ("ge", lambda v, b: v >= b),
+        ("gt", lambda v, b: v > b),
+        ("le", lambda v, b: v <= b),
+        ("lt", lambda v, b: v < b),
+    ):
+        if key in meta and not ok(value, meta[key]):
+            raise ParameterError(
+                f"{name} must be {'an integer' if kind is int else 'a number'} {allowed}, got {value!r}"
+            )
+    return value
+
+
+# --------------------------------------------------------------------------------------------- configs
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Base of every config: fields are validated (and normalised, e.g. seeds to a tuple) on construction,
+    then :meth:`check` runs the cross-field rules of the subclass."""
+
+    def __post_init__(self):
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            kind, optional = _kind(hints[f.name])
+            value = _check(f.name, getattr(self, f.name), kind, f.metadata, optional)
+            object.__setattr__(self, f.name, value)
+        self.check()
+
+    def check(self):
+        """Rules that involve several fields; raise :class:`ParameterError`."""
+
+    @classmethod
+    def field_names(cls):
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def describe_field(cls, name) -> str:
+        """``name: type (allowed values)`` for error messages and ``compgen list``."""
+        f = {f.name: f for f in dataclasses.fields(cls)}[name]
+        kind, optional = _kind(typing.get_type_hints(cls)[name])
+        text = f"{name}: {getattr(kind, '__name__', kind)}{' | None' if optional else ''}"
+        meta = dict(f.metadata)
+        if "choices" in meta:
+            text += f" in {tuple(meta['choices'])}"
+        elif _limits_text(meta):
+            text += f" {_limits_text(meta)}"
+        return text
+
+
+def check_overrides(config_class, overrides: dict, where: str = "override", fixed=None):
+    """Raise unless every key of ``overrides`` is a field of ``config_class`` (listing the allowed ones) and none
+    is fixed by the experiment (``fixed``: {field: why}); the values are checked when the config is built."""
+    allowed = config_class.field_names()
+    unknown = sorted(set(overrides) - set(allowed))
+    if unknown:
+        raise ParameterError(
+            f"{where}: unknown field(s) {unknown} of {config_class.__name__}; allowed: {', '.join(allowed)}"
+        )
+    for name in overrides:
+        if fixed and name in fixed:
+            raise ParameterError(f"{where}: {name} is set by {fixed[name]} and cannot be overridden")
+
+
+def parse_literal(text: str):
+    """A command-line value: a Python literal (``4``, ``2e-3``, ``[100, 101]``, ``True``, ``None``, ``'x'``), or
+    the text itself when it is not one (a mask list such as ``01;12``). Lists become tuples."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        value = text
+    return tuple(value) if isinstance(value, list) else value
+
+
+def parse_assignment(text: str):
+    """``FIELD=VALUE`` of ``--set`` -> ``(field, value)``."""
+    if "=" not in text:
+        raise ParameterError(f"--set takes FIELD=VALUE, got {text!r}")
+    name, value = text.split("=", 1)
+    return name.strip(), parse_literal(value)

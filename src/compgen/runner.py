@@ -1,0 +1,377 @@
+"""The engine: train a section's configs, one compiled program per config, and keep the results.
+
+:func:`run` is what notebooks and the command line call: stored results are loaded, the rest are trained
+(in worker processes, one per CPU core) and stored. Every config is trained by its own program - its seeds
+vmapped, its outer steps a ``lax.scan`` in chunks (:func:`run_chunks`) - so the numbers stored for a config do
+not depend on what else was trained, by how many workers, or through which entry point. Configs of equal
+shapes share the jitted program (same process) or the persistent compilation cache (other processes), so
+a figure's splits or seeds compile once.
+
+Between chunks the driver prints a progress line, evaluates, saves a checkpoint if asked
+(:class:`compgen.checkpoint.Checkpointer`) and checks the run: a run whose outer updates have all been
+non-finite for :data:`DIVERGED_STEPS` steps (or a whole chunk) stops with :class:`TrainingDiverged` and is not
+stored.
+
+Workers: ``python -m compgen.runner <section module> <configs.json>`` trains configs of the section that
+``<section module>.SECTION`` names (see :func:`run_workers`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+from compgen import checkpoint, devices, meta, params, results
+
+DIVERGED_STEPS = 100  # consecutive non-finite outer updates after which a run is stopped
+DIVERGED_EXIT = 3  # a worker's exit status when one of its runs diverged
+
+
+class TrainingDiverged(RuntimeError):
+    """A run whose outer updates stayed non-finite; it is not stored."""
+
+
+class Program(NamedTuple):
+    """The compiled pieces that train the seeds of one config: ``init(runs) -> state``,
+    ``chunk(runs, state, n) -> (state, per-step metrics)`` (``n`` outer steps under one ``lax.scan``) and
+    ``evaluate(runs, state) -> metrics``; every array has a leading run (seed) axis."""
+
+    init: Callable
+    chunk: Callable
+    evaluate: Callable
+
+
+_PROGRAMS: dict = {}
+
+
+def shape_key(section, cfg):
+    """The fields that shape ``cfg``'s program: all but those that only enter its per-run arrays."""
+    return tuple((f.name, getattr(cfg, f.name)) for f in dataclasses.fields(cfg) if f.name not in section.data_fields)
+
+
+def program(section, cfg) -> Program:
+    """The jitted program of ``cfg`` (shared by every config of the same :func:`shape_key`)."""
+    key = (section.name, shape_key(section, cfg), devices.task_mesh_id())
+    if key not in _PROGRAMS:
+        mesh = devices.task_mesh()  # traced with the split it was built under, wherever it is first called
+
+        def chunk(runs, state, n):
+            step_all = lambda s: jax.vmap(lambda r, x: section.outer_step(cfg, r, x))(runs, s)
+            with devices.tasks_split_over(mesh):
+                return meta.scan_steps(step_all, state, n)
+
+        init = jax.jit(lambda runs: jax.vmap(lambda r: section.init(cfg, r))(runs))
+        evaluate = jax.jit(lambda runs, state: jax.vmap(lambda r, s: section.evaluate(cfg, r, s))(runs, state))
+        _PROGRAMS[key] = Program(init, jax.jit(chunk, static_argnums=2), evaluate)
+    return _PROGRAMS[key]
+
+
+# --------------------------------------------------------------------------------------------- one run
+
+
+def run_chunks(chunk_fn, state, num_steps, chunk_size, evaluate=None, describe=None, log=print, saver=None, check=None):
+    """Drive a compiled training loop chunk by chunk, printing progress between chunks.
+
+    ``chunk_fn(state, n) -> (state, metrics)`` runs ``n`` outer steps (``n`` static; at most two distinct
+    values, so at most two compilations). ``evaluate(state) -> dict`` is called at step 0 and after each
+    chunk; ``describe(step_metrics, eval_metrics) -> str`` formats the progress line and ``check(step_metrics,
+    done)`` may raise to stop the run. Returns ``(state, history)``: the per-step metrics concatenated, the
+    evaluations stacked, and the steps at which they were taken.
+
+    With ``saver`` (a :class:`compgen.checkpoint.Checkpointer`) the run starts from its latest valid checkpoint
+    if there is one and saves the state and history every ``saver.every`` chunks; the returned history is the
+    same as an uninterrupted run's.
+    """
+    step_metrics, evals, eval_steps, done = [], [], [], 0
+    restored = None if saver is None else saver.restore(state)
+    if restored is not None:
+        state, progress = restored
+        step_metrics, evals, eval_steps, done = (progress[k] for k in ("steps", "evals", "eval_steps", "done"))
+        log(f"resumed from step {done}/{num_steps}")
+    elif evaluate is not None:
+        evals.append(jax.device_get(evaluate(state)))
+        eval_steps.append(0)
+    start, first, chunks = time.perf_counter(), done, 0
+    while done < num_steps:
+        n = min(chunk_size, num_steps - done)
+        state, metrics = chunk_fn(state, n)
+        metrics = jax.device_get(metrics)
+        done += n
+        if check is not None:
+            check(metrics, done)
+        step_metrics.append(metrics)
+        evaluation = None
+        if evaluate is not None:
+            evaluation = jax.device_get(evaluate(state))
+            evals.append(evaluation)
+            eval_steps.append(done)
+        rate = (done - first) / (time.perf_counter() - start)
+        line = f"step {done:>7d}/{num_steps}  {rate:7.1f} steps/s  ETA {(num_steps - done) / rate:6.0f} s"
+        if describe is not None:
+            line += "  " + describe(metrics, evaluation)
+        log(line)
+        chunks += 1
+        if saver is not None and chunks % saver.every == 0 and done < num_steps:
+            saver.save(state, {"done": done, "steps": step_metrics, "evals": evals, "eval_steps": eval_steps})
+    history = {"steps": jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0), *step_metrics)}
+    if evals:
+        history["eval"] = jax.tree.map(lambda *xs: jnp.stack(xs, axis=0), *evals)
+        history["eval_steps"] = jnp.asarray(eval_steps)
+    return state, history
+
+
+def _divergence_check(section, cfg):
+    """Raise :class:`TrainingDiverged` once some seed's outer updates have all been non-finite for
+    ``min(DIVERGED_STEPS, eval_every)`` steps."""
+    limit = min(DIVERGED_STEPS, cfg.eval_every)
+
+    def check(step_metrics, done):
+        streak = np.asarray(step_metrics["streak"])[-1]  # (runs,)
+        if (streak >= limit).any():
+            rates = {k: getattr(cfg, k) for k in ("inner_lr", "outer_lr") if hasattr(cfg, k)}
+            seeds = [s for s, bad in zip(cfg.seeds, streak >= limit) if bad]
+            raise TrainingDiverged(
+                f"{section.name}: {section.label(cfg)}: every outer update of seed(s) {seeds} was non-finite for "
+                f"the last {int(streak.max())} steps (at step {done}; learning rates {rates}); the run is stopped "
+                "and not stored"
+            )
+
+    return check
+
+
+def train(section, cfg, log=print, saver=None):
+    """Train every seed of ``cfg`` with its program; ``(history, wall_time_s)``.
+
+    Every array of ``history`` has a leading seed axis; with ``section.keep_params`` it also holds the final
+    meta-parameters, flattened per seed (``history["final"]["meta"]``, (seeds, P)).
+    """
+    start = time.perf_counter()
+    runs = section.run_arrays([cfg])
+    prog = program(section, cfg)
+    n = len(cfg.seeds)
+    show = lambda m, e: section.progress(m, e)
+    state, history = run_chunks(
+        lambda s, k: prog.chunk(runs, s, k),
+        prog.init(runs),
+        cfg.outer_steps,
+        cfg.eval_every,
+        lambda s: prog.evaluate(runs, s),
+        show,
+        log,
+        saver,
+        _divergence_check(section, cfg),
+    )
+    history = jax.tree.map(lambda a: np.moveaxis(np.asarray(a), 1, 0)[:n] if np.ndim(a) > 1 else np.asarray(a), history)
+    if section.keep_params:
+        history["final"] = {"meta": np.asarray(jax.vmap(lambda p: ravel_pytree(p)[0])(state["meta"]))[:n]}
+    return history, time.perf_counter() - start
+
+
+def flatten_history(history) -> dict:
+    """``{"steps": {...}, "eval": {...}, "final": {...}, "eval_steps": a}`` -> ``{"steps/k", "eval/k", "final/k",
+    "eval_steps"}`` ("final" is optional)."""
+    flat = {f"steps/{k}": v for k, v in history["steps"].items()}
+    flat.update({f"eval/{k}": v for k, v in history["eval"].items()})
+    flat.update({f"final/{k}": v for k, v in history.get("final", {}).items()})
+    flat["eval_steps"] = history["eval_steps"]
+    return flat
+
+
+def checkpoint_interval(value=None) -> int:
+    if value is None:
+        text = os.environ.get("COMPGEN_CHECKPOINT_EVERY") or "0"
+        try:
+            value = int(text)
+        except ValueError:
+            raise params.ParameterError(
+                f"COMPGEN_CHECKPOINT_EVERY must be a non-negative integer (chunks between "
+                f"checkpoints, 0 = off), got {text!r}"
+            ) from None
+    return params.check_int("checkpoint_every", value, ge=0)
+
+
+def train_and_store(section, configs, log=print, checkpoint_every=None):
+    """Train each of ``configs`` (one program each; same-shape ones share it) and store its result.
+
+    With ``checkpoint_every`` = N > 0 (default ``$COMPGEN_CHECKPOINT_EVERY``, else 0 = off) a run saves its
+    training state every N chunks under :func:`compgen.checkpoint.run_dir`, resumes from there when started
+    again, and removes its checkpoints once its result is stored.
+    """
+    every = checkpoint_interval(checkpoint_every)
+    code = section.code
+    for cfg in configs:
+        log(f"[train] {section.label(cfg)}")
+        folder = checkpoint.run_dir(section.name, [results.config_hash(cfg, code)]) if every else None
+        saver = checkpoint.Checkpointer(folder, every, log=log) if folder else None
+        history, wall = train(section, cfg, log, saver)
+        results.save(section.name, cfg, flatten_history(history), wall, code=code)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------------- many runs
+
+
+def load(section, cfg, log=print):
+    """The stored result of ``cfg`` (a dict of arrays with a leading seed axis), or ``None``."""
+    stored = results.load(section.name, cfg, code=section.code, log=log)
+    return None if stored is None else stored[0]
+
+
+def run(section, configs, force: bool = False, workers: int | None = None, log=print, checkpoint_every=None):
+    """Results for each config (a list, in order): dicts of arrays with a leading seed axis.
+
+    Stored results are loaded unless ``force``; the rest are trained, spread over ``workers`` processes
+    (default: one per CPU core, 1 on an accelerator), and stored.
+    """
+    configs = list(configs)
+    checkpoint_interval(checkpoint_every)  # a bad value fails before anything trains
+    loaded, todo = {}, []
+    for c in configs:
+        stored = None if force else results.load(section.name, c, code=section.code, log=log)
+        if stored is None:
+            if c not in todo:
+                todo.append(c)
+        else:
+            loaded[c] = stored[0]
+            prov = stored[1]["provenance"]
+            log(
+                f"[results] reusing {section.label(c)}: run {results.config_hash(c, section.code)} ({prov['date']}, "
+                f"{prov['wall_time_s']:.0f} s on {prov['device']}, commit {prov['git_commit'][:8]})"
+            )
+    if todo:
+        workers = default_workers(len(todo)) if workers is None else workers
+        jobs = balance(todo, workers, section)
+        if workers > 1 and len(jobs) > 1:
+            run_workers(section, jobs, workers, log, checkpoint_every)
+        else:
+            train_and_store(section, todo, log, checkpoint_every)
+        for c in todo:
+            stored = results.load(section.name, c, code=section.code, log=log)
+            if stored is None:
+                raise RuntimeError(
+                    f"the run of {c} was not found in the store after training: it was stored "
+                    "under another code version (was the library edited during the run?)"
+                )
+            loaded[c] = stored[0]
+    return [loaded[c] for c in configs]
+
+
+def default_workers(n_jobs: int) -> int:
+    """``$COMPGEN_WORKERS`` if set, else one worker per CPU core on a CPU-only machine and 1 with an accelerator;
+    at most ``n_jobs``."""
+    text = os.environ.get("COMPGEN_WORKERS")
+    if text:
+        try:
+            workers = int(text)
+        except ValueError:
+            workers = 0
+        if workers < 1:
+            raise params.ParameterError(f"COMPGEN_WORKERS must be a positive integer, got {text!r}")
+        return min(n_jobs, workers)
+    if jax.default_backend() != "cpu":
+        return 1
+    return max(1, min(n_jobs, os.cpu_count() or 1))
+
+
+def balance(configs, workers: int, section) -> list:
+    """Jobs for ``workers`` processes: same-shape configs together (they share a compiled program), the
+    largest job halved until every worker has one. Grouping never changes the numbers, only compilation."""
+    groups = {}
+    for c in configs:
+        groups.setdefault(shape_key(section, c), []).append(c)
+    jobs = list(groups.values())
+    while len(jobs) < workers and max(len(j) for j in jobs) > 1:
+        big = max(range(len(jobs)), key=lambda i: sum(section.cost(c) for c in jobs[i]))
+        job = jobs.pop(big)
+        jobs += [job[: len(job) // 2], job[len(job) // 2 :]]
+    return jobs
+
+
+def _start(section, configs, slot, log, checkpoint_every):
+    handle = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    json.dump({"configs": [dataclasses.asdict(c) for c in configs], "checkpoint_every": checkpoint_every}, handle)
+    handle.close()
+    proc = subprocess.Popen(
+        [sys.executable, "-u", "-m", "compgen.runner", section.module, handle.name],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+    last = []  # the worker's last line: its error, if it failed
+
+    def forward():
+        for line in proc.stdout:
+            log(f"[worker {slot}] {line.rstrip()}")
+            last[:] = [line.strip()]
+
+    thread = threading.Thread(target=forward, daemon=True)
+    thread.start()
+    return proc, thread, handle.name, last
+
+
+def run_workers(section, jobs, n_workers: int, log=print, checkpoint_every=None, poll_s: float = 0.5):
+    """Train ``jobs`` (lists of configs) in at most ``n_workers`` processes at once, costliest first, starting the
+    next job whenever a slot frees."""
+    costs = [sum(section.cost(c) for c in job) for job in jobs]
+    pending = sorted(range(len(jobs)), key=lambda i: -costs[i])
+    running, failed = {}, []  # slot -> (job, proc, thread, file, last line)
+    while pending or running:
+        for slot in range(n_workers):
+            if slot not in running and pending:
+                job = pending.pop(0)
+                running[slot] = (job, *_start(section, jobs[job], slot, log, checkpoint_every))
+        time.sleep(poll_s)
+        for slot, (_job, proc, thread, name, last) in list(running.items()):
+            if proc.poll() is not None:
+                thread.join()
+                os.unlink(name)
+                if proc.returncode:
+                    failed.append((proc.returncode, last[0] if last else f"exit code {proc.returncode}"))
+                del running[slot]
+    diverged = [line.split(": ", 1)[1] for code, line in failed if code == DIVERGED_EXIT and ": " in line]
+    if diverged:
+        raise TrainingDiverged("; ".join(diverged))
+    if failed:
+        raise RuntimeError(f"{len(failed)} training job(s) failed: " + "; ".join(line for _, line in failed))
+
+
+def section_of(module_name: str):
+    """The ``SECTION`` of a section module, imported by name (workers receive the name, not the object)."""
+    import importlib
+
+    return importlib.import_module(module_name).SECTION
+
+
+def _worker(module_name: str, path: str) -> int:
+    section = section_of(module_name)
+    with open(path) as handle:
+        job = json.load(handle)
+    configs = [
+        section.config(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}) for d in job["configs"]
+    ]
+    try:
+        train_and_store(section, configs, checkpoint_every=job["checkpoint_every"])
+    except TrainingDiverged as error:  # the driver re-raises it with this message
+        print(f"TrainingDiverged: {error}", flush=True)
+        return DIVERGED_EXIT
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_worker(sys.argv[1], sys.argv[2]))

@@ -1,0 +1,183 @@
+"""A section of the book as a value: what it trains (:class:`Section`) and its named configurations (:class:`Preset`).
+
+A section is a frozen :class:`Section`: its config class, its presets, and the pure functions that the
+engine (:mod:`compgen.runner`) compiles - per-run arrays, initial state, one outer step, evaluation - plus a
+progress line, a label, a cost estimate and the modules whose code its numbers depend on.
+
+Presets are data. ``PRESETS["paper"]`` holds the paper's configuration: its ``per_model`` values are each
+model's paper hyper-parameters and its ``common`` values the section's. Every other preset starts from
+the paper's and overrides fields: a config of ``model`` at ``preset`` is built (:func:`make_config`) from
+
+    paper.common, paper.per_model[model], preset.common, preset.per_model[model], the figure's grid, overrides.
+
+A figure's configs are a :class:`Grid` expanded by :func:`figure_configs`: its models, times the cartesian
+product of its ``axes`` (first axis outermost), times its ``cases`` (fields that vary together), each with
+its ``fixed`` fields. Fields that the grid varies cannot be overridden (they define the experiment).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from compgen import params
+
+PRESET_NAMES = ("smoke", "quick", "paper")
+
+
+def _frozen(mapping):
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The configs of one figure: ``models`` x product(``axes``) x ``cases``, each with ``fixed`` fields."""
+
+    models: tuple = ()
+    fixed: Mapping = dataclasses.field(default_factory=dict)
+    axes: Mapping = dataclasses.field(default_factory=dict)
+    cases: tuple = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "fixed", _frozen(self.fixed))
+        object.__setattr__(self, "axes", _frozen({k: tuple(v) for k, v in dict(self.axes).items()}))
+        object.__setattr__(self, "cases", tuple(_frozen(c) for c in self.cases))
+
+    def points(self):
+        """The field dicts of every point (models excluded), axes outermost, then cases."""
+        names = list(self.axes)
+        for values in itertools.product(*(self.axes[n] for n in names)):
+            for case in self.cases or ({},):
+                yield {**self.fixed, **dict(zip(names, values)), **case}
+
+    def varied(self) -> dict:
+        """{field: why} for the fields the grid varies (they cannot be overridden)."""
+        out = {name: f"the figure's axis {name}" for name in self.axes}
+        for case in self.cases:
+            out.update({name: "the figure's cases" for name in case})
+        return out
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named configuration: field overrides for every config, per model, and one :class:`Grid` per figure."""
+
+    description: str
+    common: Mapping = dataclasses.field(default_factory=dict)
+    per_model: Mapping = dataclasses.field(default_factory=dict)
+    figures: Mapping = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "common", _frozen(self.common))
+        object.__setattr__(self, "per_model", _frozen({k: _frozen(v) for k, v in dict(self.per_model).items()}))
+        object.__setattr__(self, "figures", _frozen(self.figures))
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of the book, as the engine drives it (see module docstring).
+
+    * ``run_arrays(configs) -> runs``: per-run inputs (splits, evaluation tasks), stacked over (config, seed);
+    * ``init(cfg, run) -> state``, ``outer_step(cfg, run, state) -> (state, metrics)`` and
+      ``evaluate(cfg, run, state) -> metrics``: one run; the engine vmaps them over runs;
+    * ``progress(step_metrics, eval_metrics) -> str``: the progress line's tail;
+    * ``label(cfg) -> str``: one line naming a config; ``cost(cfg) -> float``: FLOPs of one run (scheduling);
+    * ``code``: the modules whose code the numbers depend on (the results store's fingerprint);
+    * ``data_fields``: the fields that enter only the per-run arrays (a split, masks, seeds): configs that
+      differ only there share one compiled program;
+    * ``models``: the learners in the paper's order (empty for a section without a model field);
+    * ``base_fields(preset, model, overrides) -> dict``: fields taken over from another section (in-context
+      learners share the task stream of the section they run on);
+    * ``keep_params``: store each run's final meta-parameters too.
+    """
+
+    name: str
+    config: type
+    presets: Mapping
+    run_arrays: Callable
+    init: Callable
+    outer_step: Callable
+    evaluate: Callable
+    progress: Callable
+    label: Callable
+    cost: Callable
+    code: tuple
+    data_fields: tuple = ("seeds",)
+    models: tuple = ()
+    base_fields: Callable | None = None
+    keep_params: bool = False
+    experiment_fields: tuple = ("seeds",)  # fields that pick an experiment, never "differences from the paper"
+
+    @property
+    def module(self) -> str:
+        """The module that defines the section (workers import it to find ``SECTION``)."""
+        return self.config.__module__
+
+    def preset(self, name: str) -> Preset:
+        if name not in self.presets:
+            names = tuple(n for n in PRESET_NAMES if n in self.presets)
+            raise params.ParameterError(f"preset must be one of {names}, got {name!r}")
+        return self.presets[name]
+
+    def figures(self, preset: str = "quick") -> tuple:
+        return tuple(self.preset(preset).figures)
+
+
+def make_config(section: Section, preset: str = "quick", model: str | None = None, **overrides):
+    """The config of ``model`` (None: the section's first model, or a section without models) at ``preset``."""
+    p, paper = section.preset(preset), section.presets["paper"]
+    if section.models:
+        model = model or section.models[0]
+        if model not in section.models:
+            raise params.ParameterError(f"model must be one of {section.models}, got {model!r}")
+    params.check_overrides(section.config, {k: v for k, v in overrides.items() if k != "model"}, "override")
+    fields = dict(section.base_fields(preset, model, overrides)) if section.base_fields else {}
+    fields.update(paper.common)
+    fields.update(paper.per_model.get(model, {}))
+    if preset != "paper":
+        fields.update(p.common)
+        fields.update(p.per_model.get(model, {}))
+    fields.update(overrides)
+    if section.models:
+        fields["model"] = model
+    return section.config(**fields)
+
+
+def figure_configs(section: Section, figure: str, preset: str = "quick", models=None, **overrides) -> list:
+    """The configs of ``figure`` at ``preset`` (see module docstring), in grid order; ``models`` restricts them."""
+    grid = section.preset(preset).figures.get(figure)
+    if grid is None:
+        raise params.ParameterError(f"experiment must be one of {section.figures(preset)}, got {figure!r}")
+    params.check_overrides(
+        section.config,
+        overrides,
+        f"{section.name} {figure}",
+        fixed={k: f"experiment {figure} ({why})" for k, why in grid.varied().items()},
+    )
+    chosen = grid.models or (section.models[:1] if section.models else (None,))
+    if models is not None:
+        chosen = [m for m in chosen if m in models]
+    configs = []
+    for model in chosen:
+        for point in grid.points():
+            config = make_config(section, preset, model, **{**point, **overrides})
+            if config not in configs:
+                configs.append(config)
+    return configs
+
+
+def differences_from_paper(section: Section, cfg, experiment_fields=()):
+    """``(field, value, paper value)`` for each field of ``cfg`` that differs from the paper's configuration of the
+    same model, leaving out the fields that pick the experiment (the section's and ``experiment_fields``)."""
+    model = getattr(cfg, "model", None)
+    skip = {*section.experiment_fields, *experiment_fields, "model"}
+    kept = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name in skip and f.name != "model"}
+    paper = make_config(section, "paper", model, **kept)
+    return [
+        (f.name, getattr(cfg, f.name), getattr(paper, f.name))
+        for f in dataclasses.fields(cfg)
+        if f.name not in skip and getattr(cfg, f.name) != getattr(paper, f.name)
+    ]

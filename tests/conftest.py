@@ -1,0 +1,55 @@
+"""Shared fixtures: a private results store per test."""
+
+import pytest
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """A fresh, empty results store (``COMPGEN_RESULTS``) for the test."""
+    monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path / "store"))
+    return tmp_path / "store"
+
+
+def fake_output(cfg, seeds_values: dict, evals=2, steps=10):
+    """A stored-run-shaped dict for ``cfg`` whose final evaluation gives ``seeds_values``: {key: value or (seeds,)
+    per set or scalar}; keys are ``eval/<name>`` (with a set dimension when the value is a dict {set: values})."""
+    import numpy as np
+
+    n = len(cfg.seeds)
+    out = {
+        "eval_steps": np.arange(evals) * steps,
+        "steps/loss": np.ones((n, steps)),
+        "steps/skipped": np.zeros((n, steps), np.int32),
+    }
+    names = cfg.eval_set_names() if hasattr(cfg, "eval_set_names") else ()
+    for key, value in seeds_values.items():
+        if key.startswith("steps/"):  # per training step: given as is
+            array = np.asarray(value, float)
+        elif isinstance(value, dict):  # per evaluation set
+            array = np.zeros((n, evals, len(names)))
+            for name, v in value.items():
+                array[:, :, names.index(name)] = np.asarray(v, float)[:, None] * np.ones(evals)
+        else:
+            array = np.repeat(np.asarray(value, float)[:, None], evals, axis=1)  # (seeds, evals, ...)
+        out[key] = array
+    return out
+
+
+@pytest.fixture
+def fake():
+    """:func:`fake_output`: a stored-run-shaped dict with chosen final values."""
+    return fake_output
+
+
+@pytest.fixture
+def runs_of():
+    """``runs_of(section name, preset, outputs_for)``: a :class:`compgen.figures.Runs` whose outputs come from
+    ``outputs_for(cfg)`` (None: not stored)."""
+    from compgen import figures
+
+    def make(section_name, preset, outputs_for):
+        sec, by_figure = figures.chapter_configs(section_name, preset)
+        configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
+        return figures.Runs(sec, preset, by_figure, {c: outputs_for(c) for c in configs})
+
+    return make

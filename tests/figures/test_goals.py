@@ -1,0 +1,45 @@
+"""Fig. 4E/F, A9 and A10 claims on hand-made outputs where they must hold and where they must fail."""
+
+import numpy as np
+import pytest
+
+from compgen import claims as C
+from compgen.figures import goals as F
+
+
+def _accuracies(hnet_lead, hnet_drop, mono_drop=2.0, exact=0.2):
+    def outputs(cfg, fake):
+        n = len(cfg.seeds)
+        hnet = cfg.model.startswith("hnet")
+        acc = 0.6 + hnet * hnet_lead / 100
+        if cfg.split == "non_compositional":
+            acc -= (hnet_drop if hnet else mono_drop) / 100
+        sets = lambda v: {name: np.full(n, v) for name in cfg.eval_set_names()}
+        return fake(
+            cfg, {"eval/acc": sets(acc), "eval/acc_all": sets(exact * hnet + 0.01), "steps/acc": np.full((n, 10), 0.5)}
+        )
+
+    return outputs
+
+
+@pytest.mark.parametrize("lead, drop, holds", [(10.0, 20.0, True), (1.0, 20.0, False), (10.0, 3.0, False)])
+def test_fig4ef_claims(runs_of, fake, lead, drop, holds):
+    rule = _accuracies(lead, drop)
+    runs = runs_of("goals", "quick", lambda c: rule(c, fake))
+    verdicts = {c.verdict for c in F.claims(runs) if c.figure in ("Fig. 4E", "Fig. 4F")}
+    assert verdicts == {C.HOLDS} if holds else C.NOT_REPRODUCED in verdicts
+
+
+def test_figa9_needs_a_non_trivial_fraction_of_exact_episodes(runs_of, fake):
+    for exact, verdict in ((0.2, C.HOLDS), (0.0, C.NOT_REPRODUCED)):
+        rule = _accuracies(10.0, 20.0, exact=exact)
+        runs = runs_of("goals", "quick", lambda c: rule(c, fake))
+        (first, *_) = [c for c in F.claims(runs) if c.figure == "Fig. A9"]
+        assert first.verdict == verdict
+
+
+def test_figures_draw_with_captions_naming_preset_and_seeds(runs_of, fake):
+    rule = _accuracies(10.0, 20.0)
+    runs = runs_of("goals", "smoke", lambda c: rule(c, fake))
+    for result in (F.fig4ef(runs), F.figa9(runs), F.curves(runs), F.splits(runs), *F.world(runs), *F.figa10(runs)):
+        assert "Preset smoke" in result.caption and "seed" in result.caption, result.caption

@@ -1,0 +1,37 @@
+import json
+
+import pytest
+
+from compgen.figures.search import load_search, search_table
+
+
+def record(regime, model, split, values, steps=2000):
+    world = {"grid": 5, "n_mazes": 2}
+    budget = {"outer_steps": steps, "meta_batch": 16}
+    return dict(
+        regime=regime, world=world, budget=budget, model=model, split=split, seeds=[7, 8], values=values, cpu_s=30.0
+    )
+
+
+def test_one_row_per_regime_with_each_models_mean_per_split(tmp_path):
+    path = tmp_path / "search.json"
+    records = [
+        record("small", "anil", "random", [0.8, 0.6]),
+        record("small", "anil", "non_compositional", [0.5, 0.5]),
+        record("small", "hnet_linear", "random", [0.9, 0.9]),
+        record("longer", "anil", "random", [0.7, 0.7], steps=4000),
+    ]
+    path.write_text(json.dumps({"metric": "OOD accuracy", "records": records}))
+    table = search_table(path, {"anil": "ANIL", "hnet_linear": "Linear hnet"})
+    rows = [line for line in table.splitlines() if line.startswith("| small") or line.startswith("| longer")]
+    assert len(rows) == 2
+    assert "r 70.0 / nc 50.0" in rows[0] and "r 90.0" in rows[0] and "2000 × 16" in rows[0] and "| 1.5 |" in rows[0]
+    assert rows[1].count("–") == 1 and "4000 × 16" in rows[1]  # the regime tried ANIL only
+    assert "grid 5, n_mazes 2" in rows[0]
+
+
+def test_a_record_without_its_metric_is_refused(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"records": []}))
+    with pytest.raises(ValueError, match="metric"):
+        load_search(path)

@@ -1,0 +1,90 @@
+"""The library's modules form layers: a module imports only from its own layer or the ones below, and no group of
+modules imports itself in a cycle (imports inside functions count too)."""
+
+import ast
+from pathlib import Path
+
+import compgen
+
+PACKAGE = Path(compgen.__file__).parent
+
+# Lowest first. A module's layer is the first whose prefixes match its name.
+LAYERS = [
+    ("compgen", "compgen.params", "compgen.rng", "compgen.initializers", "compgen.storage", "compgen.devices"),
+    ("compgen.tasks", "compgen.models"),
+    ("compgen.meta", "compgen.metrics"),
+    (
+        "compgen.results",
+        "compgen.checkpoint",
+        "compgen.claims",
+        "compgen.plots",
+        "compgen.gridplots",
+        "compgen.counterexamples",
+    ),
+    ("compgen.section", "compgen.runner"),
+    ("compgen.experiments",),
+    ("compgen.figures",),
+    ("compgen.sweeps", "compgen.cli", "compgen.bench"),
+]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def layer(name: str) -> int:
+    for index, prefixes in enumerate(LAYERS):
+        if name in prefixes or any(name.startswith(p + ".") for p in prefixes if p != "compgen"):
+            return index
+    raise AssertionError(f"{name} is in no layer of tests/test_imports.py")
+
+
+def imports(name: str) -> set:
+    """The library modules ``name`` imports (anywhere in the file)."""
+    found = set()
+    for node in ast.walk(ast.parse(MODULES[name].read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("compgen"))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("compgen"):
+            for alias in node.names:
+                target = f"{node.module}.{alias.name}"
+                found.add(target if target in MODULES else node.module)
+    return {m for m in found if m != name}
+
+
+def test_every_module_is_in_a_layer():
+    for name in MODULES:
+        layer(name)
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+    upward = [(name, target) for name in MODULES for target in imports(name) if layer(target) > layer(name)]
+    assert upward == [], f"upward imports: {upward}"
+
+
+def test_no_import_cycles():
+    graph = {name: imports(name) & set(MODULES) for name in MODULES}
+    state, cycles = {}, []
+
+    def visit(node, path):
+        state[node] = "active"
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "active":
+                cycles.append(path[path.index(nxt) :] + [nxt])
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert cycles == [], f"import cycles: {cycles}"
+
+
+def test_every_imported_library_module_exists():
+    missing = [(name, target) for name in MODULES for target in imports(name) if target not in MODULES]
+    assert missing == [], f"imports of modules that do not exist: {missing}"

@@ -1,0 +1,133 @@
+"""The engine: a config's stored numbers do not depend on how it was trained; non-finite training stops; workers."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from compgen import params, results, runner
+from compgen.experiments import hyperteacher as HT
+from compgen.experiments import teacher_student as ts
+from compgen.section import make_config
+
+S = ts.SECTION
+TINY = dict(
+    n_modules=2,
+    n_in=4,
+    teacher_hidden=4,
+    n_out=2,
+    hidden_factor=1,
+    module_factor=1,
+    outer_steps=6,
+    eval_every=3,
+    inner_steps=2,
+    meta_batch=2,
+    batch=4,
+    eval_tasks=4,
+    eval_inputs=8,
+    seeds=(100, 101),
+    masks="0;1;01",
+)
+
+
+def _tiny(**fields):
+    return make_config(S, "smoke", **{**TINY, **fields})
+
+
+def _stored_bytes(section, cfg):
+    """Every stored array of ``cfg`` as raw bytes (the provenance aside)."""
+    arrays, _ = results.load(section.name, cfg, code=section.code)
+    return {k: np.asarray(v).tobytes() for k, v in arrays.items()}
+
+
+def test_balance_keeps_programs_together_and_fills_the_workers():
+    a, b = _tiny(), _tiny(masks="0;1", distribution="continuous")  # same program
+    c = _tiny(outer_steps=12)  # another program
+    jobs = runner.balance([a, b, c], 2, S)
+    assert sorted(len(j) for j in jobs) == [1, 2] and [a, b] in jobs
+    assert sorted(len(j) for j in runner.balance([a, b], 2, S)) == [1, 1]  # a lone group is split for two workers
+    assert runner.balance([a, b], 1, S) == [[a, b]]
+
+
+def test_worker_count_follows_the_environment(monkeypatch):
+    monkeypatch.setenv("COMPGEN_WORKERS", "3")
+    assert runner.default_workers(10) == 3 and runner.default_workers(2) == 2
+    for bad in ("0", "abc"):
+        monkeypatch.setenv("COMPGEN_WORKERS", bad)
+        with pytest.raises(params.ParameterError, match="COMPGEN_WORKERS"):
+            runner.default_workers(4)
+    monkeypatch.delenv("COMPGEN_WORKERS")
+    assert 1 <= runner.default_workers(4) <= 4
+
+
+def test_stored_numbers_do_not_depend_on_what_else_was_trained_or_how(store, monkeypatch):
+    """Alone, beside another config of the same program, beside one of another program, in 1 or 2 worker
+    processes: the bytes stored for a config are the same."""
+    a = _tiny()
+    siblings = [_tiny(masks="01", distribution="continuous"), _tiny(outer_steps=9, eval_every=3)]
+    runner.run(S, [a], workers=1, log=lambda _: None)
+    alone = _stored_bytes(S, a)
+    for together, workers in (([a, *siblings], 1), ([siblings[0], a, siblings[1]], 2)):
+        runner.run(S, together, force=True, workers=workers, log=lambda _: None)
+        assert _stored_bytes(S, a) == alone, (len(together), workers)
+
+
+def test_hyperteacher_split_alone_and_beside_its_sibling_store_the_same_bytes(store):
+    """The case of the issue: the random split trained alone and beside its non-compositional sibling."""
+    cfg = make_config(HT.SECTION, "smoke", "hnet_linear", outer_steps=6, eval_every=3)
+    sibling = dataclasses.replace(cfg, split="non_compositional")
+    runner.run(HT.SECTION, [cfg], workers=1, log=lambda _: None)
+    alone = _stored_bytes(HT.SECTION, cfg)
+    runner.run(HT.SECTION, [sibling, cfg], force=True, workers=1, log=lambda _: None)
+    assert _stored_bytes(HT.SECTION, cfg) == alone
+
+
+def test_a_run_whose_updates_stay_non_finite_stops_and_is_not_stored(store):
+    cfg = _tiny(outer_lr=1e30, outer_steps=120, eval_every=60)  # Adam's step of 1e30 overflows the parameters
+    lines = []
+    with pytest.raises(runner.TrainingDiverged, match=r"non-finite.*outer_lr"):
+        runner.run(S, [cfg], workers=1, log=lines.append)
+    assert runner.load(S, cfg) is None
+
+
+def test_the_same_run_in_a_worker_process_and_in_this_one_is_identical(store):
+    a, b = _tiny(), _tiny(masks="01;1", distribution="continuous")
+    lines = []
+    runner.run(S, [a, b], workers=2, log=lines.append)
+    assert {line.split()[0] for line in lines if "[train]" in line} == {
+        "[worker",
+    }  # both trained in workers
+    in_workers = [_stored_bytes(S, c) for c in (a, b)]
+    runner.run(S, [a, b], force=True, workers=1, log=lambda _: None)
+    assert [_stored_bytes(S, c) for c in (a, b)] == in_workers
+
+
+def test_checkpoint_interval_is_checked_before_training(store, monkeypatch):
+    monkeypatch.setenv("COMPGEN_CHECKPOINT_EVERY", "abc")
+    with pytest.raises(params.ParameterError, match="COMPGEN_CHECKPOINT_EVERY"):
+        runner.run(S, [_tiny()], workers=1, log=lambda _: None)
+    monkeypatch.delenv("COMPGEN_CHECKPOINT_EVERY")
+    with pytest.raises(params.ParameterError, match="checkpoint_every"):
+        runner.run(S, [_tiny()], workers=1, log=lambda _: None, checkpoint_every=-5)
+
+
+def test_a_program_compiles_its_training_chunk_once_for_every_config_of_its_shape():
+    """Configs that differ only in their data (masks, distribution, seeds; run arrays of equal shapes) share one
+    compiled chunk: the outer step is traced once however many of them run and however often the chunk is called."""
+    traces = []
+
+    def counted_step(cfg, run, state):
+        traces.append(cfg)
+        return S.outer_step(cfg, run, state)
+
+    traced = dataclasses.replace(S, name="teacher_student_trace_count", outer_step=counted_step)
+    configs = [_tiny(), _tiny(masks="1;01;0", distribution="continuous"), _tiny(seeds=(7, 8))]
+    for cfg in configs:
+        program = runner.program(traced, cfg)
+        assert program is runner.program(traced, configs[0])
+        runs = traced.run_arrays([cfg])
+        state = program.init(runs)
+        for _ in range(2):
+            state, _ = program.chunk(runs, state, 3)
+    assert len(traces) == 1
+    assert runner.program(traced, _tiny(hidden_factor=2)) is not runner.program(traced, configs[0])  # another shape

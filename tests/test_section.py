@@ -1,0 +1,61 @@
+"""Presets as data: how a config is layered and how a figure's grid expands."""
+
+import dataclasses
+
+import pytest
+
+from compgen import params
+from compgen.experiments import hyperteacher as HT
+from compgen.experiments import teacher_student as ts
+from compgen.section import Grid, differences_from_paper, figure_configs, make_config
+
+
+def test_grid_expands_axes_outermost_then_cases():
+    grid = Grid(fixed=dict(a=0), axes=dict(b=(1, 2), c=(3,)), cases=(dict(d=4), dict(d=5, e=6)))
+    assert list(grid.points()) == [
+        dict(a=0, b=1, c=3, d=4),
+        dict(a=0, b=1, c=3, d=5, e=6),
+        dict(a=0, b=2, c=3, d=4),
+        dict(a=0, b=2, c=3, d=5, e=6),
+    ]
+    assert set(grid.varied()) == {"b", "c", "d", "e"}
+
+
+def test_configs_layer_paper_then_preset_then_figure_then_overrides():
+    S = HT.SECTION
+    paper = make_config(S, "paper", "anil")
+    quick = make_config(S, "quick", "anil")
+    assert paper.hidden == 512 and quick.hidden == 128  # the preset's per-model value over the paper's
+    assert quick.inner_lr == paper.inner_lr == 0.03  # kept from the paper where the preset says nothing
+    assert make_config(S, "quick", "anil", hidden=64).hidden == 64
+    fig3f = figure_configs(S, "fig3f", "quick")
+    assert {c.max_hot for c in fig3f} == {2} and {c.hidden for c in fig3f} == {16, 32}
+    assert figure_configs(S, "fig3b", "quick", models=("anil",)) == [
+        make_config(S, "quick", "anil", split=s) for s in ("random", "non_compositional")
+    ]
+
+
+def test_the_fields_a_figure_varies_cannot_be_overridden():
+    with pytest.raises(params.ParameterError, match="split is set by experiment fig3b"):
+        figure_configs(HT.SECTION, "fig3b", "smoke", split="random")
+    with pytest.raises(params.ParameterError, match="masks is set by experiment fig2c"):
+        figure_configs(ts.SECTION, "fig2c", "smoke", masks="0;1")
+    assert {c.seeds for c in figure_configs(HT.SECTION, "fig3b", "smoke", seeds=(7,))} == {(7,)}
+
+
+def test_unknown_names_list_the_allowed_ones():
+    with pytest.raises(params.ParameterError, match="model must be one of"):
+        make_config(HT.SECTION, "quick", "lstm")
+    with pytest.raises(params.ParameterError, match="unknown field.*allowed:.*outer_steps"):
+        make_config(HT.SECTION, "quick", "anil", outer_step=3)
+    with pytest.raises(params.ParameterError, match="experiment must be one of"):
+        figure_configs(HT.SECTION, "fig9", "quick")
+
+
+def test_differences_from_the_paper_leave_out_what_picks_the_experiment():
+    S = HT.SECTION
+    assert differences_from_paper(S, make_config(S, "paper", "maml", split="connected", n_modules=6)) == []
+    quick = make_config(S, "quick", "maml")
+    fields = {name for name, _, _ in differences_from_paper(S, quick)}
+    assert "outer_steps" in fields and "remat" not in fields and "split" not in fields
+    assert all(dataclasses.is_dataclass(c) for c in figure_configs(S, "fig3e", "paper"))
