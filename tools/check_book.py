@@ -1,8 +1,7 @@
 """Check a built Jupyter Book the way a reader sees it.
 
-    python tools/check_book.py _build/html                 # the default book (make check-book)
-    python tools/check_book.py _build/smoke/_build/html \
-        --sources _build/smoke/book                        # the smoke book (make test)
+    python tools/check_book.py _build/html --sources book              # the default book (make check-book)
+    python tools/check_book.py _build/smoke/_build/html --sources book # the smoke book (make test)
 
 For every page of ``_toc.yml`` it reports, naming the page and the offending text:
 

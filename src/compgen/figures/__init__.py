@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from compgen import claims as claims_
-from compgen import experiments, runner, section
+from compgen import experiments, plots, runner, section
 
 FIGURE_WIDTH = 7.2  # inches: the book's text column at 100 px per inch
 
@@ -249,3 +249,23 @@ def best_per_seed(pairs, seeds, higher=True):
         values = [v[c.seeds.index(seed)] for c, v in pairs if seed in c.seeds]
         out.append(pick(values) if values else np.nan)
     return np.asarray(out, float)
+
+
+def size_grid(runs: Runs, figure: str, model: str, value, best=max):
+    """A hypernetwork size sweep (Fig. A8, A10) as a grid: ``(configs, hidden widths, module counts, grid)`` where
+    ``grid[i, j]`` is the best (``best``: max or min, over the remaining axes such as the outer learning rate) of
+    the seed mean of ``value(config, output)`` at width ``hidden[i]`` and ``templates[j]`` modules; only configs
+    with stored runs count."""
+    cfgs = [c for c in runs.configs(figure, model=model) if runs.output(c) is not None]
+    hidden, templates = sorted({c.hidden for c in cfgs}), sorted({c.templates for c in cfgs})
+    grid = np.full((len(hidden), len(templates)), np.nan)
+    for i, h in enumerate(hidden):
+        for j, t in enumerate(templates):
+            grid[i, j] = best(value(c, runs.output(c)).mean() for c in cfgs if c.hidden == h and c.templates == t)
+    return cfgs, hidden, templates, grid
+
+
+def size_heatmap(grid, hidden, templates, label: str, fmt="{:.1f}"):
+    """The heatmap of a :func:`size_grid`: width down, number of modules across, ``label`` on the colour bar."""
+    rows, cols = [str(h) for h in hidden], [str(t) for t in templates]
+    return plots.heatmap(grid, rows, cols, "number of modules T", "hidden width of the base network", label, fmt=fmt)

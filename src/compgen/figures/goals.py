@@ -10,7 +10,17 @@ from compgen import claims as C
 from compgen import gridplots, plots
 from compgen.experiments import goals as goals_experiment
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS, MODELS
-from compgen.figures import FigureResult, Runs, best_per_seed, caption, final, joined, mean_std
+from compgen.figures import (
+    FigureResult,
+    Runs,
+    best_per_seed,
+    caption,
+    final,
+    joined,
+    mean_std,
+    size_grid,
+    size_heatmap,
+)
 from compgen.tasks import goals as gl
 
 SECTION = "goals"
@@ -239,20 +249,10 @@ def figa9(runs: Runs) -> FigureResult:
 # --------------------------------------------------------------------------------------------- Fig. A10
 
 
-def _figa10_grid(runs, model):
-    cfgs = [c for c in runs.configs("figa10", model=model) if runs.output(c) is not None]
-    hidden, templates = sorted({c.hidden for c in cfgs}), sorted({c.templates for c in cfgs})
-    grid = np.full((len(hidden), len(templates)), np.nan)
-    for i, h in enumerate(hidden):
-        for j, t in enumerate(templates):
-            grid[i, j] = max(metric(c, runs.output(c)).mean() for c in cfgs if c.hidden == h and c.templates == t)
-    return cfgs, hidden, templates, grid
-
-
 def _figa10_claims(runs):
     found = []
     for m in HNETS:
-        cfgs, _, _, grid = _figa10_grid(runs, m)
+        cfgs, _, _, grid = size_grid(runs, "figa10", m, metric)
         if not cfgs:
             continue
         spread = float(np.nanmax(grid) - np.nanmin(grid))
@@ -276,16 +276,9 @@ def _figa10_claims(runs):
 def figa10(runs: Runs) -> list:
     out = []
     for m in HNETS:
-        cfgs, hidden, templates, grid = _figa10_grid(runs, m)
+        cfgs, hidden, templates, grid = size_grid(runs, "figa10", m, metric)
         if cfgs:
-            fig = plots.heatmap(
-                grid,
-                [str(h) for h in hidden],
-                [str(t) for t in templates],
-                "number of modules T",
-                "hidden width of the base network",
-                "OOD accuracy (%)",
-            )
+            fig = size_heatmap(grid, hidden, templates, "OOD accuracy (%)")
             out.append(
                 FigureResult(
                     fig,

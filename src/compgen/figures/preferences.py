@@ -9,7 +9,17 @@ import numpy as np
 from compgen import claims as C
 from compgen import plots
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS, MODELS
-from compgen.figures import FigureResult, Runs, best_per_seed, caption, final, joined, mean_std
+from compgen.figures import (
+    FigureResult,
+    Runs,
+    best_per_seed,
+    caption,
+    final,
+    joined,
+    mean_std,
+    size_grid,
+    size_heatmap,
+)
 from compgen.tasks import preferences as pf
 from compgen.tasks import support
 
@@ -300,20 +310,10 @@ def more_modules(runs: Runs) -> str:
     return "OOD loss on tasks with $k$ modules, compositional support (mean over seeds):\n\n" + "\n".join(lines)
 
 
-def _figa8_grid(runs, model):
-    cfgs = [c for c in runs.configs("figa8", model=model) if runs.output(c) is not None]
-    hidden, templates = sorted({c.hidden for c in cfgs}), sorted({c.templates for c in cfgs})
-    grid = np.full((len(hidden), len(templates)), np.nan)
-    for i, h in enumerate(hidden):
-        for j, t in enumerate(templates):
-            grid[i, j] = min(loss(c, runs.output(c)).mean() for c in cfgs if c.hidden == h and c.templates == t)
-    return cfgs, hidden, templates, grid
-
-
 def _figa8_claims(runs: Runs):
     found = []
     for m in HNETS:
-        cfgs, hidden, templates, grid = _figa8_grid(runs, m)
+        cfgs, hidden, templates, grid = size_grid(runs, "figa8", m, loss, best=min)
         if not cfgs:
             continue
         smallest, largest = grid[0, 0], grid[-1, -1]
@@ -339,17 +339,9 @@ def figa8(runs: Runs) -> list:
     """Fig. A8: OOD loss of the hypernetworks over width and number of modules T (best outer lr per cell)."""
     out = []
     for m in HNETS:
-        cfgs, hidden, templates, grid = _figa8_grid(runs, m)
+        cfgs, hidden, templates, grid = size_grid(runs, "figa8", m, loss, best=min)
         if cfgs:
-            fig = plots.heatmap(
-                grid,
-                [str(h) for h in hidden],
-                [str(t) for t in templates],
-                "modules T",
-                "base-network width",
-                "OOD loss",
-                fmt="{:.3f}",
-            )
+            fig = size_heatmap(grid, hidden, templates, "OOD loss", fmt="{:.3f}")
             out.append(
                 FigureResult(
                     fig,
