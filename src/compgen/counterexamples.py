@@ -114,24 +114,17 @@ def _best_fit(key, student, teacher, z_teacher, z_naive, x_fit, steps, learning_
     return z_all[best, tasks], curves[best, tasks]
 
 
-def _evaluate(
-    keys,
-    student,
-    teacher,
-    z_train_student,
-    z_train,
-    z_ood,
-    z_ood_naive,
-    num_inputs,
-    fit_inputs,
-    fit_steps,
-    learning_rate,
-    restarts,
-):
-    """Train loss at the written-down ẑ; OOD loss at the naive and at the fitted ẑ.
+def _evaluate(keys, student, teacher, z_train, z_ood, fit, z_train_student=None, z_ood_naive=None):
+    """Train loss at the written-down ẑ; OOD loss at the naive and at the fitted ẑ; with the teacher, student and
+    latents in the returned dict.
 
-    ẑ is fitted on ``fit_inputs`` inputs; every loss is measured on ``num_inputs`` fresh ones.
+    ``fit`` = (num_inputs, fit_inputs, fit_steps, learning_rate, restarts): ẑ is fitted on ``fit_inputs`` inputs;
+    every loss is measured on ``num_inputs`` fresh ones. The student's written-down latents default to the
+    teacher's (``z_train_student``, ``z_ood_naive``).
     """
+    num_inputs, fit_inputs, fit_steps, learning_rate, restarts = fit
+    z_train_student = z_train if z_train_student is None else z_train_student
+    z_ood_naive = z_ood if z_ood_naive is None else z_ood_naive
     key_x, key_restart = keys
     x = sample_inputs(key_x, fit_inputs + num_inputs, teacher["modules"].shape[1])
     x_fit, x_eval = x[:fit_inputs], x[fit_inputs:]
@@ -157,6 +150,7 @@ def _evaluate(
     }
     out["ood_relative_loss_naive"] = out["ood_loss_naive"] / out["ood_target_power"]
     out["ood_relative_loss_fitted"] = out["ood_loss_fitted"] / out["ood_target_power"]
+    out.update(teacher=teacher, student=student, train_latents=z_train, ood_latents=z_ood)
     return out
 
 
@@ -234,22 +228,8 @@ def _two_modules_core(keys, train_rows, ood_rows, n_in, num_inputs, fit_inputs, 
     teacher = {"modules": jnp.stack([jnp.stack([a, b], -1), jnp.stack([c, d], -1)]), "readout": jnp.ones((2, 1))}
     student = {"modules": jnp.stack([jnp.stack([a, b], -1), jnp.stack([d, c], -1)]), "readout": jnp.ones((2, 1))}
     z_train, z_ood = _latents(key_latents, train_rows, ood_rows, "continuous")
-    out = _evaluate(
-        keys[2:],
-        student,
-        teacher,
-        z_train,
-        z_train,
-        z_ood,
-        z_ood,
-        num_inputs,
-        fit_inputs,
-        fit_steps,
-        learning_rate,
-        restarts,
-    )
-    out.update(teacher=teacher, student=student, train_latents=z_train, ood_latents=z_ood)
-    return out
+    fit = (num_inputs, fit_inputs, fit_steps, learning_rate, restarts)
+    return _evaluate(keys[2:], student, teacher, z_train, z_ood, fit)
 
 
 def disconnected_two_modules(
@@ -330,22 +310,8 @@ def _permutation_core(
         "readout": teacher["readout"],
     }
     z_train, z_ood = _latents(key_latents, train_rows, ood_rows, distribution)
-    out = _evaluate(
-        keys[2:],
-        student,
-        teacher,
-        z_train,
-        z_train,
-        z_ood,
-        z_ood,
-        num_inputs,
-        fit_inputs,
-        fit_steps,
-        learning_rate,
-        restarts,
-    )
-    out.update(teacher=teacher, student=student, train_latents=z_train, ood_latents=z_ood)
-    return out
+    fit = (num_inputs, fit_inputs, fit_steps, learning_rate, restarts)
+    return _evaluate(keys[2:], student, teacher, z_train, z_ood, fit)
 
 
 def disconnected_permutation(
@@ -442,22 +408,8 @@ def _lookup_core(keys, teacher, masks, ood_masks, num_inputs, fit_inputs, fit_st
     }
     z_ood = discrete_latents(ood_masks)
     naive = jnp.linalg.lstsq(z_train.T, z_ood.T)[0].T  # (tasks, K) with sum_k naive_k z_k = z
-    out = _evaluate(
-        keys[2:],
-        student,
-        teacher,
-        jnp.eye(num_train),
-        z_train,
-        z_ood,
-        naive,
-        num_inputs,
-        fit_inputs,
-        fit_steps,
-        learning_rate,
-        restarts,
-    )
-    out.update(teacher=teacher, student=student, train_latents=z_train, ood_latents=z_ood)
-    return out
+    fit = (num_inputs, fit_inputs, fit_steps, learning_rate, restarts)
+    return _evaluate(keys[2:], student, teacher, z_train, z_ood, fit, jnp.eye(num_train), naive)
 
 
 def overparameterised_lookup(
