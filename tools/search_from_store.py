@@ -1,0 +1,64 @@
+"""Append the stored runs of a figure to a chapter's search record (``book/search/<section>.json``).
+
+    COMPGEN_RESULTS=<store> python tools/search_from_store.py goals fig4ef --preset quick --seeds 31 32 33 \
+        --regime main_unseen_w5_2k
+
+One record per config of the figure at the preset (with those seeds) that the store holds: the world fields (those
+of the record's first entry) and the budget, the model and split, the seeds, the OOD value of ``--metric`` per
+seed, and the run's wall time in seconds (``cpu_s`` holds wall seconds for these records).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from compgen import experiments, results
+from compgen.section import figure_configs
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("section")
+    parser.add_argument("figure")
+    parser.add_argument("--preset", default="quick")
+    parser.add_argument("--seeds", type=int, nargs="+", required=True)
+    parser.add_argument("--regime", required=True)
+    parser.add_argument("--metric", default="acc", help="the evaluation metric whose OOD value is recorded")
+    parser.add_argument("--record", type=Path, default=None, help="default: book/search/<section>.json")
+    args = parser.parse_args(argv)
+    section = experiments.get(args.section)
+    path = args.record or Path(__file__).resolve().parents[1] / "book" / "search" / f"{args.section}.json"
+    record = json.loads(path.read_text())
+    world_fields = list(record["records"][0]["world"]) if record["records"] else []  # as the record's first entry
+    added = 0
+    for cfg in figure_configs(section, args.figure, args.preset, seeds=tuple(args.seeds)):
+        found = results.load(section.name, cfg, code=section.code)
+        if found is None:
+            continue
+        arrays, meta = found
+        ood = np.asarray(arrays[f"eval/{args.metric}"])[:, -1, list(cfg.eval_set_names()).index("ood")]
+        world = {name: getattr(cfg, name) for name in world_fields}
+        record["records"].append(
+            dict(
+                regime=args.regime,
+                world=world,
+                budget=dict(outer_steps=cfg.outer_steps, meta_batch=cfg.meta_batch),
+                model=cfg.model,
+                split=getattr(cfg, "split", ""),
+                seeds=list(cfg.seeds),
+                values=[float(v) for v in ood],
+                cpu_s=float(meta.get("provenance", {}).get("wall_time_s", 0.0)),
+            )
+        )
+        added += 1
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    print(f"{path}: {added} record(s) added under regime {args.regime}")
+    return 0 if added else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
