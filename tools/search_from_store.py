@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import experiments, results
+from compgen import experiments, params, results
 from compgen.section import figure_configs
 
 
@@ -27,15 +27,20 @@ def main(argv=None) -> int:
     parser.add_argument("--preset", default="quick")
     parser.add_argument("--seeds", type=int, nargs="+", required=True)
     parser.add_argument("--regime", required=True)
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="as `compgen run --set`")
     parser.add_argument("--metric", default="acc", help="the evaluation metric whose OOD value is recorded")
+    parser.add_argument("--world", nargs="*", default=None, help="world fields to record (default: the first entry's)")
     parser.add_argument("--record", type=Path, default=None, help="default: book/search/<section>.json")
     args = parser.parse_args(argv)
     section = experiments.get(args.section)
     path = args.record or Path(__file__).resolve().parents[1] / "book" / "search" / f"{args.section}.json"
+    if not path.exists():
+        path.write_text(json.dumps(dict(section=args.section, metric=f"OOD {args.metric}", records=[])))
     record = json.loads(path.read_text())
-    world_fields = list(record["records"][0]["world"]) if record["records"] else []  # as the record's first entry
+    world_fields = args.world if args.world is not None else list(record["records"][0]["world"])
     added = 0
-    for cfg in figure_configs(section, args.figure, args.preset, seeds=tuple(args.seeds)):
+    overrides = dict(params.parse_assignment(text) for text in args.set)
+    for cfg in figure_configs(section, args.figure, args.preset, seeds=tuple(args.seeds), **overrides):
         found = results.load(section.name, cfg, code=section.code)
         if found is None:
             continue
