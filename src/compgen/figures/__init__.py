@@ -18,6 +18,7 @@ import numpy as np
 
 from compgen import claims as claims_
 from compgen import experiments, plots, runner, section
+from compgen.experiments.fewshot import HNETS, MODEL_LABELS
 
 FIGURE_WIDTH = 7.2  # inches: the book's text column at 100 px per inch
 
@@ -269,3 +270,16 @@ def size_heatmap(grid, hidden, templates, label: str, fmt="{:.1f}"):
     """The heatmap of a :func:`size_grid`: width down, number of modules across, ``label`` on the colour bar."""
     rows, cols = [str(h) for h in hidden], [str(t) for t in templates]
     return plots.heatmap(grid, rows, cols, "number of modules T", "hidden width of the base network", label, fmt=fmt)
+
+
+def size_figures(runs: Runs, figure: str, value, label: str, caption_of, claims: list, best=max, fmt="{:.1f}"):
+    """A size-sweep figure (Fig. A8, A10): one :func:`size_heatmap` per hypernetwork with stored runs of ``figure``,
+    captioned by ``caption_of(model, configs)``, with those of ``claims`` that name the model."""
+    out = []
+    for m in HNETS:
+        cfgs, hidden, templates, grid = size_grid(runs, figure, m, value, best)
+        if cfgs:
+            fig = size_heatmap(grid, hidden, templates, label, fmt)
+            mine = [c for c in claims if MODEL_LABELS[m] in c.claim]
+            out.append(FigureResult(fig, caption_of(m, cfgs), claims=mine))
+    return out

@@ -18,8 +18,8 @@ from compgen.figures import (
     final,
     joined,
     mean_std,
+    size_figures,
     size_grid,
-    size_heatmap,
 )
 from compgen.tasks import goals as gl
 
@@ -274,24 +274,16 @@ def _figa10_claims(runs):
 
 
 def figa10(runs: Runs) -> list:
-    out = []
-    for m in HNETS:
-        cfgs, hidden, templates, grid = size_grid(runs, "figa10", m, metric)
-        if cfgs:
-            fig = size_heatmap(grid, hidden, templates, "OOD accuracy (%)")
-            out.append(
-                FigureResult(
-                    fig,
-                    _caption(
-                        runs,
-                        cfgs,
-                        f"Fig. A10: OOD accuracy of the {MODEL_LABELS[m]}, random "
-                        "split, best outer learning rate per cell",
-                    ),
-                    claims=[c for c in _figa10_claims(runs) if MODEL_LABELS[m] in c.claim],
-                )
-            )
-    return out
+    return size_figures(
+        runs,
+        "figa10",
+        metric,
+        "OOD accuracy (%)",
+        lambda m, cfgs: _caption(
+            runs, cfgs, f"Fig. A10: OOD accuracy of the {MODEL_LABELS[m]}, random split, best outer lr per cell"
+        ),
+        _figa10_claims(runs),
+    )
 
 
 # --------------------------------------------------------------------------------------------- curves, imitation

@@ -17,8 +17,8 @@ from compgen.figures import (
     final,
     joined,
     mean_std,
+    size_figures,
     size_grid,
-    size_heatmap,
 )
 from compgen.tasks import preferences as pf
 from compgen.tasks import support
@@ -337,24 +337,20 @@ def _figa8_claims(runs: Runs):
 
 def figa8(runs: Runs) -> list:
     """Fig. A8: OOD loss of the hypernetworks over width and number of modules T (best outer lr per cell)."""
-    out = []
-    for m in HNETS:
-        cfgs, hidden, templates, grid = size_grid(runs, "figa8", m, loss, best=min)
-        if cfgs:
-            fig = size_heatmap(grid, hidden, templates, "OOD loss", fmt="{:.3f}")
-            out.append(
-                FigureResult(
-                    fig,
-                    _caption(
-                        runs,
-                        cfgs,
-                        f"Fig. A8: OOD loss of the {MODEL_LABELS[m]} over its "
-                        "width and number of modules (best outer lr per cell)",
-                    ),
-                    claims=[c for c in _figa8_claims(runs) if MODEL_LABELS[m] in c.claim],
-                )
-            )
-    return out
+    return size_figures(
+        runs,
+        "figa8",
+        loss,
+        "OOD loss",
+        lambda m, cfgs: _caption(
+            runs,
+            cfgs,
+            f"Fig. A8: OOD loss of the {MODEL_LABELS[m]} over its width and number of modules (best outer lr per cell)",
+        ),
+        _figa8_claims(runs),
+        best=min,
+        fmt="{:.3f}",
+    )
 
 
 def curves(runs: Runs) -> FigureResult:
