@@ -104,27 +104,13 @@ def adapt(
     return inner_adapt(inner_loss, model.fast_init(meta_params), optimizer, num_steps, key, mode, remat)
 
 
-def fewshot_loss(
-    model,
-    meta_params,
-    support,
-    query,
-    loss_fn,
-    optimizer,
-    num_steps,
-    key,
-    inner_batch=None,
-    mode="second_order",
-    precompute_features=True,
-    remat=False,
-):
+def fewshot_loss(model, meta_params, support, query, loss_fn, optimizer, num_steps, key, **adapt_options):
     """Query loss of one task after adaptation on its support set; differentiable w.r.t. ``meta_params``.
 
-    Returns ``(loss, (fast, query prediction))``.
+    ``query`` = (x, y) like ``support``; ``adapt_options`` (``inner_batch``, ``mode``, ``precompute_features``,
+    ``remat``) go to :func:`adapt`. Returns ``(loss, (fast, query prediction))``.
     """
-    fast, _ = adapt(
-        model, meta_params, support, loss_fn, optimizer, num_steps, key, inner_batch, mode, precompute_features, remat
-    )
+    fast, _ = adapt(model, meta_params, support, loss_fn, optimizer, num_steps, key, **adapt_options)
     prediction = model.apply(meta_params, fast, query[0])
     return loss_fn(prediction, query[1]), (fast, prediction)
 

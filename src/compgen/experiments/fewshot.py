@@ -176,8 +176,8 @@ def solve_task(env: Environment, cfg, model, params_, run, world, task, key, n_q
             inner_optimizer(cfg),
             cfg.inner_steps,
             k_inner,
-            cfg.inner_batch,
-            cfg.gradient,
+            inner_batch=cfg.inner_batch,
+            mode=cfg.gradient,
             remat=cfg.remat,
         )
         representation = ravel_pytree(fast)[0]

@@ -21,7 +21,7 @@ import numpy as np
 from compgen.initializers import truncated_normal
 from compgen.tasks import support
 
-SPLITS = ("random", "non_compositional", "connected", "disconnected")
+SPLITS = support.SPLITS
 N_GENERATED = 2  # generated layers (hidden_0, hidden_1)
 
 
@@ -117,29 +117,8 @@ def task_split(n_modules, max_hot, split="random", frac_ood=0.25, seed=0, max_re
       within one half of the experts; OOD = the tasks in neither set.
     """
     check_modules(n_modules, max_hot)
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    if not 0.0 < frac_ood < 1.0:
-        raise ValueError(f"frac_ood must lie strictly between 0 and 1, got {frac_ood!r}")
     codes = task_codes(n_modules, max_hot)
-    if split == "random":
-        return support.random_split(codes, frac_ood, seed, max_redraws, what="tasks")
-    if split == "non_compositional":
-        held_out = codes[:, -1, n_modules - 1] == 1
-        return np.flatnonzero(~held_out), np.flatnonzero(held_out), 0
-    support.check_ring_split(n_modules, max_hot, split)
-    per_layer = [[frozenset(np.flatnonzero(code[layer])) for layer in range(N_GENERATED)] for code in codes]
-    ring, halves = support.ring_combinations(n_modules), support.half_split(n_modules)
-    connected = np.array([all(c in ring for c in layers) for layers in per_layer])
-    disconnected = np.array(
-        [
-            len({len(c) for c in layers}) == 1 and any(frozenset().union(*layers) <= h for h in halves)
-            for layers in per_layer
-        ]
-    )
-    train = connected if split == "connected" else disconnected
-    return np.flatnonzero(train), np.flatnonzero(~(connected | disconnected)), 0
-
+    return support.layered_split(codes, max_hot, split, frac_ood, seed, max_redraws, what="tasks")
 
 def ood_k_values(n_modules):
     """The k of the ``ood_k`` evaluation sets: powers of two up to M."""

@@ -36,7 +36,7 @@ BACKUPS = 8
 HORIZON = 8  # steps of a demonstration
 OBS_CHANNELS = N_COLOURS + 2  # colours, agent, walls
 OBS_SIZE = GRID * GRID * OBS_CHANNELS  # 490
-SPLITS = ("random", "non_compositional", "connected", "disconnected")
+SPLITS = support.SPLITS
 
 
 def _move_table():
@@ -103,24 +103,8 @@ def task_split(
     * ``connected`` / ``disconnected`` (K = 2, even M > 4): one-hots and ring pairs at distance 1 and 2
       (24) / one- and two-hots inside one half of the modules (20); OOD = the pairs in neither (10).
     """
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    if not 0.0 < frac_ood < 1.0:
-        raise ValueError(f"frac_ood must lie strictly between 0 and 1, got {frac_ood!r}")
     masks = task_masks(n_modules, max_hot)
-    if split == "random":
-        return support.random_split(masks, frac_ood, seed, max_redraws, what="masks")
-    if split == "non_compositional":
-        held_out = masks[:, n_modules - 1] == 1
-        return np.flatnonzero(~held_out), np.flatnonzero(held_out), 0
-    support.check_ring_split(n_modules, max_hot, split)
-    sets = [frozenset(np.flatnonzero(m)) for m in masks]
-    ring, halves = support.ring_combinations(n_modules), support.half_split(n_modules)
-    connected = np.array([s in ring for s in sets])
-    disconnected = np.array([any(s <= h for h in halves) for s in sets])
-    train = connected if split == "connected" else disconnected
-    return np.flatnonzero(train), np.flatnonzero(~(connected | disconnected)), 0
-
+    return support.layered_split(masks[:, None, :], max_hot, split, frac_ood, seed, max_redraws, what="masks")
 
 def ood_k_values(n_modules: int, max_hot: int):
     """The k of the auxiliary ``ood_k`` sets: K+1..M (spec §3.4)."""

@@ -305,6 +305,43 @@ def random_split(usage, frac_ood: float, seed: int, max_redraws: int = 100, what
     )
 
 
+SPLITS = ("random", "non_compositional", "connected", "disconnected")
+
+
+def layered_split(layers, max_hot: int, split: str, frac_ood: float, seed: int, max_redraws: int, what: str):
+    """Training and OOD ids of a split of tasks given by per-layer module combinations (spec §2.3, §3.4).
+
+    ``layers`` (n_tasks, L, M) 0/1: the modules each task uses in each of its L layers (L = 2 for the
+    hyperteacher's generated layers, L = 1 for a preference mask). Returns ``(train (n,), ood (m,), redraws)``:
+
+    * ``random``: :func:`random_split` (re-drawn until every module of every layer is trained).
+    * ``non_compositional``: OOD = every task whose last layer uses module M-1.
+    * ``connected`` / ``disconnected`` (K = 2, M even and > 4): training tasks whose every layer is a one-hot or
+      a ring pair at distance 1 or 2 / whose layers all have one size and together stay inside one half of
+      the modules; OOD = the tasks in neither set.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    if not 0.0 < frac_ood < 1.0:
+        raise ValueError(f"frac_ood must lie strictly between 0 and 1, got {frac_ood!r}")
+    layers = np.asarray(layers)
+    n_modules = layers.shape[-1]
+    if split == "random":
+        return random_split(layers, frac_ood, seed, max_redraws, what=what)
+    if split == "non_compositional":
+        held_out = layers[:, -1, n_modules - 1] == 1
+        return np.flatnonzero(~held_out), np.flatnonzero(held_out), 0
+    check_ring_split(n_modules, max_hot, split)
+    sets = [[frozenset(np.flatnonzero(layer)) for layer in task] for task in layers]
+    ring, halves = ring_combinations(n_modules), half_split(n_modules)
+    connected = np.array([all(c in ring for c in task) for task in sets])
+    disconnected = np.array(
+        [len({len(c) for c in task}) == 1 and any(frozenset().union(*task) <= h for h in halves) for task in sets]
+    )
+    train = connected if split == "connected" else disconnected
+    return np.flatnonzero(train), np.flatnonzero(~(connected | disconnected)), 0
+
+
 def check_ring_split(n_modules: int, max_hot: int, split: str):
     """Raise unless the connected/disconnected ``split`` can be built: K = 2 and an even M > 4 (spec §2.3)."""
     if max_hot != 2 or n_modules % 2 or n_modules <= 4:
