@@ -59,3 +59,14 @@ def test_differences_from_the_paper_leave_out_what_picks_the_experiment():
     fields = {name for name, _, _ in differences_from_paper(S, quick)}
     assert "outer_steps" in fields and "remat" not in fields and "split" not in fields
     assert all(dataclasses.is_dataclass(c) for c in figure_configs(S, "fig3e", "paper"))
+
+
+def test_model_table_reads_rows_as_per_model_fields():
+    from compgen.section import model_table
+
+    assert model_table(("hidden", "lr"), anil=(512, 1e-3), maml=(64, None)) == {
+        "anil": {"hidden": 512, "lr": 1e-3},
+        "maml": {"hidden": 64, "lr": None},
+    }
+    with pytest.raises(ValueError, match="maml has 1 values for the 2 columns"):
+        model_table(("hidden", "lr"), maml=(64,))

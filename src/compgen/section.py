@@ -76,6 +76,15 @@ class Preset:
         object.__setattr__(self, "figures", _frozen(self.figures))
 
 
+def model_table(columns: tuple, **rows: tuple) -> dict:
+    """Per-model fields written as a table: ``model_table(("hidden", "lr"), anil=(512, 1e-3))`` gives
+    ``{"anil": {"hidden": 512, "lr": 1e-3}}`` (a :class:`Preset`'s ``per_model``)."""
+    for model, values in rows.items():
+        if len(values) != len(columns):
+            raise ValueError(f"model_table: {model} has {len(values)} values for the {len(columns)} columns {columns}")
+    return {model: dict(zip(columns, values)) for model, values in rows.items()}
+
+
 @dataclass(frozen=True)
 class Section:
     """One section of the book, as the engine drives it (see module docstring).

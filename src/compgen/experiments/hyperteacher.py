@@ -20,7 +20,7 @@ from compgen import initializers, meta, metrics, models, params, runner
 from compgen.experiments import fewshot
 from compgen.models import hypernetwork, mlp
 from compgen.params import field, positive
-from compgen.section import Grid, Preset
+from compgen.section import Grid, Preset, model_table
 from compgen.tasks import hyperteacher as ht
 from compgen.tasks import support
 
@@ -137,44 +137,13 @@ _B = dict(split=("random", "non_compositional"))
 PRESETS = {
     "paper": Preset(
         "the paper's configuration (spec §2.6); GPU",
-        per_model={
-            "hnet_deepmlp": dict(
-                hidden=128,
-                inner_steps=10,
-                inner_batch=None,
-                inner_lr=0.3,
-                outer_lr=3e-3,
-                clip_norm=1.0,
-                outer_weight_decay=1e-2,
-            ),
-            "hnet_linear": dict(
-                hidden=128,
-                inner_steps=10,
-                inner_batch=None,
-                inner_lr=0.3,
-                outer_lr=1e-3,
-                clip_norm=1.0,
-                outer_weight_decay=1e-2,
-            ),
-            "anil": dict(
-                hidden=512,
-                inner_steps=100,
-                inner_batch=64,
-                inner_lr=0.03,
-                outer_lr=1e-3,
-                clip_norm=2.0,
-                outer_weight_decay=1e-4,
-            ),
-            "maml": dict(
-                hidden=384,
-                inner_steps=10,
-                inner_batch=None,
-                inner_lr=0.01,
-                outer_lr=1e-3,
-                clip_norm=2.0,
-                outer_weight_decay=1e-4,
-            ),
-        },
+        per_model=model_table(
+            ("hidden", "inner_steps", "inner_batch", "inner_lr", "outer_lr", "clip_norm", "outer_weight_decay"),
+            hnet_deepmlp=(128, 10, None, 0.3, 3e-3, 1.0, 1e-2),
+            hnet_linear=(128, 10, None, 0.3, 1e-3, 1.0, 1e-2),
+            anil=(512, 100, 64, 0.03, 1e-3, 2.0, 1e-4),
+            maml=(384, 10, None, 0.01, 1e-3, 2.0, 1e-4),
+        ),
         figures={
             "fig3b": Grid(models=fewshot.MODELS, fixed=dict(n_modules=8, max_hot=2), axes=_B),
             "fig3cd": Grid(

@@ -276,17 +276,18 @@ def _figures(overparam, table_a1, weight_decays=(1e-3, 1e-4, 1e-5, 0.0)):
     }
 
 
+# The CPU presets: inputs from a hash (no stored pool), and a short inner loop at a higher rate, decayed
+_CPU_INNER_LOOP = dict(input_sampler="hash", inner_lr=0.2, inner_schedule="cosine")
+
 PRESETS = {
     "smoke": Preset(
         "seconds; checks that everything runs, shows nothing",
         common=dict(
-            input_sampler="hash",
+            _CPU_INNER_LOOP,
             outer_steps=40,
             meta_batch=4,
             batch=16,
             inner_steps=10,
-            inner_lr=0.2,
-            inner_schedule="cosine",
             eval_every=20,
             eval_tasks=16,
             eval_inputs=32,
@@ -297,13 +298,11 @@ PRESETS = {
     "quick": Preset(
         "2 CPU cores, minutes; shows the qualitative claims",
         common=dict(
-            input_sampler="hash",
+            _CPU_INNER_LOOP,
             outer_steps=4000,
             meta_batch=8,
             batch=64,
             inner_steps=50,
-            inner_lr=0.2,
-            inner_schedule="cosine",
             outer_lr=2e-3,
             eval_every=1000,
             eval_tasks=64,

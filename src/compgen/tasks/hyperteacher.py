@@ -120,6 +120,7 @@ def task_split(n_modules, max_hot, split="random", frac_ood=0.25, seed=0, max_re
     codes = task_codes(n_modules, max_hot)
     return support.layered_split(codes, max_hot, split, frac_ood, seed, max_redraws, what="tasks")
 
+
 def ood_k_values(n_modules):
     """The k of the ``ood_k`` evaluation sets: powers of two up to M."""
     return tuple(2**i for i in range(int(np.log2(n_modules)) + 1))

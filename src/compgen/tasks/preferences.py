@@ -106,6 +106,7 @@ def task_split(
     masks = task_masks(n_modules, max_hot)
     return support.layered_split(masks[:, None, :], max_hot, split, frac_ood, seed, max_redraws, what="masks")
 
+
 def ood_k_values(n_modules: int, max_hot: int):
     """The k of the auxiliary ``ood_k`` sets: K+1..M (spec §3.4)."""
     return tuple(range(max_hot + 1, n_modules + 1))
