@@ -48,3 +48,38 @@ def test_claims_record_the_verdict_and_render():
     assert "[Fig. 3B](#fig3b)" in table and "holds" in table and "not run" in table
     with pytest.raises(ValueError, match="same non-empty shape"):
         C.paired([1.0], [1.0, 2.0])
+
+
+def test_claim_specs_fill_their_templates_and_judge_like_judge():
+    spec = C.ClaimSpec(
+        "preferences",
+        "Fig. 4C",
+        "{model}: holding out a module raises the OOD loss",
+        "non-compositional OOD loss ≥ 10% above the compositional one",
+        paper="{paper:.1f} (Table {table})",
+        anchor="#fig4c",
+    )
+    check = C.paired([0.60, 0.66], [0.40, 0.42], 0.1, relative=True)
+    claim = spec.judge(check, "ours", (1, 2), model="Linear hnet", paper=87.45, table="A6")
+    assert claim.claim == "Linear hnet: holding out a module raises the OOD loss" and claim.paper == "87.5 (Table A6)"
+    assert claim.holds and claim.seeds == (1, 2) and claim.figure == "Fig. 4C" and claim.anchor == "#fig4c"
+    assert claim == C.judge(
+        "preferences",
+        "Fig. 4C",
+        "Linear hnet: holding out a module raises the OOD loss",
+        "non-compositional OOD loss ≥ 10% above the compositional one",
+        check,
+        "ours",
+        (1, 2),
+        paper="87.5 (Table A6)",
+        anchor="#fig4c",
+    )
+    fails = spec.judge(
+        C.paired([0.41, 0.43], [0.40, 0.42], 0.1, relative=True), "ours", (1, 2), model="MAML", paper=1, table="–"
+    )
+    assert fails.verdict == C.NOT_REPRODUCED and fails.claim.startswith("MAML:")
+    missing = spec.judge(None, "ignored", model="ANIL", paper=0, table="A2")
+    assert missing.verdict == C.NOT_RUN and missing.ours == "–" and missing.seeds == ()
+    with pytest.raises(KeyError, match="model"):
+        spec.judge(None, "–", paper=0, table="A2")  # a template's field left out
+    assert C.ClaimSpec("s", "Fig. 1", "plain {{braces}}", "c").judge(None, "–").claim == "plain {braces}"

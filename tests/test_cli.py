@@ -6,6 +6,11 @@ import pytest
 
 from compgen import cli
 
+# a tiny run of Table A1: one seed, four outer steps
+SMOKE_TABLE_A1 = (
+    "run teacher_student table_a1 --preset smoke --set outer_steps=4 --set eval_every=4 --set seeds=[7]".split()
+)
+
 
 def test_list_names_sections_experiments_and_fields(capsys):
     assert cli.main(["list"]) == 0
@@ -25,20 +30,17 @@ def test_unknown_names_are_rejected_with_allowed_values(capsys):
         assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
+def test_run_and_sweep_take_the_same_set_and_checkpoint_options():
+    top = cli.parser()
+    for command in (["run", "teacher_student", "fig2c"], ["sweep", "sweeps/hyperteacher/compositional.toml"]):
+        args = top.parse_args([*command, "--set", "seeds=[1]", "--set", "outer_steps=4", "--checkpoint-every", "3"])
+        assert args.set == ["seeds=[1]", "outer_steps=4"] and args.checkpoint_every == 3
+        defaults = top.parse_args(command)
+        assert defaults.set == [] and defaults.checkpoint_every is None
+
+
 def test_run_writes_to_the_store(store, capsys):
-    args = [
-        "run",
-        "teacher_student",
-        "table_a1",
-        "--preset",
-        "smoke",
-        "--set",
-        "outer_steps=4",
-        "--set",
-        "eval_every=4",
-        "--set",
-        "seeds=[7]",
-    ]
+    args = SMOKE_TABLE_A1
     assert cli.main(args) == 0
     assert len(list((store / "teacher_student").glob("*.result"))) == 2
     assert "| run | metric |" in capsys.readouterr().out
@@ -71,20 +73,7 @@ def test_split_tasks_trains_on_one_cpu_device_per_core(tmp_path):
     # a subprocess: the CLI must set the host-device flag before jax starts its backend
     env = {**os.environ, "COMPGEN_RESULTS": str(tmp_path)}
     env.pop("XLA_FLAGS", None)
-    args = [
-        "run",
-        "teacher_student",
-        "table_a1",
-        "--preset",
-        "smoke",
-        "--set",
-        "outer_steps=4",
-        "--set",
-        "eval_every=4",
-        "--set",
-        "seeds=[7]",
-        "--split-tasks",
-    ]
+    args = [*SMOKE_TABLE_A1, "--split-tasks"]
     out = subprocess.run(
         [sys.executable, "-m", "compgen.cli", *args], env=env, capture_output=True, text=True, timeout=600
     )

@@ -11,6 +11,8 @@ every claim:
 
 A :class:`Claim` records the paper's statement, the criterion in words, the paper's number where there is one,
 ours, the seeds and the verdict: ``holds``, ``not reproduced at this preset`` or ``not run`` (no stored runs).
+A chapter declares each of its claims once, as a :class:`ClaimSpec` (the statement and the criterion fixed in
+advance, as data), and judges it on its numbers with :meth:`ClaimSpec.judge`.
 """
 
 from __future__ import annotations
@@ -114,6 +116,39 @@ def judge(
         anchor,
         {"differences": check.differences, "agreeing": check.agreeing, **details},
     )
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """The fixed parts of a claim: section, figure, the paper's statement, our criterion, the paper's number and
+    the figure's anchor in the book.
+
+    Every text is a :meth:`str.format` template filled by :meth:`judge`'s ``fields``, e.g.
+    ``"{model}: holding out a module raises the OOD loss"`` (a literal brace is written twice).
+    """
+
+    section: str
+    figure: str
+    claim: str
+    criterion: str
+    paper: str = "–"
+    anchor: str = ""
+
+    def judge(self, check: Check | None, ours: str, seeds=(), **fields) -> Claim:
+        """The :class:`Claim` of :func:`judge` with this spec's texts filled from ``fields`` (``check`` ``None``:
+        not run)."""
+        fill = lambda text: text.format(**fields)
+        return judge(
+            self.section,
+            fill(self.figure),
+            fill(self.claim),
+            fill(self.criterion),
+            check,
+            ours,
+            seeds,
+            paper=fill(self.paper),
+            anchor=fill(self.anchor),
+        )
 
 
 def describe_difference(check: Check, unit="", digits=2) -> str:

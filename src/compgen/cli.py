@@ -35,6 +35,21 @@ def _nonnegative(text):
         ) from None
 
 
+def _add_set(command, help):
+    """``--set FIELD=VALUE``, repeatable: the config overrides of ``run`` and ``sweep``."""
+    command.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help=help)
+
+
+def _add_checkpoint_every(command):
+    command.add_argument(
+        "--checkpoint-every",
+        type=_nonnegative,
+        default=None,
+        metavar="N",
+        help="save the training state every N chunks and resume from it (default $COMPGEN_CHECKPOINT_EVERY, else off)",
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     from compgen.experiments import SECTIONS
 
@@ -47,21 +62,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("section", help=f"one of {', '.join(SECTIONS)}")
     run.add_argument("experiment", help="an experiment (figure) of the section (see `compgen list`)")
     run.add_argument("--preset", default="quick", help="smoke, quick or paper (default quick)")
-    run.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="FIELD=VALUE",
-        help="override a config field, e.g. --set seeds=[100] (repeatable)",
-    )
+    _add_set(run, "override a config field, e.g. --set seeds=[100] (repeatable)")
     run.add_argument("--force", action="store_true", help="recompute even if the store has the result")
-    run.add_argument(
-        "--checkpoint-every",
-        type=_nonnegative,
-        default=None,
-        metavar="N",
-        help="save the training state every N chunks and resume from it (default $COMPGEN_CHECKPOINT_EVERY, else off)",
-    )
+    _add_checkpoint_every(run)
     run.add_argument(
         "--split-tasks",
         action="store_true",
@@ -72,26 +75,14 @@ def parser() -> argparse.ArgumentParser:
     sweep.add_argument("file", help="a sweep file, e.g. sweeps/hyperteacher/compositional.toml")
     sweep.add_argument("--backend", default="local", help="local (default), devices or ray")
     sweep.add_argument("--preset", default=None, help="smoke, quick or paper (default: the file's)")
-    sweep.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="FIELD=VALUE",
-        help="override a config field of every run (repeatable)",
-    )
+    _add_set(sweep, "override a config field of every run (repeatable)")
     sweep.add_argument("--force", action="store_true", help="retrain runs that are already stored")
     sweep.add_argument(
         "--dry-run",
         action="store_true",
         help="list the runs and whether they are stored; exit 1 if any config is invalid",
     )
-    sweep.add_argument(
-        "--checkpoint-every",
-        type=_nonnegative,
-        default=None,
-        metavar="N",
-        help="save the training state every N chunks and resume from it (default $COMPGEN_CHECKPOINT_EVERY, else off)",
-    )
+    _add_checkpoint_every(sweep)
     sweep.add_argument("--ray-address", default=None, help="Ray cluster address (default: $RAY_ADDRESS or local)")
     sweep.add_argument("--ray-gpus", type=float, default=0, help="GPUs per Ray task (default 0)")
     return top

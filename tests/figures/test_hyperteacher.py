@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from compgen import claims as C
+from compgen.experiments.fewshot import MODELS
 from compgen.figures import hyperteacher as F
 
 
@@ -59,3 +60,23 @@ def test_figures_draw_with_captions_naming_preset_and_seeds(runs_of, fake):
         assert result.figure is not None
         assert "Preset smoke" in result.caption and "seed" in result.caption, result.caption
     assert "Train" in F.fig3e(runs).table and "OOD (K=4)" in F.fig3e(runs).table
+
+
+def test_the_paper_tables_are_read_from_the_data_file():
+    names = {(4, 1): "A2", (4, 2): "A3", (4, 4): "A4", (8, 1): "A5", (8, 2): "A6", (8, 4): "A7", (8, 8): "A8"}
+    assert F.PAPER_TABLE_NAMES == names and list(F.PAPER_TABLES) == list(names)
+    for (m, _), table in F.PAPER_TABLES.items():
+        assert list(table) == ["train", "test", "ood", *(f"ood_{k}" for k in (1, 2, 4, 8) if k <= m)]
+        assert all(list(row) == list(MODELS) for row in table.values())
+    assert F.PAPER_TABLES[(8, 2)]["ood"] == {"anil": 59.76, "maml": 60.6, "hnet_linear": 87.45, "hnet_deepmlp": 96.05}
+
+
+def test_fig3b_claims_quote_the_paper_table_a6(runs_of):
+    claims = [c for c in F.claims(runs_of("hyperteacher", "quick", lambda c: None)) if c.figure == "Fig. 3B"]
+    assert [c.paper for c in claims] == [
+        "87.5 vs 60.6 % (A6)",
+        "hnets below ANIL/MAML",
+        "96.0 vs 60.6 % (A6)",
+        "hnets below ANIL/MAML",
+    ]
+    assert claims[0].claim == "Linear hnet: higher OOD accuracy than ANIL and MAML under compositional support"

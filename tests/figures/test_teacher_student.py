@@ -63,3 +63,11 @@ def test_figures_draw_with_captions_naming_preset_and_seeds(runs_of, fake):
     for result in (F.fig2c(runs), F.fig2d(runs), F.table_a1(runs), F.curves(runs)):
         assert "Preset smoke" in result.caption and "seeds 100" in result.caption
     assert "paper (4 columns)" in F.table_a1(runs).table
+
+
+def test_table_a1_of_the_paper_is_read_from_the_data_file(runs_of, fake):
+    assert list(F.PAPER_TABLE_A1) == [1e-3, 1e-4, 1e-5, 0.0]
+    assert F.PAPER_TABLE_A1[1e-4] == (0.7699, 0.6752, 0.8483, 0.8043)
+    rule = _alignment(0.97, 0.8)
+    table = F.table_a1(runs_of("teacher_student", "quick", lambda c: rule(c, fake))).table
+    assert "| 0.001 |" in table and "0.7704 · 0.7165 · 0.8369 · 0.8144" in table

@@ -10,9 +10,12 @@ results-at-a-glance page calls on stored runs without drawing anything.
 
 from __future__ import annotations
 
+import functools
 import io
+import json
 import time
 from dataclasses import dataclass, field
+from importlib import resources
 
 import numpy as np
 
@@ -21,6 +24,7 @@ from compgen import experiments, plots, runner, section
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS
 
 FIGURE_WIDTH = 7.2  # inches: the book's text column at 100 px per inch
+SPLIT_GROUPS = ("compositional (random)", "non-compositional")  # the bars of a figure over the two supports
 
 
 # --------------------------------------------------------------------------------------------- runs
@@ -93,6 +97,20 @@ def stored(section_name: str, preset: str = "quick", seeds=None, **overrides) ->
     sec, by_figure = chapter_configs(section_name, preset, seeds, **overrides)
     configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
     return Runs(sec, preset, by_figure, {c: runner.load(sec, c, log=lambda _: None) for c in configs})
+
+
+# --------------------------------------------------------------------------------------------- the paper's numbers
+
+
+@functools.cache
+def _paper_numbers() -> dict:
+    return json.loads(resources.files(__name__).joinpath("paper_numbers.json").read_text(encoding="utf-8"))
+
+
+def paper_numbers(section_name: str) -> dict:
+    """The numbers the paper reports for a section (its tables), from ``paper_numbers.json`` beside this module;
+    each section's entry says in ``about`` what they are."""
+    return _paper_numbers()[section_name]
 
 
 # --------------------------------------------------------------------------------------------- display
@@ -250,6 +268,13 @@ def best_per_seed(pairs, seeds, higher=True):
         values = [v[c.seeds.index(seed)] for c, v in pairs if seed in c.seeds]
         out.append(pick(values) if values else np.nan)
     return np.asarray(out, float)
+
+
+def accuracy_bars(groups, series, values, chance=None, chance_label="chance"):
+    """:func:`compgen.plots.grouped_bars` of OOD accuracy in % (0 to 100), ``chance`` (if given) dashed."""
+    return plots.grouped_bars(
+        groups, series, values, "OOD accuracy (%)", ylim=(0, 100), reference=chance, reference_label=chance_label
+    )
 
 
 def size_grid(runs: Runs, figure: str, model: str, value, best=max):

@@ -7,7 +7,18 @@ import numpy as np
 from compgen import claims as C
 from compgen import plots
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS, MODELS
-from compgen.figures import FigureResult, Runs, best_per_seed, caption, final, joined, mean_std
+from compgen.figures import (
+    SPLIT_GROUPS,
+    FigureResult,
+    Runs,
+    accuracy_bars,
+    best_per_seed,
+    caption,
+    final,
+    joined,
+    mean_std,
+    paper_numbers,
+)
 from compgen.tasks import hyperteacher as ht
 from compgen.tasks import support
 
@@ -16,70 +27,47 @@ CHANCE = 12.5  # % for 8 classes
 LEAD = 5.0  # accuracy points a claimed lead must reach
 R2_MARGIN = 0.1
 
-# Tables A2-A8 of the paper (spec §6.2), accuracy in %: {(M, K): {row: (ANIL, MAML, linear, nonlinear)}}.
+# Tables A2-A8 of the paper (spec §6.2), accuracy in %: {(M, K): {row: {model: accuracy}}} and their names.
+_PAPER = paper_numbers(SECTION)
 PAPER_TABLES = {
-    (4, 1): {
-        "train": (79.68, 85.14, 80.98, 97.31),
-        "test": (79.72, 85.13, 80.89, 97.15),
-        "ood": (46.52, 20.53, 20.42, 20.93),
-        "ood_1": (46.48, 20.58, 20.59, 20.9),
-        "ood_2": (50.47, 26.71, 27.8, 26.78),
-        "ood_4": (48.18, 22.74, 24.57, 23.04),
-    },
-    (4, 2): {
-        "train": (66.45, 68.36, 88.32, 98.05),
-        "test": (66.17, 68.11, 88.29, 98.0),
-        "ood": (60.78, 55.41, 76.35, 90.9),
-        "ood_1": (59.12, 53.33, 71.32, 89.24),
-        "ood_2": (61.38, 55.98, 77.41, 90.79),
-        "ood_4": (60.61, 50.33, 71.96, 68.31),
-    },
-    (4, 4): {
-        "train": (65.63, 68.91, 92.22, 97.43),
-        "test": (65.58, 68.72, 92.29, 97.49),
-        "ood": (63.14, 63.29, 88.61, 94.9),
-        "ood_1": (59.77, 56.29, 82.55, 91.79),
-        "ood_2": (62.82, 63.16, 88.67, 95.13),
-        "ood_4": (65.55, 66.69, 89.0, 95.63),
-    },
-    (8, 1): {
-        "train": (66.22, 65.41, 88.13, 95.85),
-        "test": (66.01, 65.16, 87.91, 95.72),
-        "ood": (55.8, 47.42, 26.67, 26.91),
-        "ood_1": (56.06, 47.68, 26.73, 26.9),
-        "ood_2": (56.9, 49.21, 30.6, 30.45),
-        "ood_4": (55.77, 47.63, 26.51, 26.5),
-        "ood_8": (54.07, 45.77, 21.85, 22.81),
-    },
-    (8, 2): {
-        "train": (60.0, 61.33, 89.9, 96.91),
-        "test": (60.07, 61.33, 90.06, 96.95),
-        "ood": (59.76, 60.6, 87.45, 96.05),
-        "ood_1": (59.53, 60.76, 86.73, 96.01),
-        "ood_2": (59.76, 60.48, 87.49, 95.9),
-        "ood_4": (59.84, 60.01, 82.56, 77.79),
-        "ood_8": (58.6, 57.99, 60.6, 33.08),
-    },
-    (8, 4): {
-        "train": (60.9, 63.02, 93.64, 95.78),
-        "test": (60.64, 62.93, 93.57, 95.71),
-        "ood": (60.63, 62.78, 93.5, 95.68),
-        "ood_1": (58.77, 58.81, 86.81, 92.6),
-        "ood_2": (59.83, 61.39, 92.3, 95.25),
-        "ood_4": (61.2, 64.0, 93.92, 95.88),
-        "ood_8": (62.32, 62.85, 88.18, 84.43),
-    },
-    (8, 8): {
-        "train": (61.41, 63.87, 91.54, 94.83),
-        "test": (61.41, 64.05, 91.56, 94.71),
-        "ood": (61.53, 64.11, 91.65, 94.75),
-        "ood_1": (57.71, 57.75, 83.5, 89.26),
-        "ood_2": (58.99, 59.77, 88.32, 92.97),
-        "ood_4": (61.37, 64.12, 91.75, 94.82),
-        "ood_8": (63.63, 66.73, 92.04, 95.49),
-    },
+    (t["M"], t["K"]): {row: dict(zip(_PAPER["columns"], values)) for row, values in t["accuracy"].items()}
+    for t in _PAPER["tables"].values()
 }
-PAPER_TABLE_NAMES = {(4, 1): "A2", (4, 2): "A3", (4, 4): "A4", (8, 1): "A5", (8, 2): "A6", (8, 4): "A7", (8, 8): "A8"}
+PAPER_TABLE_NAMES = {(t["M"], t["K"]): name for name, t in _PAPER["tables"].items()}
+PAPER_FIG3B = PAPER_TABLES[(8, 2)]["ood"]  # the paper's Fig. 3B setting (Table A6)
+
+FIG3B_LEAD = C.ClaimSpec(
+    SECTION,
+    "Fig. 3B",
+    "{model}: higher OOD accuracy than ANIL and MAML under compositional support",
+    f"OOD accuracy ≥ {LEAD:g} points above the better of ANIL/MAML, paired by seed, equal outer steps and tasks",
+    paper="{hnet:.1f} vs {mono:.1f} % (A6)",
+    anchor="#fig3b",
+)
+FIG3B_NONCOMP = C.ClaimSpec(
+    SECTION,
+    "Fig. 3B",
+    "{model}: loses that lead (falls below ANIL/MAML) under non-compositional support",
+    f"the lead over the better of ANIL/MAML falls by ≥ {LEAD:g} points and is ≤ 0 under non-compositional support",
+    paper="hnets below ANIL/MAML",
+    anchor="#fig3b",
+)
+FIG3CD = C.ClaimSpec(  # {support}: "compositional than under non-compositional" or "connected than under ..."
+    SECTION,
+    "Fig. 3C/D",
+    "{model}: the task code is linearly decodable from the embeddings, more under {support} support",
+    f"R² (OOD) ≥ {R2_MARGIN} higher, paired by seed",
+    paper="R² near 1 vs reduced",
+    anchor="#fig3cd",
+)
+FIG3E = C.ClaimSpec(
+    SECTION,
+    "Fig. 3E",
+    "{model}: fails to generalise with one expert per layer (K = 1, not connected) and generalises for K > 1",
+    f"test − OOD gap ≥ {2 * LEAD:g} points larger at K = 1 than at the largest K, paired by seed",
+    paper="M=4: OOD 20 % at K=1 vs 89 % at K=4 (A2, A4)",
+    anchor="#fig3e",
+)
 
 
 def accuracy(cfg, output, set_name="ood"):
@@ -197,40 +185,10 @@ def _fig3b_claims(runs: Runs):
                 f"lead {lead['random'].mean():+.1f} → {lead['non_compositional'].mean():+.1f} pts: "
                 f"{C.describe_difference(check_n, ' pts', 1)}"
             )
-        found.append(
-            C.judge(
-                SECTION,
-                "Fig. 3B",
-                f"{MODEL_LABELS[m]}: higher OOD accuracy than ANIL and MAML under compositional support",
-                f"OOD accuracy ≥ {LEAD:g} points above the better of ANIL/MAML, "
-                "paired by seed, equal outer steps and tasks",
-                check_c,
-                ours_c,
-                seeds,
-                paper=_paper_fig3b(m),
-                anchor="#fig3b",
-            )
-        )
-        found.append(
-            C.judge(
-                SECTION,
-                "Fig. 3B",
-                f"{MODEL_LABELS[m]}: loses that lead (falls below ANIL/MAML) under non-compositional support",
-                f"the lead over the better of ANIL/MAML falls by ≥ {LEAD:g} "
-                "points and is ≤ 0 under non-compositional support",
-                check_n,
-                ours_n,
-                seeds,
-                paper="hnets below ANIL/MAML",
-                anchor="#fig3b",
-            )
-        )
+        paper = dict(hnet=PAPER_FIG3B[m], mono=max(PAPER_FIG3B["anil"], PAPER_FIG3B["maml"]))
+        found.append(FIG3B_LEAD.judge(check_c, ours_c, seeds, model=MODEL_LABELS[m], **paper))
+        found.append(FIG3B_NONCOMP.judge(check_n, ours_n, seeds, model=MODEL_LABELS[m]))
     return found
-
-
-def _paper_fig3b(model):
-    row = PAPER_TABLES[(8, 2)]["ood"]
-    return f"{row[MODELS.index(model)]:.1f} vs {max(row[0], row[1]):.1f} % (A6)"
 
 
 def fig3b(runs: Runs) -> FigureResult:
@@ -241,15 +199,7 @@ def fig3b(runs: Runs) -> FigureResult:
     values = [
         [accuracy(c, runs.output(c)) for s in splits_ for c in [runs.one("fig3b", model=m, split=s)]] for m in models
     ]
-    fig = plots.grouped_bars(
-        ["compositional (random)", "non-compositional"],
-        [MODEL_LABELS[m] for m in models],
-        values,
-        "OOD accuracy (%)",
-        ylim=(0, 100),
-        reference=CHANCE,
-        reference_label="chance",
-    )
+    fig = accuracy_bars(SPLIT_GROUPS, [MODEL_LABELS[m] for m in models], values, CHANCE)
     cell = (cfgs[0].n_modules, cfgs[0].max_hot)
     paper_cell = cell if cell in PAPER_TABLES else (8, 2)
     lines = [
@@ -262,7 +212,7 @@ def fig3b(runs: Runs) -> FigureResult:
         lines.append(
             f"| {MODEL_LABELS[m]} | {c.outer_steps:,} | {mean_std(comp, 1)} | {mean_std(noncomp, 1)} | "
             f"{mean_std(accuracy(c, runs.output(c), 'test'), 1)} | "
-            f"{PAPER_TABLES[paper_cell]['ood'][MODELS.index(m)]} |"
+            f"{PAPER_TABLES[paper_cell]['ood'][m]} |"
         )
     return FigureResult(
         fig,
@@ -308,20 +258,7 @@ def _fig3cd_claims(runs: Runs, values):
                 ia, ib, seeds = _paired_seeds(ca, cb)
                 check = C.paired(a[ia], b[ib], R2_MARGIN)
                 ours = f"{a[ia].mean():.2f} vs {b[ib].mean():.2f}: {C.describe_difference(check)}"
-            found.append(
-                C.judge(
-                    SECTION,
-                    "Fig. 3C/D",
-                    f"{MODEL_LABELS[m]}: the task code is linearly decodable from "
-                    f"the embeddings, more under {what} support",
-                    f"R² (OOD) ≥ {R2_MARGIN} higher, paired by seed",
-                    check,
-                    ours,
-                    seeds,
-                    paper="R² near 1 vs reduced",
-                    anchor="#fig3cd",
-                )
-            )
+            found.append(FIG3CD.judge(check, ours, seeds, model=MODEL_LABELS[m], support=what))
     return found
 
 
@@ -398,7 +335,7 @@ def accuracy_table(configs, outputs) -> str:
             values = table_rows(*by_model[m])[row]
             ours = "n/a" if np.all(np.isnan(values)) else mean_std(values, 1)
             theirs = paper.get(row)
-            cells.append(f"{ours} | {theirs[MODELS.index(m)]:.1f}" if theirs else f"{ours} | –")
+            cells.append(f"{ours} | {theirs[m]:.1f}" if theirs else f"{ours} | –")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -421,20 +358,7 @@ def _fig3e_claims(runs: Runs):
                 f"test − OOD gap {gap(k1).mean():.1f} (K=1) vs {gap(kk).mean():.1f} pts (K={kk.max_hot}): "
                 f"{C.describe_difference(check, ' pts', 1)}"
             )
-        found.append(
-            C.judge(
-                SECTION,
-                "Fig. 3E",
-                f"{MODEL_LABELS[m]}: fails to generalise with one expert per layer "
-                "(K = 1, not connected) and generalises for K > 1",
-                f"test − OOD gap ≥ {2 * LEAD:g} points larger at K = 1 than at the largest K, paired by seed",
-                check,
-                ours,
-                seeds,
-                paper="M=4: OOD 20 % at K=1 vs 89 % at K=4 (A2, A4)",
-                anchor="#fig3e",
-            )
-        )
+        found.append(FIG3E.judge(check, ours, seeds, model=MODEL_LABELS[m]))
     return found
 
 
@@ -452,15 +376,7 @@ def fig3e(runs: Runs) -> FigureResult:
         ]
         for model in models
     ]
-    fig = plots.grouped_bars(
-        [f"M={m}, K={k}" for m, k in cells],
-        [MODEL_LABELS[m] for m in models],
-        values,
-        "OOD accuracy (%)",
-        ylim=(0, 100),
-        reference=CHANCE,
-        reference_label="chance",
-    )
+    fig = accuracy_bars([f"M={m}, K={k}" for m, k in cells], [MODEL_LABELS[m] for m in models], values, CHANCE)
     tables = []
     for cell in cells:
         group = [c for c in cfgs if (c.n_modules, c.max_hot) == cell]

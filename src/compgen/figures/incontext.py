@@ -10,7 +10,7 @@ from compgen import claims as C
 from compgen import models, plots
 from compgen.experiments import incontext as icl
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS, MODELS
-from compgen.figures import FigureResult, Runs, caption, final, joined, mean_std
+from compgen.figures import SPLIT_GROUPS, FigureResult, Runs, accuracy_bars, caption, final, joined, mean_std
 
 SECTION = "incontext"
 LABELS = {**MODEL_LABELS, **icl.MODEL_LABELS}
@@ -21,6 +21,14 @@ WORLDS = {
     "hyperteacher": ("comparison", "fig3b", "accuracy", 12.5, "chance"),
     "goals": ("goals", "fig4ef", "acc", 100 / 6, "uniform guess (1 of 6 actions)"),
 }
+BOTTLENECK = C.ClaimSpec(  # {environment}: a key of WORLDS, {figure}: its figure
+    SECTION,
+    "in-context ({environment})",
+    "the bottlenecked in-context learner (task code + hypernetwork) generalises to new combinations better than "
+    "the plain transformer (Kobayashi et al. 2024; not a claim of the paper)",
+    f"OOD accuracy ≥ {LEAD:g} points above the transformer's under compositional support, paired by seed",
+    anchor="#incontext-{figure}",
+)
 
 
 def _pool(runs: Runs, paper: Runs, environment):
@@ -69,22 +77,7 @@ def _claims(runs: Runs, environment):
         check = C.paired(b, t, LEAD)
         seeds = cb.seeds
         ours = f"{b.mean():.1f} vs {t.mean():.1f} %: {C.describe_difference(check, ' pts', 1)}"
-    figure = WORLDS[environment][0]
-    return [
-        C.judge(
-            SECTION,
-            f"in-context ({environment})",
-            "the bottlenecked in-context learner (task code + "
-            "hypernetwork) generalises to new combinations better than the plain transformer (Kobayashi et al. "
-            "2024; not a claim of the paper)",
-            f"OOD accuracy ≥ {LEAD:g} points above the transformer's under compositional support, paired by seed",
-            check,
-            ours,
-            seeds,
-            paper="–",
-            anchor=f"#incontext-{figure}",
-        )
-    ]
+    return [BOTTLENECK.judge(check, ours, seeds, environment=environment, figure=WORLDS[environment][0])]
 
 
 def comparison(runs: Runs, paper: Runs, environment="hyperteacher") -> FigureResult:
@@ -93,15 +86,7 @@ def comparison(runs: Runs, paper: Runs, environment="hyperteacher") -> FigureRes
     order = [m for m in (*MODELS, *LEARNERS) if (m, "random") in pool]
     values = [[_accuracy(*pool[(m, s)], environment) for s in SPLITS] for m in order]
     _, _, _, chance, chance_label = WORLDS[environment]
-    fig = plots.grouped_bars(
-        ["compositional (random)", "non-compositional"],
-        [LABELS[m] for m in order],
-        values,
-        "OOD accuracy (%)",
-        ylim=(0, 100),
-        reference=chance,
-        reference_label=chance_label,
-    )
+    fig = accuracy_bars(SPLIT_GROUPS, [LABELS[m] for m in order], values, chance, chance_label)
     lines = [
         "| model | task inference | parameters | outer steps | test acc. (compositional) | OOD acc. (compositional) "
         "| gap | OOD acc. (non-comp.) |",

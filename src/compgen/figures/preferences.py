@@ -10,6 +10,7 @@ from compgen import claims as C
 from compgen import plots
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS, MODELS
 from compgen.figures import (
+    SPLIT_GROUPS,
     FigureResult,
     Runs,
     best_per_seed,
@@ -25,6 +26,39 @@ from compgen.tasks import support
 
 SECTION = "preferences"
 RELATIVE = 0.10  # a claimed difference in loss must reach 10 % of the compared-to loss
+
+FIG4C_LEAD = C.ClaimSpec(
+    SECTION,
+    "Fig. 4C",
+    "{model}: lower OOD loss than ANIL and MAML under compositional support",
+    f"OOD loss ≥ {RELATIVE:.0%} below the better of ANIL/MAML, paired by seed, equal outer steps and tasks",
+    paper="qualitative",
+    anchor="#fig4c",
+)
+FIG4C_NONCOMP = C.ClaimSpec(
+    SECTION,
+    "Fig. 4C",
+    "{model}: holding out a module raises the OOD loss",
+    f"non-compositional OOD loss ≥ {RELATIVE:.0%} above the compositional one, paired by seed",
+    paper="qualitative",
+    anchor="#fig4c",
+)
+FIG4B = C.ClaimSpec(
+    SECTION,
+    "Fig. 4B",
+    "{model}: disconnected support gives a clearly higher OOD loss than connected support",
+    f"disconnected OOD loss ≥ {RELATIVE:.0%} above connected, paired by seed",
+    paper="qualitative",
+    anchor="#fig4b",
+)
+FIGA8 = C.ClaimSpec(
+    SECTION,
+    "Fig. A8",
+    "{model}: overparameterisation does no harm",
+    f"the largest student's OOD loss is not {RELATIVE:.0%} above the smallest's",
+    paper="no degradation",
+    anchor="#figa8",
+)
 
 
 def loss(cfg, output, set_name="ood"):
@@ -165,32 +199,8 @@ def _fig4c_claims(runs: Runs):
                 f"{C.describe_difference(check_n, digits=3)}"
             )
             seeds = seeds or comp[0].seeds
-        found.append(
-            C.judge(
-                SECTION,
-                "Fig. 4C",
-                f"{MODEL_LABELS[m]}: lower OOD loss than ANIL and MAML under compositional support",
-                f"OOD loss ≥ {RELATIVE:.0%} below the better of ANIL/MAML, paired by seed, equal outer steps and tasks",
-                check_c,
-                ours_c,
-                seeds,
-                paper="qualitative",
-                anchor="#fig4c",
-            )
-        )
-        found.append(
-            C.judge(
-                SECTION,
-                "Fig. 4C",
-                f"{MODEL_LABELS[m]}: holding out a module raises the OOD loss",
-                f"non-compositional OOD loss ≥ {RELATIVE:.0%} above the compositional one, paired by seed",
-                check_n,
-                ours_n,
-                seeds,
-                paper="qualitative",
-                anchor="#fig4c",
-            )
-        )
+        found.append(FIG4C_LEAD.judge(check_c, ours_c, seeds, model=MODEL_LABELS[m]))
+        found.append(FIG4C_NONCOMP.judge(check_n, ours_n, seeds, model=MODEL_LABELS[m]))
     return found
 
 
@@ -201,7 +211,7 @@ def fig4c(runs: Runs) -> FigureResult:
     splits_ = ("random", "non_compositional")
     values = [[_per_seed(runs, "fig4c", m, s)[1] for s in splits_] for m in models]
     fig = plots.grouped_bars(
-        ["compositional (random)", "non-compositional"],
+        SPLIT_GROUPS,
         [MODEL_LABELS[m] for m in models],
         values,
         "OOD loss (½ squared error)",
@@ -246,19 +256,7 @@ def _fig4b_claims(runs: Runs):
             check = C.paired(disc[1], conn[1], RELATIVE, relative=True)
             ours = f"{disc[1].mean():.3f} vs {conn[1].mean():.3f}: {C.describe_difference(check, digits=3)}"
             seeds = conn[0].seeds
-        found.append(
-            C.judge(
-                SECTION,
-                "Fig. 4B",
-                f"{MODEL_LABELS[m]}: disconnected support gives a clearly higher OOD loss than connected support",
-                f"disconnected OOD loss ≥ {RELATIVE:.0%} above connected, paired by seed",
-                check,
-                ours,
-                seeds,
-                paper="qualitative",
-                anchor="#fig4b",
-            )
-        )
+        found.append(FIG4B.judge(check, ours, seeds, model=MODEL_LABELS[m]))
     return found
 
 
@@ -318,20 +316,11 @@ def _figa8_claims(runs: Runs):
             continue
         smallest, largest = grid[0, 0], grid[-1, -1]
         check = C.lower(np.array([largest]), np.array([smallest * (1 + RELATIVE)]))
-        found.append(
-            C.judge(
-                SECTION,
-                "Fig. A8",
-                f"{MODEL_LABELS[m]}: overparameterisation does no harm",
-                f"the largest student's OOD loss is not {RELATIVE:.0%} above the smallest's",
-                check,
-                f"{largest:.3f} ({hidden[-1]} wide, T={templates[-1]}) vs {smallest:.3f} ({hidden[0]} wide, "
-                f"T={templates[0]})",
-                cfgs[0].seeds,
-                paper="no degradation",
-                anchor="#figa8",
-            )
+        ours = (
+            f"{largest:.3f} ({hidden[-1]} wide, T={templates[-1]}) vs {smallest:.3f} ({hidden[0]} wide, "
+            f"T={templates[0]})"
         )
+        found.append(FIGA8.judge(check, ours, cfgs[0].seeds, model=MODEL_LABELS[m]))
     return found
 
 
