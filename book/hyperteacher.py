@@ -186,7 +186,7 @@ chapter.curves(runs)
 # each cell a learner's mean OOD accuracy per split (compositional / non-compositional), and the CPU minutes
 # of the regime's runs (wall seconds of each run, two runs at a time on two cores; the `equal_budget_4k` rows
 # shared the cores with another job). The tuning used seeds 7–9; `equal_budget_4k_unseen` is the chosen
-# regime on the second seed set, 31–33.
+# regime on the second seed set, 31–33, and `equal_budget_4k_book` on the book's seeds (this chapter's runs).
 
 # %%
 figures.show(search.search_table("search/hyperteacher.json", chapter.MODEL_LABELS))
