@@ -197,7 +197,7 @@ PRESETS = {
             "fig3b": Grid(models=fewshot.MODELS, axes=_B),
             "fig3cd": Grid(
                 models=("hnet_linear",),
-                # the world in which the claim was checked: 2,000 steps of 16 tasks, 64 + 64 shots
+                # the world it ran in before Fig. 3B's budget changed: 2,000 steps of 16 tasks, 64 + 64 shots
                 fixed=dict(n_modules=6, max_hot=2, outer_steps=2000, meta_batch=16, shots_support=64, shots_query=64),
                 axes=dict(split=("connected", "disconnected")),
             ),
