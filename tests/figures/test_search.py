@@ -35,3 +35,24 @@ def test_a_record_without_its_metric_is_refused(tmp_path):
     path.write_text(json.dumps({"records": []}))
     with pytest.raises(ValueError, match="metric"):
         load_search(path)
+
+
+def test_columns_keyed_by_several_fields_show_one_value_each_and_empty_regimes_are_left_out(tmp_path):
+    path = tmp_path / "search.json"
+    records = [
+        dict(record("w1", "f=(2,2)", "discrete connected", [0.9, 0.7]), column=1),
+        dict(record("w1", "f=(2,2)", "discrete disconnected", [0.5, 0.5]), column=2),
+        record("w1", "f=(8,8)", "discrete connected", [0.6, 0.6]),
+        record("only_large", "f=(8,8)", "discrete connected", [0.4, 0.4]),
+    ]
+    path.write_text(json.dumps({"metric": "alignment", "records": records}))
+    by_column = search_table(
+        path, {("f=(2,2)", 1): "1", ("f=(2,2)", 2): "2"}, 1.0, 3, by=("model", "column"), prefix_split=False
+    )
+    rows = [line for line in by_column.splitlines() if line.startswith("| w1") or line.startswith("| only")]
+    assert rows == ["| w1 | grid 5, n_mazes 2 | 2000 × 16 | 7, 8 | 0.800 | 0.500 | 1.5 |"]  # only_large: no cell
+    assert by_column.startswith("alignment (mean over the seeds). ")  # no % and no split legend
+    by_split = search_table(path, {("f=(8,8)", "discrete connected"): "(8,8)"}, 1.0, 2, by=("model", "split"))
+    assert "| w1 | grid 5, n_mazes 2 | 2000 × 16 | 7, 8 | 0.60 | 1.5 |" in by_split
+    assert "| only_large |" in by_split
+    assert search_table(path, {"f=(8,8)": "(8,8)"}, 1.0, 2).count("discrete connected 0.60") == 1  # default: by model

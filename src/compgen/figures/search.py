@@ -30,11 +30,21 @@ def _describe(values: dict, skip=()) -> str:
     return ", ".join(f"{k} {v}" for k, v in values.items() if k not in skip)
 
 
-def search_table(path, labels: dict, scale: float = 100.0, digits: int = 1) -> str:
-    """A markdown table of the search at ``path``: one row per regime (world, budget, seeds), one cell per model
-    with its mean metric per split (``labels``: model name -> column title), and the CPU minutes of the regime's
-    runs. Regimes appear in the order of their first record."""
+def search_table(
+    path, labels: dict, scale: float = 100.0, digits: int = 1, by=("model",), prefix_split: bool | None = None
+) -> str:
+    """A markdown table of the search at ``path``: one row per regime (world, budget, seeds), one column per entry
+    of ``labels`` with the mean metric of the matching records, and the CPU minutes of the regime's runs. Regimes
+    appear in the order of their first record; a regime with no record in any column is left out.
+
+    ``by`` names the record fields that make a record's key in ``labels`` (the field's value for one field, a
+    tuple of values for several; a field a record lacks is ``None``). By default the key is the model and a cell
+    lists the model's mean per split, each after its split; ``prefix_split`` (default: unless ``"split"`` is one
+    of ``by``) says whether values carry their split."""
     record = load_search(path)
+    by = (by,) if isinstance(by, str) else tuple(by)
+    prefix = "split" not in by if prefix_split is None else prefix_split
+    key = (lambda r: r.get(by[0])) if len(by) == 1 else (lambda r: tuple(r.get(f) for f in by))
     regimes = defaultdict(list)
     for r in record["records"]:
         regimes[r["regime"]].append(r)
@@ -42,17 +52,21 @@ def search_table(path, labels: dict, scale: float = 100.0, digits: int = 1) -> s
     for name, records in regimes.items():
         first = records[0]
         cells = {}
-        for model in labels:
-            found = [r for r in records if r["model"] == model]
-            cells[model] = " / ".join(
-                f"{SPLIT_SHORT.get(r['split'], r['split'])} {scale * np.mean(r['values']):.{digits}f}" for r in found
+        for column in labels:
+            found = [r for r in records if key(r) == column]
+            cells[column] = " / ".join(
+                (f"{SPLIT_SHORT.get(r['split'], r['split'])} " if prefix else "")
+                + f"{scale * np.mean(r['values']):.{digits}f}"
+                for r in found
             )
+        if not any(cells.values()):
+            continue
         seeds = sorted({s for r in records for s in r["seeds"]})
         cpu = sum(r.get("cpu_s", 0.0) for r in records) / 60
         rows.append(
             f"| {name} | {_describe(first['world'])} | {first['budget'].get('outer_steps')} × "
             f"{first['budget'].get('meta_batch')} | {', '.join(map(str, seeds))} | "
-            + " | ".join(cells[m] or "–" for m in labels)
+            + " | ".join(cells[c] or "–" for c in labels)
             + f" | {cpu:.1f} |"
         )
     header = (
@@ -61,11 +75,13 @@ def search_table(path, labels: dict, scale: float = 100.0, digits: int = 1) -> s
         + " | CPU min |\n|"
         + "---|" * (5 + len(labels))
     )
+    unit = ", %" if scale == 100 else ""
+    legend = (
+        " per split: " + ", ".join(f"{v} = {k.replace('_', '-')}" for k, v in SPLIT_SHORT.items()) if prefix else ""
+    )
     return "\n".join(
         [
-            f"{record['metric']} (mean over the seeds, %) per split: "
-            + ", ".join(f"{v} = {k.replace('_', '-')}" for k, v in SPLIT_SHORT.items())
-            + f". {record.get('source', '')}",
+            f"{record['metric']} (mean over the seeds{unit}){legend}. {record.get('source', '')}",
             "",
             header,
             *rows,
