@@ -49,7 +49,7 @@ def test_presets_and_paper_values():
         (dict(max_hot=9), "max_hot"),
         (dict(split="ring"), "split must be one of"),
         (dict(split="connected"), "max_hot"),  # K = 3
-        (dict(n_modules=6), "n_modules must be 8"),
+        (dict(n_colours=9), "n_colours"),  # was n_modules=6, refused before the world's sizes became fields
         (dict(shots_support=0), "shots_support"),
         (dict(eval_shots_query=0), "eval_shots_query"),
         (dict(inner_batch=0), "inner_batch"),
@@ -107,3 +107,55 @@ def test_run_is_stored_reproducible_and_probed(store):
     assert first[0]["eval/loss"].shape == (1, 3, len(names)) and np.isfinite(first[0]["eval/loss"]).all()
     assert first[0]["eval/r2_ood"].shape == (1, 3, 8)  # the probe decodes the preference latent z
     assert not np.array_equal(first[0]["eval/loss"], first[1]["eval/loss"])  # the splits' sets differ
+
+
+# --------------------------------------------------------------------------------------------- the world's sizes
+
+
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        (dict(layout="9x9"), r"layout must be one of \('paper', '6x6', '5x5'\), got '9x9'"),
+        (dict(observation="pixels"), "observation must be one of"),
+        (dict(n_colours=0), "n_colours must be an integer >= 1 and <= 8"),
+        (dict(n_objects=0), "n_objects must be an integer >= 1"),
+        (dict(layout="5x5", n_objects=8), "n_objects must be at most 7 on layout '5x5'"),
+        (dict(horizon=2.5), "horizon must be an integer"),
+        (dict(backups=0), "backups"),
+        (dict(n_modules=5, max_hot=2, split="connected"), "even n_modules"),
+    ],
+)
+def test_bad_world_sizes_name_the_field(overrides, match):
+    with pytest.raises(params.ParameterError, match=match):
+        make_config(S, "smoke", "hnet_linear", **overrides)
+
+
+def test_the_paper_world_is_the_default_and_quick_runs_a_smaller_one():
+    for model in fewshot.MODELS:
+        paper = make_config(S, "paper", model)
+        assert paper.world == P.pf.WORLD and paper.n_modules == 8 and paper.n_in == 490
+        assert P.is_paper_world(paper) and "world" not in P.label(paper)
+    for figure in S.figures("quick"):
+        for cfg in figure_configs(S, figure, "quick"):
+            assert cfg.world == P.pf.PreferencesWorld(**{k: P.QUICK_WORLD[k] for k in P.WORLD_FIELDS})
+            assert cfg.n_modules == P.QUICK_WORLD["n_modules"] and cfg.n_in == 8 * (6 + 1)
+            assert "5x5 layout (8 free cells)" in P.label(cfg)
+
+
+@pytest.mark.parametrize("preset", ["quick", "paper"])
+def test_every_model_of_a_comparison_gets_the_same_budget(preset):
+    for figure in S.figures(preset):
+        budgets = {
+            (c.outer_steps, c.meta_batch, c.shots_support, c.shots_query) for c in figure_configs(S, figure, preset)
+        }
+        assert len(budgets) == 1, (figure, budgets)
+
+
+def test_tiny_run_in_a_small_world(store):
+    world = dict(layout="5x5", n_objects=2, n_modules=6, n_colours=6, horizon=4, backups=4, observation="free_cells")
+    cfg = make_config(S, "smoke", "hnet_deepmlp", outer_steps=4, eval_every=2, **world)
+    out = runner.run(S, [cfg], workers=1, log=lambda _: None)[0]
+    assert cfg.eval_set_names() == ("valid", "test", "ood", "ood_4", "ood_5", "ood_6")
+    assert out["eval/loss"].shape == (1, 3, 6) and np.isfinite(out["eval/loss"]).all()
+    assert out["eval/r2_ood"].shape == (1, 3, 6)  # the probe decodes the 6 module weights
+    assert int(np.asarray(out["steps/skipped"])[0, -1]) == 0

@@ -4,11 +4,13 @@ action values from demonstrations of its hidden, compositional colour preference
 A task is a latent z (M,) over preference modules (Algorithm 1 weights on a mask from the split); its support
 and query sets are greedy demonstrations on fresh layouts, generated inside the compiled step
 (:mod:`compgen.tasks.preferences`). The four models regress the 5 action values of each visited state under
-the masked ½-squared error; the probe decodes z from the adapted fast parameters.
+the masked ½-squared error; the probe decodes z from the adapted fast parameters. The world's sizes are config
+fields (:class:`WorldFields`), the paper's by default.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass
 
@@ -23,16 +25,65 @@ from compgen.section import Grid, Preset
 from compgen.tasks import preferences as pf
 from compgen.tasks import support, teacher
 
+WORLD_FIELDS = tuple(f.name for f in dataclasses.fields(pf.PreferencesWorld))
+
 
 @dataclass(frozen=True)
-class PreferencesConfig(fewshot.FewshotConfig):
+class WorldFields(params.Config):
+    """The sizes of a preferences world (:class:`compgen.tasks.preferences.PreferencesWorld`; the paper's by
+    default), as config fields: the preference modules M, the colours, the objects per layout, the layout (the
+    paper's 7×7 room or a smaller one), the demonstration length, the value-iteration backups and the
+    observation ("grid" or "free_cells"). ``world`` is the value the task functions take."""
+
+    n_modules: int = positive(pf.N_MODULES)  # M
+    n_colours: int = field(pf.N_COLOURS, ge=1, le=pf.MAX_COLOURS)
+    n_objects: int = positive(pf.N_OBJECTS)
+    layout: str = field("paper", choices=tuple(pf.LAYOUTS))
+    horizon: int = positive(pf.HORIZON)  # steps of a demonstration
+    backups: int = positive(pf.BACKUPS)  # value-iteration backups
+    observation: str = field("grid", choices=pf.OBSERVATIONS)
+
+    @property
+    def world(self) -> pf.PreferencesWorld:
+        return pf.PreferencesWorld(**{name: getattr(self, name) for name in WORLD_FIELDS})
+
+
+def check_world(cfg):
+    """Raise a ParameterError naming the field unless ``cfg``'s world sizes fit together (the objects and the
+    agent on distinct free cells of the layout)."""
+    most = min(pf.MAX_OBJECTS, len(pf.layout_tables(cfg.layout)[1]) - 1)
+    if cfg.n_objects > most:
+        raise params.ParameterError(
+            f"n_objects must be at most {most} on layout {cfg.layout!r} (its free cells hold the objects and the "
+            f"agent; at most {pf.MAX_OBJECTS} on any layout), got {cfg.n_objects}"
+        )
+    return cfg.world
+
+
+def world_label(cfg) -> str:
+    """The world's sizes in words, e.g. '5x5 layout (8 free cells), 2 objects, M = 6 modules over 6 colours,
+    horizon 4, 4 backups, free-cells observation (56 inputs)'."""
+    w = cfg.world
+    return (
+        f"{w.grid}x{w.grid} layout ({w.n_cells} free cells), {w.n_objects} objects, M = {cfg.n_modules} modules "
+        f"over {w.n_colours} colours, horizon {w.horizon}, {w.backups} backups, "
+        f"{w.observation.replace('_', '-')} observation ({w.obs_size} inputs)"
+    )
+
+
+def is_paper_world(cfg) -> bool:
+    return cfg.world == pf.WORLD and cfg.n_modules == pf.N_MODULES
+
+
+@dataclass(frozen=True)
+class PreferencesConfig(fewshot.FewshotConfig, WorldFields):
     """One preferences configuration (defaults: the paper's common settings, spec §3.5); every seed is trained.
 
-    Shots count demonstrations (8 steps each, masked after termination).
+    Shots count demonstrations (``horizon`` steps each, masked after termination). The world's sizes are
+    :class:`WorldFields`; ``n_in`` (the observation) follows from them.
     """
 
     split: str = field("random", choices=pf.SPLITS)
-    n_modules: int = positive(pf.N_MODULES)  # M
     max_hot: int = positive(3)  # K
     frac_ood: float = field(0.25, gt=0, lt=1)
     templates: int = positive(32)  # T, the hypernetworks' number of modules
@@ -40,19 +91,19 @@ class PreferencesConfig(fewshot.FewshotConfig):
     shots_query: int = positive(16)
     eval_shots_query: int = positive(1)  # the authors' evaluation loaders use one query demonstration (spec §3.4)
 
-    n_in = pf.OBS_SIZE
     n_out = pf.N_ACTIONS
 
     def check(self):
         super().check()
-        if self.n_modules != pf.N_MODULES:
-            raise params.ParameterError(
-                f"n_modules must be {pf.N_MODULES} (the colours' template matrix is 8 x 8), got {self.n_modules!r}"
-            )
+        check_world(self)
         try:
             pf.task_split(self.n_modules, self.max_hot, self.split, self.frac_ood, self.seeds[0])
         except ValueError as error:
             raise params.ParameterError(str(error)) from None
+
+    @property
+    def n_in(self) -> int:
+        return self.world.obs_size
 
     @property
     def n_templates(self) -> int:
@@ -77,7 +128,7 @@ def run_arrays(cfg, seed):
     names = cfg.eval_set_names()
     return {
         "seed_key": root,
-        "templates": pf.preference_templates(seed, cfg.n_modules),
+        "templates": pf.preference_templates(seed, cfg.n_modules, cfg.n_colours),
         "train_masks": padded,
         "n_train": len(train),
         "eval_tasks": np.stack([np.asarray(sets[n]) for n in names]),
@@ -94,26 +145,29 @@ ENV = fewshot.Environment(
         key, run["train_masks"], run["n_train"], False, num
     ),
     task_data=lambda cfg, run, world, z, key, n_query: pf.task_data(
-        run["templates"], z, key, cfg.shots_support, n_query
+        run["templates"], z, key, cfg.shots_support, n_query, world=cfg.world
     ),
 )
 
 
 def label(cfg):
     size = f"hidden {cfg.num_hidden}x{cfg.hidden}" + (f", T={cfg.templates}" if cfg.model.startswith("hnet") else "")
+    world = "" if is_paper_world(cfg) else f", world {world_label(cfg)}"
     return (
-        f"{fewshot.MODEL_LABELS[cfg.model]} ({size}) on {cfg.split} support, K={cfg.max_hot}: "
+        f"{fewshot.MODEL_LABELS[cfg.model]} ({size}{world}) on {cfg.split} support, K={cfg.max_hot}: "
         f"{len(cfg.seeds)} seed(s), {cfg.outer_steps} steps"
     )
 
 
 def flops_per_step(cfg) -> float:
-    return fewshot.flops_per_step(cfg, pf.HORIZON * cfg.shots_support, pf.HORIZON * cfg.shots_query)
+    return fewshot.flops_per_step(cfg, cfg.horizon * cfg.shots_support, cfg.horizon * cfg.shots_query)
 
 
 # --------------------------------------------------------------------------------------------- presets
 
 _C = dict(split=("random", "non_compositional"))
+# the quick preset's world (regime C1 of the search record book/search/preferences.json, chosen on seeds 7-9)
+QUICK_WORLD = dict(layout="5x5", n_objects=2, n_modules=6, n_colours=6, horizon=4, backups=4, observation="free_cells")
 _B = dict(split=("connected", "disconnected"))
 
 
@@ -144,23 +198,26 @@ PRESETS = {
         },
     ),
     "quick": Preset(
-        "2 CPU cores, minutes per run; aims at the qualitative claims",
+        "2 CPU cores, about 10 minutes for the section, in a smaller world (5x5 room, 2 objects, M = 6)",
+        # The world and learners of regime C1 of the search record (book/search/preferences.json; chosen on seeds
+        # 7-9), at 800 instead of 1,500 outer steps so that the section fits 10 minutes on 2 cores.
         common=dict(
-            outer_steps=600,
+            QUICK_WORLD,
+            outer_steps=800,
             meta_batch=8,
-            shots_support=4,
-            shots_query=4,
+            shots_support=16,
+            shots_query=8,
             eval_shots_query=8,
-            eval_every=200,
+            eval_every=400,
             eval_tasks=256,
             outer_schedule="warmup_cosine",
-            warmup_steps=60,
+            warmup_steps=100,
             remat=False,
         ),
         per_model={
-            "hnet_linear": dict(hidden=32, templates=16, outer_lr=2e-3),
-            "hnet_deepmlp": dict(hidden=32, templates=16, outer_lr=2e-3),
-            "anil": dict(hidden=128, num_hidden=2, inner_steps=20, inner_batch=32, outer_lr=1e-3),
+            "hnet_linear": dict(hidden=64, templates=16, outer_lr=5e-3),
+            "hnet_deepmlp": dict(hidden=64, templates=16, outer_lr=5e-3),
+            "anil": dict(hidden=128, num_hidden=2, inner_steps=20, inner_batch=32, outer_lr=3e-3),
             # all three seeds: each seed draws its own preference modules, which set the scale of the
             # losses, so the models are compared seed by seed
             "maml": dict(hidden=64, num_hidden=2, outer_lr=1e-3),
@@ -168,7 +225,8 @@ PRESETS = {
         figures={
             "fig4c": Grid(models=fewshot.MODELS, axes=_C),
             "fig4b": Grid(models=("hnet_linear",), fixed=dict(max_hot=2), axes=_B),
-            "figa8": _figa8(("hnet_linear",), (32, 64), (16, 32), (2e-3,), seeds=(2020,), outer_steps=400),
+            # the width axis only; its 64-wide cell is the Fig. 4C run of the linear hypernetwork (trained once)
+            "figa8": _figa8(("hnet_linear",), (32, 64), (16,), (5e-3,)),
         },
     ),
     "smoke": Preset(

@@ -9,6 +9,7 @@ import numpy as np
 from compgen import claims as C
 from compgen import plots
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS, MODELS
+from compgen.experiments.preferences import is_paper_world, world_label
 from compgen.figures import (
     SPLIT_GROUPS,
     FigureResult,
@@ -77,6 +78,13 @@ def _caption(runs, cfgs, what):
             f"K = {joined(c.max_hot for c in cfgs)}",
             f"{joined(c.meta_batch for c in cfgs)} tasks/step",
             f"{joined(c.shots_support for c in cfgs)} + {joined(c.shots_query for c in cfgs)} demonstrations",
+            *sorted(
+                {
+                    f"{c.world.grid}x{c.world.grid} world, {c.n_objects} objects, M = {c.n_modules}"
+                    for c in cfgs
+                    if not is_paper_world(c)
+                }
+            ),
         ),
     )
 
@@ -88,8 +96,8 @@ def world(runs: Runs):
     """The preference modules of the first seed and six training tasks built from them, four greedy
     demonstrations of the last one, and the action values along the longest: (FigureResult, FigureResult, table)."""
     cfg = runs.configs("fig4c")[0]
-    seed = cfg.seeds[0]
-    templates = pf.preference_templates(seed, cfg.n_modules)
+    seed, w = cfg.seeds[0], cfg.world
+    templates = pf.preference_templates(seed, cfg.n_modules, cfg.n_colours)
     train, _, _ = pf.task_split(cfg.n_modules, cfg.max_hot, "random", cfg.frac_ood, seed)
     masks = pf.task_masks(cfg.n_modules, cfg.max_hot)
     shown = train[:: max(1, len(train) // 6)][:6]
@@ -102,14 +110,14 @@ def world(runs: Runs):
     fig, axes = plots.subplots(1, 4, figsize=(plots.COLUMN_WIDTH, 2.3))
     demos = []
     for ax, key in zip(axes, keys):
-        instance = pf.sample_instance(key)
-        demo = pf.demonstration(instance, preferences)
+        instance = pf.sample_instance(key, w)
+        demo = pf.demonstration(instance, preferences, world=w)
         demos.append(demo)
         steps = int(demo[2].sum())
         plots.preference_instance(
             ax,
-            pf.WALLS,
-            pf.FREE_CELLS,
+            w.walls,
+            w.free_cells,
             instance,
             preferences,
             demo[4][: steps + 1],
@@ -118,8 +126,8 @@ def world(runs: Runs):
     fig.tight_layout()
     _, q, mask, actions, _ = max(demos, key=lambda d: int(d[2].sum()))
     table = (
-        "Action values $Q_8(s_t, \\cdot)$ along the longest of these demonstrations (the learners' regression "
-        "targets):\n\n| step | "
+        f"Action values $Q_{{{w.backups}}}(s_t, \\cdot)$ along the longest of these demonstrations (the learners' "
+        "regression targets):\n\n| step | "
         + " | ".join(pf.ACTIONS)
         + " | taken |\n|---|"
         + "---|" * 6
@@ -141,8 +149,8 @@ def world(runs: Runs):
             fig,
             f"Greedy demonstrations of the last task in four layouts: each object is labelled with "
             f"the task's reward for its colour, the triangle is the start, the line the path under "
-            f"Q₈, the square where it stops; above each panel the actions (■ = terminate). Preset "
-            f"{runs.preset}, seed {seed}.",
+            f"Q ({w.backups} backups), the square where it stops; above each panel the actions (■ = terminate). "
+            f"World: {world_label(cfg)}. Preset {runs.preset}, seed {seed}.",
             table,
         ),
     )
