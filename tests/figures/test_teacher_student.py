@@ -71,3 +71,71 @@ def test_table_a1_of_the_paper_is_read_from_the_data_file(runs_of, fake):
     rule = _alignment(0.97, 0.8)
     table = F.table_a1(runs_of("teacher_student", "quick", lambda c: rule(c, fake))).table
     assert "| 0.001 |" in table and "0.7704 · 0.7165 · 0.8369 · 0.8144" in table
+
+
+def _record(regime, factors, distribution, values, weight_decay=0.0, connected=True, column=None, name=None):
+    name = name or F.OVERPARAM_NAME
+    return dict(
+        regime=regime,
+        world=dict(n=8, h=8, outputs=4, M=6),
+        budget=dict(outer_steps=4000, meta_batch=8, inner_steps=50),
+        model=F.search_model(*factors, weight_decay),
+        split=F.search_split(distribution, connected, name),
+        factors=list(factors),
+        weight_decay=weight_decay,
+        distribution=distribution,
+        connected=connected,
+        **({"column": column} if column else {}),
+        seeds=[1, 2, 3],
+        values=list(values),
+        extra=dict(peak=[max(values)] * 3),
+        branch="probe/ts",
+    )
+
+
+def _regime(connected=0.95, disconnected=0.8, discrete_large=0.7, continuous_large=0.95, decayed=0.7):
+    records = [
+        _record("r", (2, 2), "discrete", [connected] * 3, column=1),
+        _record("r", (2, 2), "discrete", [disconnected] * 3, connected=False, column=2, name="two triangles"),
+        _record("r", (2, 2), "continuous", [0.95] * 3),
+        _record("r", (8, 8), "discrete", [discrete_large] * 3),
+        _record("r", (8, 8), "continuous", [continuous_large] * 3),
+        _record("r", (8, 8), "discrete", [decayed] * 3, weight_decay=1e-3),
+    ]
+    return records
+
+
+def test_search_checks_apply_the_chapters_criteria_to_a_regimes_records():
+    checks = F.search_checks(_regime())
+    assert set(checks) == {"Fig. 2C discrete", "Fig. 2D", "Table A1"}  # no continuous Table A9 columns here
+    assert all(check.holds for check, _ in checks.values())
+    assert "connected 0.950" in checks["Fig. 2C discrete"][1] and "gain +0.000" in checks["Table A1"][1]
+    failing = F.search_checks(_regime(disconnected=0.9, discrete_large=0.95, decayed=0.95 + 0.2))
+    assert not any(check.holds for check, _ in failing.values())
+
+
+def test_search_records_name_each_stored_config_of_the_chapter(runs_of, fake, store):
+    rule = _alignment(0.97, 0.8)
+    runs = runs_of("teacher_student", "quick", lambda c: rule(c, fake))
+    records = F.search_records(runs, "main: quick")
+    configs = {c for cs in runs.figures.values() for c in cs}
+    assert len(records) == len(configs) == 13  # Table A9 column 1 is Fig. 2D's (2, 2) discrete student
+    by_name = {(r["model"], r["split"]): r for r in records}
+    assert by_name[("f=(2,2)", "discrete connected: one-hots + ring pairs")]["column"] == 1
+    assert by_name[("f=(2,2)", "continuous disconnected: two triangles")]["column"] == 5
+    assert "column" not in by_name[("f=(8,8), wd=0.001", "discrete connected: one-hots + ring pairs")]
+    assert by_name[("f=(8,8)", "discrete connected: one-hots + ring pairs")]["values"] == pytest.approx([0.75] * 3)
+    assert {r["world"]["n"] for r in records} == {8}
+    assert set(F.search_checks(records)) == set(F.SEARCH_CLAIMS)
+
+
+def test_the_books_search_record_renders_with_a_verdict_per_regime():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "book" / "search" / "teacher_student.json"
+    tables = F.search_tables(path)
+    assert tables.count("| W1, the book's seeds |") == 2 and "**Fig. 2C**" in tables
+    verdicts = F.search_verdicts(path)
+    assert F.FIG2D.criterion in verdicts and verdicts.count("| W1 | 7, 8, 9 |") == 1
+    findings = F.search_findings(path)
+    assert findings.count("\n* ") >= 3 and "regimes with its runs" in findings

@@ -295,10 +295,14 @@ PRESETS = {
         ),
         figures=_figures(((1, 1), (2, 2)), ((4, 4),), (1e-3, 0.0)),
     ),
+    # quick: a smaller world (8 inputs, an 8-unit teacher; M = 6 and Table A9 unchanged), chosen by the search
+    # of issue 23 (book/search/teacher_student.json); 2x and 8x students for Fig. 2D, 8x for Table A1
     "quick": Preset(
-        "2 CPU cores, minutes; shows the qualitative claims",
+        "2 CPU cores, minutes; a smaller world (n = 8 inputs, h = 8 teacher units)",
         common=dict(
             _CPU_INNER_LOOP,
+            n_in=8,
+            teacher_hidden=8,
             outer_steps=4000,
             meta_batch=8,
             batch=64,
@@ -308,7 +312,7 @@ PRESETS = {
             eval_tasks=64,
             eval_inputs=256,
         ),
-        figures=_figures(((1, 1), (2, 2), (4, 4)), ((4, 4),), (1e-3, 0.0)),
+        figures=_figures(((1, 1), (2, 2), (8, 8)), ((8, 8),), (1e-3, 0.0)),
     ),
     "paper": Preset(
         "the paper's configuration (spec §1); GPU",
