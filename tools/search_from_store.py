@@ -28,7 +28,11 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", required=True)
     parser.add_argument("--regime", required=True)
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="as `compgen run --set`")
-    parser.add_argument("--metric", default="acc", help="the evaluation metric whose OOD value is recorded")
+    parser.add_argument(
+        "--metric",
+        default="acc",
+        help="the evaluation metric whose OOD value (or value, e.g. r2_ood_pooled) is recorded",
+    )
     parser.add_argument("--world", nargs="*", default=None, help="world fields to record (default: the first entry's)")
     parser.add_argument("--record", type=Path, default=None, help="default: book/search/<section>.json")
     args = parser.parse_args(argv)
@@ -45,7 +49,8 @@ def main(argv=None) -> int:
         if found is None:
             continue
         arrays, meta = found
-        ood = np.asarray(arrays[f"eval/{args.metric}"])[:, -1, list(cfg.eval_set_names()).index("ood")]
+        values = np.asarray(arrays[f"eval/{args.metric}"])[:, -1]  # (seeds,) or (seeds, evaluation sets)
+        ood = values[:, list(cfg.eval_set_names()).index("ood")] if values.ndim == 2 else values
         world = {name: getattr(cfg, name) for name in world_fields}
         record["records"].append(
             dict(
