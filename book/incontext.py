@@ -82,12 +82,13 @@ figures.show(figures.header(runs, "comparison", chapter.LABELS))
 # the preset that was run); unlike those it uses a warm-up + cosine learning-rate schedule, as transformers
 # usually need.
 # `quick` is the hyperteacher chapter's `quick` setting: $M = 4$ experts, $K = 4$, a teacher with 16 hidden
-# units, 64 + 64 shots, 16 tasks per step, 2,000 steps (warm-up 100 + cosine; the linear hypernetwork gets
-# 4,000 steps with half the inner steps, as in the hyperteacher chapter), three seeds, and small learners
+# units, 32 + 32 shots, 8 tasks per step, 4,000 steps (warm-up 100 + cosine), the budget every learner of the
+# hyperteacher's Fig. 3B trains for, so the in-context learners and the paper's four models are compared at
+# equal budgets; three seeds, and small learners
 # (memory and transformer: $d_\text{model} = 64$, 2 layers; bottleneck: a 16-dimensional code and a
 # hypernetwork with $T = 16$ modules generating a 3 × 32 MLP). No hyper-parameter of the in-context learners
 # was tuned; the paper models' were (by the paper, and for `quick` by the hyperteacher chapter). Transformers
-# are known to need many more steps than 2,000 to learn in context, so `quick` can show an ordering at a small
+# are known to need many more steps than 4,000 to learn in context, so `quick` can show an ordering at a small
 # budget, not what the learners reach eventually.
 # :::
 #
