@@ -62,6 +62,27 @@ FIGA8 = C.ClaimSpec(
 )
 
 
+CLAIM_SPECS = (FIG4C_LEAD, FIG4C_NONCOMP, FIG4B, FIGA8)
+
+
+def criteria() -> str:
+    """Markdown: the chapter's claims and the criterion each is judged by (the same at every preset)."""
+    lines = ["| figure | the paper's claim | criterion |", "|---|---|---|"]
+    for spec in CLAIM_SPECS:
+        lines.append(f"| {spec.figure} | {spec.claim.format(model='each hypernetwork')} | {spec.criterion} |")
+    return "\n".join(lines)
+
+
+def world_summary(runs: Runs) -> str:
+    """Markdown: the world of the runs' configs in words, beside the paper's."""
+    cfgs = [c for figure in runs.figures.values() for c in figure]
+    worlds = sorted({world_label(c) for c in cfgs})
+    paper = world_label(type(cfgs[0])())
+    if worlds == [paper]:
+        return f"**World of these runs**: the paper's ({paper})."
+    return f"**World of these runs**: {'; '.join(worlds)}. The paper's: {paper}."
+
+
 def loss(cfg, output, set_name="ood"):
     """The loss on evaluation set ``set_name`` at the last evaluation, per seed: (seeds,)."""
     return final(output, "loss", cfg.eval_set_names().index(set_name))
