@@ -78,30 +78,31 @@ figures.show(figures.header(runs, "fig3b", chapter.MODEL_LABELS))
 # %% [markdown]
 # :::{admonition} Why the `quick` preset differs from the paper
 # :class: note
-# One paper run is 200,000 outer steps of 128 tasks with 256 + 256 shots: 50 PFLOP for a hypernetwork, 500 for
-# ANIL, roughly an H100-hour to several. On two CPU cores a second-order meta-step on these small per-task
-# matrix products runs at about 15–20 GFLOP/s, so `quick` must cut the work by about $10^5$. It keeps the
-# algorithm (second-order meta-gradient through inner AdamW, KL to soft targets at τ = 0.1, the same splits and
-# evaluation sets) and shrinks everything else: $M = 4$ experts with $K = 4$ for Fig. 3B (the paper's Fig. 3B uses
-# $M = 8$, $K = 2$; $M = 4$, $K = 4$ is its Table A4, where its hypernetworks' lead at $M = 4$ is largest, and in
-# our probes the linear hypernetwork's lead over ANIL was +5.8 points there against −1.5 at $K = 2$ for the same
-# cost), a teacher with 16 hidden units (the setting of the paper's Fig. 3F, where a 32-unit student is
-# mildly overparameterised), 32 + 32 shots, 8 tasks per step, base networks 3 × 32 with $T = 32$ modules
-# for the hypernetworks, ANIL 3 × 128 with 20 inner steps on minibatches of 32, MAML 3 × 64, and a short
-# warm-up + cosine outer schedule. The hypernetworks and MAML take 5 inner steps instead of 10, which nearly
-# halves the cost of their step. Every learner of Fig. 3B trains for the same budget, 4,000 outer steps of 8
-# tasks, on three seeds, evaluated every 1,000 steps. The budget was chosen on tuning seeds 7–9 that the book does not show, and checked on a second
-# unseen set, 31–33 (the [appendix](search-hyperteacher) lists every regime tried): at 2,000 steps of 16 tasks
-# with 64 + 64 shots the hypernetworks led ANIL and MAML by only 2–3 points; twice the steps on half the tasks
-# and half the shots, about the same compute, gave them a lead of 5–6 points on the tuning seeds (Fig. A7 shows
-# the hypernetworks' OOD accuracy still rising when ANIL's and MAML's have levelled off). To keep the chapter
-# within its ten minutes, Fig. 3C/D's connected/disconnected comparison runs only the linear hypernetwork, at
-# half Fig. 3B's budget (2,000 steps); its connected-versus-disconnected claim did not show at that budget, at
-# Fig. 3B's or at 2,000 steps of 16 tasks with 64 + 64 shots (the [appendix](search-hyperteacher) lists the
-# three). Fig. 3E runs the linear hypernetwork, whose claim it is, at $K \in \{1, 4\}$ (its $K = 4$ cell is
-# Fig. 3B's compositional run), and Fig. 3F 500 steps of one seed per cell. The connected/disconnected split
-# needs an even $M > 4$ and $K = 2$, so it runs at $M = 6$, $K = 2$. Absolute accuracies are far below the
-# paper's; what `quick` must show is the *ordering*. `paper` runs the exact configuration of spec §2.6.
+# One paper run is 200,000 outer steps of 128 tasks with 256 + 256 shots: 50 PFLOP for a hypernetwork, 500 for ANIL,
+# roughly an H100-hour to several. On two CPU cores a second-order meta-step on these small per-task matrix products
+# runs at about 15–20 GFLOP/s, so `quick` must cut the work by about $10^5$. It keeps the algorithm (second-order
+# meta-gradient through inner AdamW, KL to soft targets at τ = 0.1, the same splits and evaluation sets) and shrinks
+# everything else: $M = 4$ experts with $K = 4$ for Fig. 3B (the paper's Fig. 3B uses $M = 8$, $K = 2$; $M = 4$,
+# $K = 4$ is its Table A4, where its hypernetworks' lead at $M = 4$ is largest, and in our probes the linear
+# hypernetwork's lead over ANIL was +5.8 points there against −1.5 at $K = 2$ for the same cost), a teacher with 16
+# hidden units (the setting of the paper's Fig. 3F, where a 32-unit student is mildly overparameterised), 32 + 32
+# shots, 8 tasks per step, base networks 3 × 32 with $T = 32$ modules for the hypernetworks, ANIL 3 × 128 with 20
+# inner steps on minibatches of 32, MAML 3 × 64, and a short warm-up + cosine outer schedule. The hypernetworks and
+# MAML take 5 inner steps instead of 10, which nearly halves the cost of their step. Every learner of Fig. 3B trains
+# for the same budget, 4,000 outer steps of 8 tasks, on three seeds, evaluated every 2,000 steps. The budget was
+# chosen on tuning seeds 7–9 that the book does not show, and checked on a second unseen set, 31–33 (the
+# [appendix](search-hyperteacher) lists every regime tried): at 2,000 steps of 16 tasks with 64 + 64 shots the
+# hypernetworks led ANIL and MAML by only 2–3 points; twice the steps on half the tasks and half the shots, about the
+# same compute, gave them a lead of 5–6 points on the tuning seeds (Fig. A7 shows the hypernetworks' OOD accuracy
+# still rising when ANIL's and MAML's have levelled off). To keep the chapter within its ten minutes, Fig. 3C/D's
+# connected/disconnected comparison runs only the linear hypernetwork, at half Fig. 3B's budget (2,000 steps); its
+# connected-versus-disconnected claim did not show at that budget, at Fig. 3B's or at 2,000 steps of 16 tasks with
+# 64 + 64 shots (the [appendix](search-hyperteacher) lists the three). Fig. 3E runs the linear hypernetwork, whose
+# claim it is, at $K \in \{1, 4\}$ (its $K = 4$ cell is Fig. 3B's compositional run), and Fig. 3F two cells, a
+# student of the teacher's size and Fig. 3B's overparameterised one, for 500 steps of one seed each. The
+# connected/disconnected split needs an even $M > 4$ and $K = 2$, so it runs at $M = 6$, $K = 2$. Absolute accuracies
+# are far below the paper's; what `quick` must show is the *ordering*. `paper` runs the exact configuration of spec
+# §2.6.
 # :::
 #
 # ## The splits
@@ -164,8 +165,9 @@ chapter.fig3e(runs)
 # OOD accuracy of the hypernetworks at $M = 4$, $K = 2$ with a teacher of 16 hidden units, over the student's
 # hidden width and its number of modules per teacher expert $T/M$ (the best outer learning rate per cell, as
 # the paper's sweep suggests). The paper finds that some overparameterisation (hidden width and $T/M$ above the
-# teacher's) is needed and that very large students do worse again; at `quick` the grid is small and one seed
-# per cell, and larger students also learn faster per step, so the short budget favours them.
+# teacher's) is needed and that very large students do worse again; at `quick` only two cells run (a student
+# of the teacher's size and Fig. 3B's overparameterised one; "–" marks the cells not run), one seed each, and
+# larger students also learn faster per step, so the short budget favours them.
 
 # %%
 figures.show(*chapter.fig3f(runs))

@@ -183,7 +183,7 @@ PRESETS = {
             outer_schedule="warmup_cosine",
             warmup_steps=100,
             outer_lr=2e-3,
-            eval_every=1000,
+            eval_every=2000,
             eval_tasks=256,
             remat=False,
         ),
@@ -206,10 +206,12 @@ PRESETS = {
             # the linear hypernetwork, whose claim it is; K = 4 is Fig. 3B's compositional cell (shared), K = 1
             # adds one run
             "fig3e": Grid(models=("hnet_linear",), cases=(dict(n_modules=4, max_hot=1), dict(n_modules=4, max_hot=4))),
+            # two cells: a student of the teacher's size (16 hidden units, one module per expert) and Fig. 3B's
+            # overparameterised one (32, T/M = 8)
             "fig3f": Grid(
                 models=("hnet_linear",),
-                fixed=dict(max_hot=2, seeds=(2020,), outer_steps=500, eval_every=500),
-                axes=dict(hidden=(16, 32), templates_per_module=(1, 8), outer_lr=(4e-3,)),
+                fixed=dict(max_hot=2, seeds=(2020,), outer_steps=500, eval_every=500, outer_lr=4e-3),
+                cases=(dict(hidden=16, templates_per_module=1), dict(hidden=32, templates_per_module=8)),
             ),
         },
     ),

@@ -414,7 +414,7 @@ def fig3f(runs: Runs) -> list:
                 cell = [
                     accuracy(c, runs.output(c)).mean() for c in cfgs if c.hidden == h and c.templates_per_module == r
                 ]
-                grid[i, j] = max(cell)
+                grid[i, j] = max(cell) if cell else np.nan  # a cell the preset does not run
         fig = plots.heatmap(
             grid,
             [str(h) for h in hidden],
