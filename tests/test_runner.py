@@ -42,11 +42,20 @@ def _stored_bytes(section, cfg):
 
 def test_balance_keeps_programs_together_and_fills_the_workers():
     a, b = _tiny(), _tiny(masks="0;1", distribution="continuous")  # same program
-    c = _tiny(outer_steps=12)  # another program
+    c = _tiny(outer_steps=40)  # another program, costlier than a and b together
+    assert S.cost(c) >= S.cost(a) + S.cost(b)
     jobs = runner.balance([a, b, c], 2, S)
     assert sorted(len(j) for j in jobs) == [1, 2] and [a, b] in jobs
     assert sorted(len(j) for j in runner.balance([a, b], 2, S)) == [1, 1]  # a lone group is split for two workers
     assert runner.balance([a, b], 1, S) == [[a, b]]
+
+
+def test_balance_splits_a_program_group_larger_than_a_workers_share():
+    group = [_tiny(masks=m, distribution="continuous") for m in ("0;1", "0;01", "1;01", "01")]  # one program
+    other = _tiny(outer_steps=12)  # another, cheaper than the group
+    jobs = runner.balance([*group, other], 2, S)
+    assert sorted(map(len, jobs)) == [1, 2, 2] and [other] in jobs
+    assert {c for j in jobs for c in j} == {*group, other}
 
 
 def test_worker_count_follows_the_environment(monkeypatch):

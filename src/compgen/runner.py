@@ -289,14 +289,23 @@ def default_workers(n_jobs: int) -> int:
 
 
 def balance(configs, workers: int, section) -> list:
-    """Jobs for ``workers`` processes: same-shape configs together (they share a compiled program), the
-    largest job halved until every worker has one. Grouping never changes the numbers, only compilation."""
+    """Jobs for ``workers`` processes: same-shape configs together (they share a compiled program), the costliest
+    job of several configs halved while some worker has none or it costs more than a worker's share of the
+    whole (``section.cost``), so one worker does not train alone at the end. Grouping never changes the
+    numbers, only compilation (a split group compiles once per process, or loads the persistent cache)."""
     groups = {}
     for c in configs:
         groups.setdefault(shape_key(section, c), []).append(c)
     jobs = list(groups.values())
-    while len(jobs) < workers and max(len(j) for j in jobs) > 1:
-        big = max(range(len(jobs)), key=lambda i: sum(section.cost(c) for c in jobs[i]))
+    cost = lambda job: sum(section.cost(c) for c in job)
+    share = sum(map(cost, jobs)) / max(workers, 1)
+    while workers > 1:
+        splittable = [i for i in range(len(jobs)) if len(jobs[i]) > 1]
+        if not splittable:
+            break
+        big = max(splittable, key=lambda i: cost(jobs[i]))
+        if len(jobs) >= workers and cost(jobs[big]) <= share:
+            break
         job = jobs.pop(big)
         jobs += [job[: len(job) // 2], job[len(job) // 2 :]]
     return jobs

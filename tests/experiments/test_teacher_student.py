@@ -1,4 +1,5 @@
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -37,6 +38,21 @@ def test_presets_and_errors_name_the_parameter():
         make_config(S, "smoke", masks="01;12;20;34;45;53", expect_connected=True)
     with pytest.raises(params.ParameterError, match="disconnected"):
         make_config(S, "smoke", masks="01;12;23", expect_connected=False)
+    with pytest.raises(params.ParameterError, match="warmup_steps"):
+        make_config(S, "smoke", warmup_steps=40)  # smoke trains 40 outer steps
+
+
+def test_outer_schedule_warms_up_then_decays():
+    cfg = make_config(S, "smoke", outer_steps=100, warmup_steps=10, outer_lr=1e-2, lr_final_fraction=0.1)
+    params_ = {"w": jnp.zeros(3)}
+    opt = ts._outer_optimizer(cfg, 0.0)
+    state = opt.init(params_)
+    steps = []
+    for _ in range(100):  # Adam's first step moves each coordinate by about the learning rate
+        update, state = opt.update({"w": jnp.ones(3)}, state, params_)
+        steps.append(-float(update["w"][0]))
+    assert steps[0] < 1e-3 and abs(steps[10] - 1e-2) < 1e-3 and steps[-1] < 2e-3
+    assert all(a <= b + 1e-9 for a, b in zip(steps[:10], steps[1:11]))  # rising during the warm-up
 
 
 def test_fig2c_configs_follow_table_a9():

@@ -35,9 +35,15 @@ def _alignment(connected_value, disconnected_value, discrete_drop=0.2, continuou
 )
 def test_fig2c_claims(runs_of, fake, connected, disconnected, holds):
     rule = _alignment(connected, disconnected)
-    runs = runs_of("teacher_student", "quick", lambda c: rule(c, fake))
+    runs = runs_of("teacher_student", "smoke", lambda c: rule(c, fake))  # smoke runs every Table A9 column
     verdicts = {c.verdict for c in F.claims(runs) if c.figure == "Fig. 2C"}
     assert verdicts == ({C.HOLDS} if holds else {C.NOT_REPRODUCED})
+
+
+def test_fig2c_at_quick_judges_the_discrete_pair_and_leaves_continuous_unrun(runs_of, fake):
+    rule = _alignment(0.97, 0.8)
+    runs = runs_of("teacher_student", "quick", lambda c: rule(c, fake))
+    assert [c.verdict for c in F.claims(runs) if c.figure == "Fig. 2C"] == [C.HOLDS, C.NOT_RUN]
 
 
 @pytest.mark.parametrize(
@@ -119,14 +125,17 @@ def test_search_records_name_each_stored_config_of_the_chapter(runs_of, fake, st
     runs = runs_of("teacher_student", "quick", lambda c: rule(c, fake))
     records = F.search_records(runs, "main: quick")
     configs = {c for cs in runs.figures.values() for c in cs}
-    assert len(records) == len(configs) == 13  # Table A9 column 1 is Fig. 2D's (2, 2) discrete student
-    by_name = {(r["model"], r["split"]): r for r in records}
-    assert by_name[("f=(2,2)", "discrete connected: one-hots + ring pairs")]["column"] == 1
-    assert by_name[("f=(2,2)", "continuous disconnected: two triangles")]["column"] == 5
-    assert "column" not in by_name[("f=(8,8), wd=0.001", "discrete connected: one-hots + ring pairs")]
-    assert by_name[("f=(8,8)", "discrete connected: one-hots + ring pairs")]["values"] == pytest.approx([0.75] * 3)
-    assert {r["world"]["n"] for r in records} == {8}
-    assert set(F.search_checks(records)) == set(F.SEARCH_CLAIMS)
+    # quick: Fig. 2C's discrete pair in the paper's world, Fig. 2D's (2, 2) and (8, 8) students and Table A1's
+    # decayed one in W1
+    assert len(records) == len(configs) == 7
+    by_name = {(r["world"]["n"], r["model"], r["split"]): r for r in records}
+    assert by_name[(16, "f=(2,2)", "discrete connected: one-hots + ring pairs")]["column"] == 1
+    assert by_name[(16, "f=(2,2)", "discrete disconnected: one-hots + two triangles")]["column"] == 2
+    assert by_name[(16, "f=(2,2)", "discrete connected: one-hots + ring pairs")]["budget"]["inner_steps"] == 100
+    assert "column" not in by_name[(8, "f=(8,8), wd=0.001", "discrete connected: one-hots + ring pairs")]
+    assert by_name[(8, "f=(8,8)", "discrete connected: one-hots + ring pairs")]["values"] == pytest.approx([0.75] * 3)
+    assert {r["world"]["n"] for r in records} == {8, 16}
+    assert set(F.search_checks(records)) == set(F.SEARCH_CLAIMS) - {"Fig. 2C continuous"}  # not run at quick
 
 
 def test_the_books_search_record_renders_with_a_verdict_per_regime():
