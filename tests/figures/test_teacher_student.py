@@ -133,6 +133,7 @@ def test_search_records_name_each_stored_config_of_the_chapter(runs_of, fake, st
     assert by_name[(16, "f=(2,2)", "discrete disconnected: one-hots + two triangles")]["column"] == 2
     assert by_name[(16, "f=(2,2)", "discrete connected: one-hots + ring pairs")]["budget"]["inner_steps"] == 100
     assert "column" not in by_name[(8, "f=(8,8), wd=0.001", "discrete connected: one-hots + ring pairs")]
+    assert "column" not in by_name[(8, "f=(2,2)", "discrete connected: one-hots + ring pairs")]  # Fig. 2D's student
     assert by_name[(8, "f=(8,8)", "discrete connected: one-hots + ring pairs")]["values"] == pytest.approx([0.75] * 3)
     assert {r["world"]["n"] for r in records} == {8, 16}
     assert set(F.search_checks(records)) == set(F.SEARCH_CLAIMS) - {"Fig. 2C continuous"}  # not run at quick

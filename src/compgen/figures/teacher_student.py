@@ -327,17 +327,17 @@ FIG2D_SEARCH_COLUMNS = {
 
 def search_records(runs: Runs, regime: str) -> list:
     """The chapter's stored runs as entries of the search record, under ``regime``: one per config, with its final
-    alignment per seed, its best evaluation (``extra.peak``) and the wall seconds of its run (``cpu_s``)."""
+    alignment per seed, its best evaluation (``extra.peak``), the wall seconds of its run (``cpu_s``) and, for a
+    Fig. 2C run, its Table A9 ``column``."""
     from compgen import results
 
     configs = list(dict.fromkeys(c for cs in runs.figures.values() for c in cs if runs.output(c) is not None))
+    fig2c = set(runs.figures.get("fig2c", ()))
     out = []
     for cfg in configs:
         named = next(s for s in support.TABLE_A9 if s.spec == cfg.masks)
         factors = (cfg.hidden_factor, cfg.module_factor)
-        column = (
-            named.column if (named.distribution, factors, cfg.weight_decay) == (cfg.distribution, (2, 2), 0) else None
-        )
+        column = named.column if cfg in fig2c and named.distribution == cfg.distribution else None
         connected = bool(support.is_connected(cfg.mask_array()))
         stored = results.load(runs.section.name, cfg, code=runs.section.code, log=lambda _: None)
         alignment = np.asarray(runs.output(cfg)["eval/alignment"], float)  # (seed, evaluation)
