@@ -120,7 +120,7 @@ figures.show(figures.header(runs, "fig2c"))
 # paper's $\approx 1$. On the tuning seeds 7–9 the gap was 0.139 (connected 0.913). **A second seed set only
 # partly agrees**: on the unseen seeds 31–33 connected students stay higher on every seed but by 0.051 ± 0.006
 # (0.891 against 0.840), under the 0.1 asked, and they were still rising when training stopped. With 16 tasks
-# per step, at twice the cost, the gap on 31–33 was the same (0.055), so more tasks per step do not close it;
+# per step, at twice the cost, the gap on 31–33 was the same (0.056), so more tasks per step do not close it;
 # longer training might, beyond the chapter's ten minutes. Fig. 2D
 # does not show in W1: the $(8, 8)$ students keep the alignment of the $(2, 2)$ ones on discrete tasks (a drop of
 # 0.001, against 0.054 on continuous ones), so Table A1's check, that weight decay brings no gain, holds only
