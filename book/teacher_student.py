@@ -96,8 +96,8 @@ figures.show(figures.header(runs, "fig2c"))
 #
 # **Fig. 2D and Table A1** use the smaller world W1: inputs of $n = 8$ dimensions and a teacher of $h = 8$
 # hidden units. The student's factors are relative to the teacher, so the $(2, 2)$ student has $\hat h = 16$
-# units and $\hat M = 12$ modules, and Fig. 2D compares it with the $(8, 8)$ student,
-# which Table A1 also trains with a weight decay of $10^{-3}$, on the support of Table A9's column 1. Training
+# units and $\hat M = 12$ modules, and Fig. 2D compares it with the $(8, 8)$ student, which Table A1 also trains
+# with a weight decay of $10^{-3}$, on the support of Table A9's column 1. Training
 # is 4,000 outer steps of 8 tasks, and 50 inner Adam steps on batches of 64 whose learning rate decays by a
 # cosine from 0.2 (`inner_schedule="cosine"`). Fewer inner steps at the paper's constant rate cannot move
 # $\hat z$ far enough from its fixed initial value $\hat z_0 \sim \mathcal N(0, I)$: in our earlier probes in the
@@ -121,18 +121,19 @@ figures.show(figures.header(runs, "fig2c"))
 # partly agrees**: on the unseen seeds 31–33 connected students stay higher on every seed but by 0.051 ± 0.006
 # (0.891 against 0.840), under the 0.1 asked, and they were still rising when training stopped. With 16 tasks
 # per step, at twice the cost, the gap on 31–33 was the same (0.056), so more tasks per step do not close it;
-# longer training might, beyond the chapter's ten minutes. Fig. 2D
-# does not show in W1: the $(8, 8)$ students keep the alignment of the $(2, 2)$ ones on discrete tasks (a drop of
-# 0.001, against 0.054 on continuous ones), so Table A1's check, that weight decay brings no gain, holds only
-# because there is no lost alignment to rescue.
+# longer training might, beyond the chapter's ten minutes. Fig. 2D does not show in W1: the $(8, 8)$ students
+# keep the alignment of the $(2, 2)$ ones on discrete tasks (a drop of 0.001, against 0.054 on continuous ones),
+# so Table A1's check, that weight decay brings no gain, holds only because there is no lost alignment to
+# rescue.
 # :::
 #
 # (fig2c)=
 # ## Fig. 2C — connected support identifies the modules
 #
-# One student per column of Table A9 (at `quick` the discrete columns 1 and 2, see the note above), student factors
-# $(f_h, f_M) = (2, 2)$, no weight decay. Green bars (connected support) should stand clearly above the purple
-# ones (disconnected support), for the discrete columns 1–2 and the continuous columns 3–7 alike, and a connected student should approach the alignment of
+# One student per column of Table A9 (at `quick` the discrete columns 1 and 2, see the note above), student
+# factors $(f_h, f_M) = (2, 2)$, no weight decay. Green bars (connected support) should stand clearly above the
+# purple ones (disconnected support), for the discrete columns 1–2 and the continuous columns 3–7 alike, and a
+# connected student should approach the alignment of
 # identification, $A \approx 1$. The claims below are checked seed by seed: every seed has its own teacher, so a
 # seed is compared with itself.
 
