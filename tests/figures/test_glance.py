@@ -1,5 +1,7 @@
 """The results-at-a-glance page is computed from the store: nothing stored, every claim "not run"."""
 
+import json
+
 import pytest
 
 from compgen import claims as C
@@ -21,3 +23,42 @@ def test_every_claim_is_declared_as_a_spec_of_its_chapter(runs_of, name):
     found = chapter.claims(runs_of(name, "paper", lambda c: None))
     assert found and {(c.section, c.criterion) for c in found} <= {(s.section, s.criterion) for s in specs}
     assert not any("{" in text or "}" in text for c in found for text in (c.figure, c.claim, c.paper, c.anchor))
+
+
+def _record(found, verdict_of, preset="smoke", fingerprints=None):
+    return {
+        "preset": preset,
+        "seeds": [31, 32, 33],
+        "commit": "0123456789abcdef",
+        "fingerprints": fingerprints or {},
+        "claims": [
+            {"section": c.section, "figure": c.figure, "claim": c.claim, "verdict": verdict_of(c), "ours": "+1.0 (3/3)"}
+            for group in found.values()
+            for c in group
+        ],
+    }
+
+
+def test_the_second_seed_set_adds_a_column_with_its_verdicts(store, tmp_path):
+    found = glance.claims("smoke")
+    first = next(iter(found.values()))[0]
+    record = _record(found, lambda c: C.HOLDS if c == first else C.NOT_REPRODUCED)
+    record["claims"] = record["claims"][:-1]  # the last claim is missing from the record
+    path = tmp_path / "second.json"
+    path.write_text(json.dumps(record))
+    page = glance.page("smoke", second_set=path)
+    assert "| figure | verdict | seeds 31, 32, 33 |" in page
+    assert page.count("✅ +1.0 (3/3)") == 1 and "❌ +1.0 (3/3)" in page and "– not recorded" in page
+    assert "0 also hold there" in page  # nothing holds on the book's seeds of an empty store
+    assert "has changed since" not in page
+
+
+def test_a_second_set_of_another_preset_or_older_code_is_flagged_or_ignored(store, tmp_path):
+    found = glance.claims("smoke")
+    path = tmp_path / "second.json"
+    path.write_text(json.dumps(_record(found, lambda c: C.HOLDS, preset="quick")))
+    assert "seeds 31, 32, 33" not in glance.page("smoke", second_set=path)
+    assert glance.load_second_set(tmp_path / "missing.json", "smoke") is None
+    path.write_text(json.dumps(_record(found, lambda c: C.HOLDS, fingerprints={"goals": "not-the-code"})))
+    page = glance.page("smoke", second_set=path)
+    assert "The training code of Compositional goals (§4.3) has changed since" in page

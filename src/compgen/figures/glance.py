@@ -2,14 +2,18 @@
 
 :func:`claims` reads each chapter's runs at a preset from the results store (nothing is trained) and computes
 the chapter's claims with the same functions its figures use; a claim whose runs are not stored is "not run".
+:func:`page` adds, when given the record of ``tools/second_set.py``, the verdicts of the same claims on a second
+seed set that the book neither tunes on nor shows.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
+from pathlib import Path
 
 from compgen import claims as C
-from compgen import results
+from compgen import experiments, results
 from compgen.figures import goals, hyperteacher, incontext, preferences, stored, teacher_student
 
 CHAPTERS = {
@@ -33,8 +37,64 @@ def claims(preset="quick", seeds=None) -> dict:
     return {name: module.claims(stored(name, preset, seeds)) for name, module in CHAPTERS.items()}
 
 
-def page(preset="quick", seeds=None) -> str:
-    """The page's markdown: how it was built, the counts of verdicts, and one table per chapter."""
+def load_second_set(path, preset) -> dict | None:
+    """The second-seed-set record at ``path`` (written by ``tools/second_set.py``) if it exists and was computed
+    at ``preset``, else ``None``."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    record = json.loads(path.read_text())
+    return record if record.get("preset") == preset else None
+
+
+def _second_set_cells(found: dict, record: dict) -> dict:
+    """{section: [cell per claim]}: the record's verdict and number for each claim of ``found``."""
+    by_key = {(c["section"], c["figure"], c["claim"]): c for c in record["claims"]}
+    cells = {}
+    for name, group in found.items():
+        cells[name] = []
+        for claim in group:
+            other = by_key.get((claim.section, claim.figure, claim.claim))
+            if other is None:
+                cells[name].append("– not recorded")
+            elif other["verdict"] == C.NOT_RUN:
+                cells[name].append(C.MARKS[C.NOT_RUN])
+            else:
+                cells[name].append(f"{C.MARKS[other['verdict']][:1]} {other['ours']}")
+    return cells
+
+
+def _second_set_summary(found: dict, record: dict, cells: dict) -> str:
+    seeds = ", ".join(map(str, record["seeds"]))
+    both = sum(
+        c.verdict == C.HOLDS and cell.startswith("✅")
+        for name, group in found.items()
+        for c, cell in zip(group, cells[name])
+    )
+    holds = sum(c.verdict == C.HOLDS for group in found.values() for c in group)
+    changed = [
+        TITLES[name]
+        for name, fingerprint in record.get("fingerprints", {}).items()
+        if name in CHAPTERS and results.code_fingerprint(experiments.get(name).code) != fingerprint
+    ]
+    stale = (
+        f" The training code of {', '.join(changed)} has changed since that record was computed, so its column shows "
+        "the older code's runs."
+        if changed
+        else ""
+    )
+    return (
+        f"The column **seeds {seeds}** repeats every claim on a second seed set that the book neither tunes on nor "
+        f"shows (computed by `tools/second_set.py` at commit `{record['commit'][:12]}`, same preset): of the "
+        f"{holds} claims that hold on the book's seeds, **{both} also hold there**; ✅ holds, ❌ does not, followed "
+        f"by the same numbers as the *ours* column.{stale}"
+    )
+
+
+def page(preset="quick", seeds=None, second_set=None) -> str:
+    """The page's markdown: how it was built, the counts of verdicts, and one table per chapter; with
+    ``second_set`` (the path of a record of ``tools/second_set.py`` at ``preset``), a column of the verdicts on
+    that record's seeds."""
     found = claims(preset, seeds)
     every = [c for group in found.values() for c in group]
     counts = {v: sum(c.verdict == v for c in every) for v in (C.HOLDS, C.NOT_REPRODUCED, C.NOT_RUN)}
@@ -44,6 +104,12 @@ def page(preset="quick", seeds=None) -> str:
         f"results store. Of {len(every)} claims, **{counts[C.HOLDS]} hold**, {counts[C.NOT_REPRODUCED]} are not "
         f"reproduced at this preset and {counts[C.NOT_RUN]} were not run."
     ]
+    record = load_second_set(second_set, preset) if second_set else None
+    cells = _second_set_cells(found, record) if record else None
+    if record:
+        parts.append(_second_set_summary(found, record, cells))
     for name, group in found.items():
-        parts.append(f"**{TITLES[name]}**\n\n" + C.markdown_table(group))
+        title = f"seeds {', '.join(map(str, record['seeds']))}" if record else None
+        extra = (title, cells[name]) if record else None
+        parts.append(f"**{TITLES[name]}**\n\n" + C.markdown_table(group, extra=extra))
     return "\n\n".join(parts)
