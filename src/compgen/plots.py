@@ -242,11 +242,11 @@ PREFERENCE_COLOURS = ("#e41a1c", "#ff7f00", "#ffd92f", "#4daf4a", "#00bcd4", "#3
 
 
 def preference_instance(ax, walls, free_cells, instance, preferences, path_cells, title=""):
-    """Draw one layout of the preferences grid world on ``ax``: walls, the 4 objects in their colours
+    """Draw one layout of the preferences grid world on ``ax``: walls, the objects in their colours
     (labelled with the task's reward for that colour), the agent's start and its greedy path.
 
     ``free_cells`` maps free-cell indices to grid indices; ``instance`` holds free-cell indices
-    (``agent``, ``cells`` (4,), ``colours`` (4,)); ``path_cells`` (steps + 1,) free-cell indices.
+    (``agent``, ``cells`` (objects,), ``colours`` (objects,)); ``path_cells`` (steps + 1,) free-cell indices.
     """
     size = walls.shape[0]
     ax.imshow(walls, cmap="Greys", vmin=0, vmax=1.6, origin="upper")
