@@ -48,7 +48,8 @@ def test_the_second_seed_set_adds_a_column_with_its_verdicts(store, tmp_path):
     path.write_text(json.dumps(record))
     page = glance.page("smoke", second_set=path)
     assert "| figure | verdict | seeds 31, 32, 33 |" in page
-    assert page.count("✅ +1.0 (3/3)") == 1 and "❌ +1.0 (3/3)" in page and "– not recorded" in page
+    assert page.count("✅ holds: +1.0 (3/3)") == 1 and "❌ not reproduced: +1.0 (3/3)" in page
+    assert "– not recorded" in page
     assert "0 also hold there" in page  # nothing holds on the book's seeds of an empty store
     assert "has changed since" not in page
 

@@ -60,7 +60,7 @@ def _second_set_cells(found: dict, record: dict) -> dict:
             elif other["verdict"] == C.NOT_RUN:
                 cells[name].append(C.MARKS[C.NOT_RUN])
             else:
-                cells[name].append(f"{C.MARKS[other['verdict']][:1]} {other['ours']}")
+                cells[name].append(f"{C.MARKS[other['verdict']].removesuffix(' at this preset')}: {other['ours']}")
     return cells
 
 
@@ -86,8 +86,8 @@ def _second_set_summary(found: dict, record: dict, cells: dict) -> str:
     return (
         f"The column **seeds {seeds}** repeats every claim on a second seed set that the book neither tunes on nor "
         f"shows (computed by `tools/second_set.py` at commit `{record['commit'][:12]}`, same preset): of the "
-        f"{holds} claims that hold on the book's seeds, **{both} also hold there**; ✅ holds, ❌ does not, followed "
-        f"by the same numbers as the *ours* column.{stale}"
+        f"{holds} claims that hold on the book's seeds, **{both} also hold there**. Each cell gives the verdict "
+        f"and then the same numbers as the *ours* column.{stale}"
     )
 
 
@@ -102,7 +102,7 @@ def page(preset="quick", seeds=None, second_set=None) -> str:
     parts = [
         f"Built on {date} from commit `{results._git_commit()[:12]}` at preset **`{preset}`**, from the runs in the "
         f"results store. Of {len(every)} claims, **{counts[C.HOLDS]} hold**, {counts[C.NOT_REPRODUCED]} are not "
-        f"reproduced at this preset and {counts[C.NOT_RUN]} were not run."
+        f"reproduced at this preset and {counts[C.NOT_RUN]} {'was' if counts[C.NOT_RUN] == 1 else 'were'} not run."
     ]
     record = load_second_set(second_set, preset) if second_set else None
     cells = _second_set_cells(found, record) if record else None
