@@ -15,3 +15,13 @@ def test_the_ratio_reads_as_authors_over_ours():
     cells = bench._authors_cells("hyperteacher maml paper (M=4, K=2)", 11.375)
     assert "22.75 (14.7 GB)" in cells and "2.00×" in cells
     assert "–" in bench._authors_cells("hyperteacher maml quick", 1.0)
+
+
+def test_paper_cases_run_with_huge_pages_and_a_split_case_with_host_devices(monkeypatch):
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    assert "GLIBC_TUNABLES" not in bench.case_environment("hyperteacher maml quick")
+    plain = bench.case_environment("hyperteacher maml paper (M=4, K=2)")
+    split = bench.case_environment(f"hyperteacher maml paper (M=4, K=2){bench.SPLIT_SUFFIX}")
+    assert "glibc.malloc.hugetlb=1" in plain["GLIBC_TUNABLES"] and "glibc.malloc.hugetlb=1" in split["GLIBC_TUNABLES"]
+    assert "host_platform_device_count" in split["XLA_FLAGS"]
+    assert "host_platform_device_count" not in plain.get("XLA_FLAGS", "")

@@ -4,13 +4,12 @@ Each case runs in its own subprocess so that its peak resident memory is its own
 a chunk of ``steps`` outer steps, runs it once untimed (the first execution also pays for touching
 its memory for the first time), then ``repeats`` times, and reports the median per-step time.
 
-The hyperteacher's paper rows are measured twice: as a plain process runs them (one XLA device),
-and with each meta-batch split over one CPU host device per core (:func:`compgen.devices.split_tasks`)
-and tcmalloc preloaded if it is installed (Debian: ``libtcmalloc-minimal4``; otherwise glibc's
-allocator with transparent huge pages). XLA runs most of a
-step's small per-task products on one core, so the split is what uses a multi-core CPU; glibc's
-allocator returns XLA's large scratch buffers to the system after every use, and re-faulting them
-cost MAML about a quarter of its step.
+Every paper case runs with glibc's transparent huge pages (:mod:`compgen.allocator`), as ``compgen`` and
+``make`` run the paper's sizes. The hyperteacher's paper rows are measured twice: as a plain process runs them
+(one XLA device), and with each meta-batch split over one CPU host device per core
+(:func:`compgen.devices.split_tasks`) and tcmalloc preloaded if it is installed (Debian:
+``libtcmalloc-minimal4``). XLA's CPU kernels run most of a step's per-task batched products on one core, so the
+split is what uses a multi-core CPU.
 
     python -m compgen.bench            # the table
     python -m compgen.bench --case "hyperteacher anil paper (M=4, K=2)"   # one case, as JSON
@@ -26,6 +25,8 @@ import resource
 import subprocess
 import sys
 import time
+
+from compgen import allocator
 
 CASES = {
     # name: (section, preset, model (None: the section has no models), overrides, steps per timed chunk, repeats)
@@ -162,25 +163,22 @@ def _batched_gemm_gflops(tasks=128, rows=256, width=128):
     return _jit_gflops(lambda x, w: jnp.einsum("bnh,bhk->bnk", x, w), (x, w), 2 * tasks * rows * width**2)
 
 
-GLIBC_HUGE_PAGES = "glibc.malloc.hugetlb=1"
-
-
 def tcmalloc():
     """The tcmalloc library's name if the system has one (for ``LD_PRELOAD``), else ``None``."""
     return ctypes.util.find_library("tcmalloc_minimal") or ctypes.util.find_library("tcmalloc")
 
 
 def case_environment(name):
-    """The environment a case's subprocess runs in: for a split case, one host device per core and tcmalloc."""
-    env = dict(os.environ)
+    """The environment a case's subprocess runs in: for a paper case glibc's huge pages, as ``compgen`` and
+    ``make`` use at the paper's sizes (:mod:`compgen.allocator`); for a split case also one host device per core
+    and tcmalloc if installed."""
+    env = allocator.environment() if CASES[name][1] == "paper" else dict(os.environ)
     if name.endswith(SPLIT_SUFFIX):
         from compgen import devices
 
         env["XLA_FLAGS"] = " ".join(filter(None, [env.get("XLA_FLAGS"), devices.host_devices_flag(os.cpu_count())]))
         if tcmalloc():
             env["LD_PRELOAD"] = " ".join(filter(None, [env.get("LD_PRELOAD"), tcmalloc()]))
-        else:  # glibc's transparent huge pages: fewer page faults (ANIL 2.8 s against 3.0-3.4 s per step)
-            env["GLIBC_TUNABLES"] = ":".join(filter(None, [env.get("GLIBC_TUNABLES"), GLIBC_HUGE_PAGES]))
     return env
 
 
@@ -223,7 +221,8 @@ def main(argv=None):
         return 0
     print(
         f"tasks split: {os.cpu_count()} host devices, allocator "
-        f"{tcmalloc() or f'glibc with {GLIBC_HUGE_PAGES} (install libtcmalloc-minimal4 for tcmalloc)'}"
+        f"{tcmalloc() or 'glibc (install libtcmalloc-minimal4 for tcmalloc)'}; every paper case with glibc's "
+        f"{allocator.HUGE_PAGES}"
     )
     header = (
         f"| {'case':56s} | runs | s/outer step | s/run-step | compile s | peak RSS GB | GFLOP/s | GEMM GFLOP/s "

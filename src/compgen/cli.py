@@ -143,6 +143,10 @@ def main(argv=None):
     args = parser().parse_args(argv)
     if args.command == "list":
         return _list()
+    if argv is None and args.preset in (None, "paper"):  # a paper-sized run or sweep (None: the sweep file's preset)
+        from compgen import allocator  # glibc's huge pages, which it reads when a process starts
+
+        allocator.restart_with_huge_pages("compgen.cli", sys.argv[1:])
     if args.command == "sweep":
         from compgen import sweeps
 
