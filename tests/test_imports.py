@@ -10,7 +10,15 @@ PACKAGE = Path(compgen.__file__).parent
 
 # Lowest first. A module's layer is the first whose prefixes match its name.
 LAYERS = [
-    ("compgen", "compgen.params", "compgen.rng", "compgen.initializers", "compgen.storage", "compgen.devices"),
+    (
+        "compgen",
+        "compgen.params",
+        "compgen.rng",
+        "compgen.initializers",
+        "compgen.storage",
+        "compgen.devices",
+        "compgen.allocator",
+    ),
     ("compgen.tasks", "compgen.models"),
     ("compgen.meta", "compgen.metrics"),
     (
