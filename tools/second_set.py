@@ -16,7 +16,7 @@ import json
 import time
 from pathlib import Path
 
-from compgen import experiments, figures, results
+from compgen import figures, results
 from compgen.figures import glance
 
 DEFAULT = Path(__file__).resolve().parents[1] / "book" / "search" / "second_set.json"
@@ -42,7 +42,7 @@ def main(argv=None) -> int:
         "preset": args.preset,
         "seeds": args.seeds,
         "commit": results._git_commit(),
-        "fingerprints": {name: results.code_fingerprint(experiments.get(name).code) for name in glance.CHAPTERS},
+        "fingerprints": glance.code_fingerprints(),
         "wall_s": wall,
         "claims": [
             {"section": c.section, "figure": c.figure, "claim": c.claim, "verdict": c.verdict, "ours": c.ours}

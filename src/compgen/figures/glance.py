@@ -47,36 +47,32 @@ def load_second_set(path, preset) -> dict | None:
     return record if record.get("preset") == preset else None
 
 
-def _second_set_cells(found: dict, record: dict) -> dict:
-    """{section: [cell per claim]}: the record's verdict and number for each claim of ``found``."""
+def code_fingerprints() -> dict:
+    """{section: the fingerprint of its training code}, as the results store keys its runs."""
+    return {name: results.code_fingerprint(experiments.get(name).code) for name in CHAPTERS}
+
+
+def _second_set_matches(found: dict, record: dict) -> dict:
+    """{section: [the record's entry for each claim of ``found``, or ``None``]}."""
     by_key = {(c["section"], c["figure"], c["claim"]): c for c in record["claims"]}
-    cells = {}
-    for name, group in found.items():
-        cells[name] = []
-        for claim in group:
-            other = by_key.get((claim.section, claim.figure, claim.claim))
-            if other is None:
-                cells[name].append("– not recorded")
-            elif other["verdict"] == C.NOT_RUN:
-                cells[name].append(C.MARKS[C.NOT_RUN])
-            else:
-                cells[name].append(f"{C.MARKS[other['verdict']].removesuffix(' at this preset')}: {other['ours']}")
-    return cells
+    return {name: [by_key.get((c.section, c.figure, c.claim)) for c in group] for name, group in found.items()}
 
 
-def _second_set_summary(found: dict, record: dict, cells: dict) -> str:
+def _second_set_cell(entry) -> str:
+    if entry is None:
+        return "– not recorded"
+    if entry["verdict"] == C.NOT_RUN:
+        return C.MARKS[C.NOT_RUN]
+    return f"{C.MARKS[entry['verdict']].removesuffix(' at this preset')}: {entry['ours']}"
+
+
+def _second_set_summary(found: dict, record: dict, matches: dict) -> str:
     seeds = ", ".join(map(str, record["seeds"]))
-    both = sum(
-        c.verdict == C.HOLDS and cell.startswith("✅")
-        for name, group in found.items()
-        for c, cell in zip(group, cells[name])
-    )
-    holds = sum(c.verdict == C.HOLDS for group in found.values() for c in group)
-    changed = [
-        TITLES[name]
-        for name, fingerprint in record.get("fingerprints", {}).items()
-        if name in CHAPTERS and results.code_fingerprint(experiments.get(name).code) != fingerprint
-    ]
+    pairs = [(c, entry) for name, group in found.items() for c, entry in zip(group, matches[name])]
+    holds = sum(c.verdict == C.HOLDS for c, _ in pairs)
+    both = sum(c.verdict == C.HOLDS and entry is not None and entry["verdict"] == C.HOLDS for c, entry in pairs)
+    current = code_fingerprints()
+    changed = [TITLES[name] for name, code in record.get("fingerprints", {}).items() if current.get(name, code) != code]
     stale = (
         f" The training code of {', '.join(changed)} has changed since that record was computed, so its column shows "
         "the older code's runs."
@@ -105,11 +101,11 @@ def page(preset="quick", seeds=None, second_set=None) -> str:
         f"reproduced at this preset and {counts[C.NOT_RUN]} {'was' if counts[C.NOT_RUN] == 1 else 'were'} not run."
     ]
     record = load_second_set(second_set, preset) if second_set else None
-    cells = _second_set_cells(found, record) if record else None
+    matches = _second_set_matches(found, record) if record else None
     if record:
-        parts.append(_second_set_summary(found, record, cells))
+        parts.append(_second_set_summary(found, record, matches))
+    title = f"seeds {', '.join(map(str, record['seeds']))}" if record else None
     for name, group in found.items():
-        title = f"seeds {', '.join(map(str, record['seeds']))}" if record else None
-        extra = (title, cells[name]) if record else None
+        extra = (title, [_second_set_cell(e) for e in matches[name]]) if record else None
         parts.append(f"**{TITLES[name]}**\n\n" + C.markdown_table(group, extra=extra))
     return "\n\n".join(parts)
