@@ -144,8 +144,9 @@ $(SMOKE)/_vendor: | $(MATHJAX)
 
 # ---------------------------------------------------------------------------------------------
 
-bench: $(INSTALL_STAMP) ## run the library's benchmarks (python -m compgen.bench)
+bench: $(INSTALL_STAMP) ## run the library's benchmarks (python -m compgen.bench), then where the executed book's time went
 	$(BIN)/python -m compgen.bench
+	$(BIN)/python -m compgen.bench --book book
 
 # make sweep SWEEP=sweeps/<folder>/<name>.toml [BACKEND=local|devices|ray] [PRESET=...] [SWEEP_ARGS="--dry-run"]
 # PRESET is passed on only when given; otherwise the sweep file's own preset (paper) is used.

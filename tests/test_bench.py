@@ -1,4 +1,7 @@
-"""The bench's comparison with the authors' figures: only plain-process paper cases have one."""
+"""The bench: the comparison with the authors' figures (only plain-process paper cases have one), and where an
+executed book's time went."""
+
+import json
 
 from compgen import bench
 
@@ -25,3 +28,48 @@ def test_paper_cases_run_with_huge_pages_and_a_split_case_with_host_devices(monk
     assert "glibc.malloc.hugetlb=1" in plain["GLIBC_TUNABLES"] and "glibc.malloc.hugetlb=1" in split["GLIBC_TUNABLES"]
     assert "host_platform_device_count" in split["XLA_FLAGS"]
     assert "host_platform_device_count" not in plain.get("XLA_FLAGS", "")
+
+
+def _notebook(path, start, end, cells):
+    """An executed notebook as papermill leaves it: run times in the metadata, a duration per cell."""
+    path.write_text(
+        json.dumps(
+            {
+                "metadata": {"papermill": {"start_time": start, "end_time": end}},
+                "cells": [
+                    {"cell_type": "code", "source": [source], "metadata": {"papermill": {"duration": seconds}}}
+                    for source, seconds in cells
+                ],
+            }
+        )
+    )
+
+
+def _stored_run(folder, name, date, **seconds):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps({"provenance": {"date": date, "seconds": seconds}}))
+
+
+def test_book_time_gives_each_chapter_the_runs_stored_while_it_executed(tmp_path):
+    book, store = tmp_path / "book", tmp_path / "store"
+    book.mkdir()
+    _notebook(
+        book / "a.ipynb",
+        "2026-11-24T10:00:00",
+        "2026-11-24T10:10:00",
+        [("import x", 2.0), ('runs = figures.train("a", preset)', 400.0), ("figures.show(...)", 60.0)],
+    )
+    _notebook(book / "b.ipynb", "2026-11-24T10:10:05", "2026-11-24T10:12:05", [("print(1)", 1.0)])
+    (book / "unexecuted.ipynb").write_text(json.dumps({"metadata": {}, "cells": []}))
+    _stored_run(store / "a", "r1", "2026-11-24T10:03:00+00:00", compile=30.0, setup=1.0, train=200.0, evaluate=9.0)
+    _stored_run(store / "a", "r2", "2026-11-24T11:05:00+01:00", compile=10.0, setup=1.0, train=100.0, evaluate=1.0)
+    _stored_run(store / "a", "old", "2026-11-23T10:05:00+00:00", compile=99.0, setup=9.0, train=999.0, evaluate=9.0)
+    _stored_run(store / "other", "r3", "2026-11-24T10:11:00+00:00")  # no parts recorded
+    rows = {r["chapter"]: r for r in bench.book_time(book, store)}
+    assert set(rows) == {"a", "b"}
+    assert rows["a"]["wall"] == 600 and rows["a"]["training_cells"] == 400 and rows["a"]["runs"] == 2
+    assert (rows["a"]["compile"], rows["a"]["train"], rows["a"]["evaluate"]) == (40.0, 300.0, 10.0)
+    assert rows["b"]["runs"] == 1 and rows["b"]["compile"] == 0.0
+    table = bench.book_time_table(list(rows.values()))
+    assert "| a | 10.0 | 6.7 | 2 | 0.7 / 0.0 / 5.0 / 0.2 | 11 % | 3.3 |" in table
+    assert table.splitlines()[-1].startswith("| total | 12.0 | 6.7 | 3 |")

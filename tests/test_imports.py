@@ -18,6 +18,7 @@ LAYERS = [
         "compgen.storage",
         "compgen.devices",
         "compgen.allocator",
+        "compgen.timing",
     ),
     ("compgen.tasks", "compgen.models"),
     ("compgen.meta", "compgen.metrics"),

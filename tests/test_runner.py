@@ -140,3 +140,14 @@ def test_a_program_compiles_its_training_chunk_once_for_every_config_of_its_shap
             state, _ = program.chunk(runs, state, 3)
     assert len(traces) == 1
     assert runner.program(traced, _tiny(hidden_factor=2)) is not runner.program(traced, configs[0])  # another shape
+
+
+def test_a_stored_run_says_where_its_wall_time_went(store):
+    cfg = _tiny(seeds=(103,))
+    runner.run(S, [cfg], workers=1, log=lambda _: None)
+    prov = results.load(S.name, cfg, code=S.code)[1]["provenance"]
+    seconds = prov["seconds"]
+    assert set(seconds) == {"wall", "compile", "setup", "train", "evaluate"}
+    assert seconds["wall"] == prov["wall_time_s"] and min(seconds.values()) >= 0
+    parts = sum(v for k, v in seconds.items() if k != "wall")
+    assert 0.7 * seconds["wall"] <= parts <= seconds["wall"] + 0.01

@@ -13,20 +13,27 @@ split is what uses a multi-core CPU.
 
     python -m compgen.bench            # the table
     python -m compgen.bench --case "hyperteacher anil paper (M=4, K=2)"   # one case, as JSON
+    python -m compgen.bench --book book   # where an executed book's time went, per chapter
+
+``--book`` reads the executed notebooks (papermill records each cell's duration) and the results store: the runs a
+chapter trained are those stored while it executed, and each run records its seconds of compilation, set-up,
+training and evaluation (:func:`compgen.runner.train`).
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes.util
+import datetime
 import json
 import os
 import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from compgen import allocator
+from compgen import allocator, storage
 
 CASES = {
     # name: (section, preset, model (None: the section has no models), overrides, steps per timed chunk, repeats)
@@ -211,11 +218,82 @@ def _authors_cells(name, s_per_step):
     return f"{f'{seconds:.2f} ({memory:.1f} GB)':>18s} | {seconds / s_per_step:13.2f}×"
 
 
+RUN_PARTS = ("compile", "setup", "train", "evaluate")  # where a run's seconds go (compgen.runner.train)
+
+
+def _utc(text: str) -> datetime.datetime:
+    """An ISO time (papermill's are naive UTC, the store's carry +00:00) as a naive UTC datetime."""
+    moment = datetime.datetime.fromisoformat(text)
+    return moment.astimezone(datetime.timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
+
+
+def book_time(notebooks: Path, store: Path) -> list[dict]:
+    """Per executed notebook of ``notebooks`` (papermill's metadata): ``chapter``, its ``wall`` seconds, the seconds
+    of its cells that call ``figures.train`` (``training_cells``), the number of ``runs`` stored in ``store``
+    while it executed and their process seconds per part of :data:`RUN_PARTS` (summed over the worker processes,
+    which run in parallel). A run stored without its parts counts in ``runs`` only."""
+    stored = []
+    for sidecar in Path(store).glob("*/*.json"):
+        provenance = json.loads(sidecar.read_text()).get("provenance", {})
+        if "date" in provenance:
+            stored.append((_utc(provenance["date"]), provenance.get("seconds", {})))
+    rows = []
+    for path in sorted(Path(notebooks).glob("*.ipynb")):
+        notebook = json.loads(path.read_text())
+        run = notebook.get("metadata", {}).get("papermill", {})
+        if not run.get("start_time") or not run.get("end_time"):
+            continue
+        start, end = _utc(run["start_time"]), _utc(run["end_time"])
+        mine = [seconds for date, seconds in stored if start <= date <= end]
+        training = sum(
+            cell.get("metadata", {}).get("papermill", {}).get("duration") or 0.0
+            for cell in notebook["cells"]
+            if cell["cell_type"] == "code" and "figures.train(" in "".join(cell["source"])
+        )
+        row = {"chapter": path.stem, "wall": (end - start).total_seconds(), "training_cells": training}
+        row["runs"] = len(mine)
+        row.update({part: sum(s.get(part, 0.0) for s in mine) for part in RUN_PARTS})
+        rows.append(row)
+    return rows
+
+
+def book_time_table(rows: list[dict]) -> str:
+    """:func:`book_time` as a markdown table (minutes), with a total row."""
+    total = {k: sum(r[k] for r in rows) for k in ("wall", "training_cells", "runs", *RUN_PARTS)}
+    lines = [
+        "| chapter | wall min | training cells min | runs trained | their process min: compile / set-up / train / "
+        "evaluate | compile share | rest of the notebook min |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in [*rows, {"chapter": "total", **total}]:
+        process = sum(r[p] for p in RUN_PARTS)
+        share = f"{100 * r['compile'] / process:.0f} %" if process else "–"
+        parts = " / ".join(f"{r[p] / 60:.1f}" for p in RUN_PARTS)
+        lines.append(
+            f"| {r['chapter']} | {r['wall'] / 60:.1f} | {r['training_cells'] / 60:.1f} | {r['runs']} | {parts} "
+            f"| {share} | {(r['wall'] - r['training_cells']) / 60:.1f} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--case", choices=sorted(CASES), help="run one case and print JSON")
     parser.add_argument("--only", default="", help="run the cases whose name contains this text")
+    parser.add_argument("--book", metavar="DIR", help="where the executed notebooks of DIR spent their time")
+    parser.add_argument("--store", metavar="DIR", help="results store for --book (default: $COMPGEN_RESULTS)")
     args = parser.parse_args(argv)
+    if args.book:
+        rows = book_time(Path(args.book), Path(args.store or storage.results_root()))
+        if not rows:
+            print(f"no notebook executed by papermill in {args.book} (make execute)")
+            return 0
+        print(book_time_table(rows))
+        print(
+            "\nProcess minutes add up the worker processes, which train side by side (one per core), so they can "
+            "exceed the training cells' wall minutes. Compilation includes loading programs from JAX's cache."
+        )
+        return 0
     if args.case:
         print(json.dumps(run_case(args.case)))
         return 0

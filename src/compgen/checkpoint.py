@@ -68,7 +68,7 @@ def _nested_dict(flat: dict, prefix: str) -> dict:
 class Checkpointer:
     """Saves and restores one run's checkpoints in ``directory`` (see module docstring).
 
-    ``every``: save after every ``every`` chunks (read by :func:`compgen.meta.run_chunks`).
+    ``every``: save after every ``every`` chunks (read by :func:`compgen.runner.run_chunks`).
     ``progress`` as saved: ``done`` (steps), ``steps`` (list of per-chunk metric dicts), ``evals``
     (list of evaluation dicts), ``eval_steps`` (list of ints).
     """

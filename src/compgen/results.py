@@ -106,8 +106,8 @@ def _git_commit() -> str:
         return "unknown"
 
 
-def provenance(wall_time_s: float, code=None) -> dict:
-    """Where and how a result was computed."""
+def provenance(wall_time_s: float, code=None, seconds: dict | None = None) -> dict:
+    """Where and how a result was computed; ``seconds``: where the wall time went (:func:`compgen.runner.train`)."""
     device = jax.devices()[0]
     return {
         "compgen_version": compgen.__version__,
@@ -118,6 +118,7 @@ def provenance(wall_time_s: float, code=None) -> dict:
         "host": platform.node(),
         "wall_time_s": round(float(wall_time_s), 3),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        **({"seconds": dict(seconds)} if seconds else {}),
     }
 
 
@@ -128,11 +129,13 @@ def paths(kind: str, config, root: Path | None = None, code=None):
     return folder / f"{stem}.result", folder / f"{stem}.json"
 
 
-def save(kind: str, config, arrays: dict, wall_time_s: float, root: Path | None = None, code=None) -> Path:
+def save(
+    kind: str, config, arrays: dict, wall_time_s: float, root: Path | None = None, code=None, seconds=None
+) -> Path:
     """Store ``arrays`` (a flat dict of name -> array) for ``config`` computed by the modules ``code``."""
     entry, sidecar = paths(kind, config, root, code)
     entry.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"kind": kind, "config": config_dict(config), "provenance": provenance(wall_time_s, code)}
+    meta = {"kind": kind, "config": config_dict(config), "provenance": provenance(wall_time_s, code, seconds)}
     text = json.dumps(meta, indent=2)
     packed = {k: np.asarray(v) for k, v in arrays.items()}
     packed["__meta__"] = np.frombuffer(text.encode(), np.uint8)

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from compgen import checkpoint, devices, meta, params, results
+from compgen import checkpoint, devices, meta, params, results, timing
 
 DIVERGED_STEPS = 100  # consecutive non-finite outer updates after which a run is stopped
 DIVERGED_EXIT = 3  # a worker's exit status when one of its runs diverged
@@ -83,7 +83,9 @@ def program(section, cfg) -> Program:
 # --------------------------------------------------------------------------------------------- one run
 
 
-def run_chunks(chunk_fn, state, num_steps, chunk_size, evaluate=None, describe=None, log=print, saver=None, check=None):
+def run_chunks(
+    chunk_fn, state, num_steps, chunk_size, evaluate=None, describe=None, log=print, saver=None, check=None, clock=None
+):
     """Drive a compiled training loop chunk by chunk, printing progress between chunks.
 
     ``chunk_fn(state, n) -> (state, metrics)`` runs ``n`` outer steps (``n`` static; at most two distinct
@@ -94,8 +96,10 @@ def run_chunks(chunk_fn, state, num_steps, chunk_size, evaluate=None, describe=N
 
     With ``saver`` (a :class:`compgen.checkpoint.Checkpointer`) the run starts from its latest valid checkpoint
     if there is one and saves the state and history every ``saver.every`` chunks; the returned history is the
-    same as an uninterrupted run's.
+    same as an uninterrupted run's. ``clock`` (a :class:`compgen.timing.Stopwatch`) adds up the seconds spent in
+    chunks ("train") and evaluations ("evaluate"), compilation apart.
     """
+    clock = timing.Stopwatch() if clock is None else clock
     step_metrics, evals, eval_steps, done = [], [], [], 0
     restored = None if saver is None else saver.restore(state)
     if restored is not None:
@@ -103,20 +107,23 @@ def run_chunks(chunk_fn, state, num_steps, chunk_size, evaluate=None, describe=N
         step_metrics, evals, eval_steps, done = (progress[k] for k in ("steps", "evals", "eval_steps", "done"))
         log(f"resumed from step {done}/{num_steps}")
     elif evaluate is not None:
-        evals.append(jax.device_get(evaluate(state)))
+        with clock.measure("evaluate"):
+            evals.append(jax.device_get(evaluate(state)))
         eval_steps.append(0)
     start, first, chunks = time.perf_counter(), done, 0
     while done < num_steps:
         n = min(chunk_size, num_steps - done)
-        state, metrics = chunk_fn(state, n)
-        metrics = jax.device_get(metrics)
+        with clock.measure("train"):
+            state, metrics = chunk_fn(state, n)
+            metrics = jax.device_get(metrics)
         done += n
         if check is not None:
             check(metrics, done)
         step_metrics.append(metrics)
         evaluation = None
         if evaluate is not None:
-            evaluation = jax.device_get(evaluate(state))
+            with clock.measure("evaluate"):
+                evaluation = jax.device_get(evaluate(state))
             evals.append(evaluation)
             eval_steps.append(done)
         rate = (done - first) / (time.perf_counter() - start)
@@ -154,19 +161,23 @@ def _divergence_check(section, cfg):
 
 
 def train(section, cfg, log=print, saver=None):
-    """Train every seed of ``cfg`` with its program; ``(history, wall_time_s)``.
+    """Train every seed of ``cfg`` with its program; ``(history, seconds)``.
 
     Every array of ``history`` has a leading seed axis; with ``section.keep_params`` it also holds the final
-    meta-parameters, flattened per seed (``history["final"]["meta"]``, (seeds, P)).
+    meta-parameters, flattened per seed (``history["final"]["meta"]``, (seeds, P)). ``seconds``: the run's
+    ``wall`` time and its parts (:class:`compgen.timing.Stopwatch`): ``compile``, ``setup`` (task arrays and
+    initial state), ``train`` (the chunks of outer steps) and ``evaluate``.
     """
-    start = time.perf_counter()
-    runs = section.run_arrays([cfg])
-    prog = program(section, cfg)
+    start, clock = time.perf_counter(), timing.Stopwatch()
+    with clock.measure("setup"):
+        runs = section.run_arrays([cfg])
+        prog = program(section, cfg)
+        initial = jax.block_until_ready(prog.init(runs))
     n = len(cfg.seeds)
     show = lambda m, e: section.progress(m, e)
     state, history = run_chunks(
         lambda s, k: prog.chunk(runs, s, k),
-        prog.init(runs),
+        initial,
         cfg.outer_steps,
         cfg.eval_every,
         lambda s: prog.evaluate(runs, s),
@@ -174,11 +185,12 @@ def train(section, cfg, log=print, saver=None):
         log,
         saver,
         _divergence_check(section, cfg),
+        clock,
     )
     history = jax.tree.map(lambda a: np.moveaxis(np.asarray(a), 1, 0)[:n] if np.ndim(a) > 1 else np.asarray(a), history)
     if section.keep_params:
         history["final"] = {"meta": np.asarray(jax.vmap(lambda p: ravel_pytree(p)[0])(state["meta"]))[:n]}
-    return history, time.perf_counter() - start
+    return history, {"wall": round(time.perf_counter() - start, 3), **clock.seconds()}
 
 
 def flatten_history(history) -> dict:
@@ -217,8 +229,8 @@ def train_and_store(section, configs, log=print, checkpoint_every=None):
         log(f"[train] {section.label(cfg)}")
         folder = checkpoint.run_dir(section.name, [results.config_hash(cfg, code)]) if every else None
         saver = checkpoint.Checkpointer(folder, every, log=log) if folder else None
-        history, wall = train(section, cfg, log, saver)
-        results.save(section.name, cfg, flatten_history(history), wall, code=code)
+        history, seconds = train(section, cfg, log, saver)
+        results.save(section.name, cfg, flatten_history(history), seconds["wall"], code=code, seconds=seconds)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
 

@@ -1,0 +1,44 @@
+"""Where a run's time goes: compilation is counted once and taken out of the part it fell in."""
+
+import time
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from compgen import timing
+
+
+def test_covered_counts_overlapping_and_nested_spans_once():
+    assert timing.covered([], 0.0, 10.0) == 0.0
+    assert timing.covered([(1, 3), (2, 4), (2.5, 2.7)], 0.0, 10.0) == pytest.approx(3.0)  # union [1, 4]
+    assert timing.covered([(1, 2), (5, 6)], 0.0, 10.0) == pytest.approx(2.0)
+    assert timing.covered([(-5, 1), (9, 20), (30, 40)], 0.0, 10.0) == pytest.approx(2.0)  # clipped to [0, 10]
+
+
+def test_a_first_call_is_compilation_and_a_second_is_not():
+    f = jax.jit(lambda x: jnp.tanh(x @ x.T).sum())  # a fresh function: traced and compiled on its first call
+    x = jnp.ones((64, 64))
+    clock = timing.Stopwatch()
+    with clock.measure("train"):
+        f(x).block_until_ready()
+    first = clock.seconds()
+    assert first["compile"] > 0
+    with clock.measure("train"):
+        time.sleep(0.05)
+        f(x).block_until_ready()
+    second = clock.seconds()
+    assert second["compile"] == first["compile"]  # nothing compiled the second time
+    assert second["train"] - first["train"] >= 0.045  # the sleep (seconds are rounded to ms)
+    assert set(second) == {"compile", "train"}
+
+
+def test_the_parts_add_up_to_the_measured_time():
+    clock = timing.Stopwatch()
+    start = time.time()
+    with clock.measure("setup"):
+        jax.jit(lambda x: x * 3 + 1)(jnp.arange(5.0)).block_until_ready()
+    with clock.measure("evaluate"):
+        time.sleep(0.02)
+    total = time.time() - start
+    assert sum(clock.seconds().values()) == pytest.approx(total, abs=0.01)
