@@ -151,3 +151,17 @@ def test_a_stored_run_says_where_its_wall_time_went(store):
     assert seconds["wall"] == prov["wall_time_s"] and min(seconds.values()) >= 0
     parts = sum(v for k, v in seconds.items() if k != "wall")
     assert 0.7 * seconds["wall"] <= parts <= seconds["wall"] + 0.01
+
+
+def test_a_configs_xla_level_reaches_its_programs_and_separates_them():
+    """``xla_opt_level`` is a compile option of the config's programs (XLA's default when None): configs that
+    differ in it are different programs, each giving finite numbers, and the option is what XLA receives."""
+    fast, default = _tiny(), _tiny(xla_opt_level=None)
+    assert runner.compiler_options(fast) == {"xla_backend_optimization_level": 1}
+    assert runner.compiler_options(default) is None
+    assert runner.program(S, fast) is not runner.program(S, default)
+    for cfg in (fast, default):
+        history, _ = runner.train(S, cfg, log=lambda _: None)
+        assert np.isfinite(history["steps"]["loss"]).all()
+    with pytest.raises(params.ParameterError, match="xla_opt_level"):
+        _tiny(xla_opt_level=4)

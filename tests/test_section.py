@@ -4,10 +4,10 @@ import dataclasses
 
 import pytest
 
-from compgen import params
+from compgen import experiments, params
 from compgen.experiments import hyperteacher as HT
 from compgen.experiments import teacher_student as ts
-from compgen.section import Grid, differences_from_paper, figure_configs, make_config
+from compgen.section import CPU_COMPILE, Grid, differences_from_paper, figure_configs, make_config
 
 
 def test_grid_expands_axes_outermost_then_cases():
@@ -70,3 +70,11 @@ def test_model_table_reads_rows_as_per_model_fields():
     }
     with pytest.raises(ValueError, match="maml has 1 values for the 2 columns"):
         model_table(("hidden", "lr"), maml=(64,))
+
+
+@pytest.mark.parametrize("name", tuple(experiments.SECTIONS))
+def test_the_cpu_presets_compile_at_their_level_and_paper_at_xlas_default(name):
+    section = experiments.get(name)
+    for preset in ("smoke", "quick", "paper"):
+        levels = {c.xla_opt_level for f in section.figures(preset) for c in figure_configs(section, f, preset)}
+        assert levels == ({None} if preset == "paper" else {CPU_COMPILE["xla_opt_level"]}), preset

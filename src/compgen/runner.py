@@ -19,6 +19,7 @@ Workers: ``python -m compgen.runner <section module> <configs.json>`` trains con
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -63,20 +64,27 @@ def shape_key(section, cfg):
     return tuple((f.name, getattr(cfg, f.name)) for f in dataclasses.fields(cfg) if f.name not in section.data_fields)
 
 
+def compiler_options(cfg) -> dict | None:
+    """XLA options for ``cfg``'s programs: its ``xla_opt_level`` (:data:`compgen.section.CPU_COMPILE`), if set."""
+    level = getattr(cfg, "xla_opt_level", None)
+    return None if level is None else {"xla_backend_optimization_level": level}
+
+
 def program(section, cfg) -> Program:
     """The jitted program of ``cfg`` (shared by every config of the same :func:`shape_key`)."""
     key = (section.name, shape_key(section, cfg), devices.task_mesh_id())
     if key not in _PROGRAMS:
         mesh = devices.task_mesh()  # traced with the split it was built under, wherever it is first called
+        jit = functools.partial(jax.jit, compiler_options=compiler_options(cfg))
 
         def chunk(runs, state, n):
             step_all = lambda s: jax.vmap(lambda r, x: section.outer_step(cfg, r, x))(runs, s)
             with devices.tasks_split_over(mesh):
                 return meta.scan_steps(step_all, state, n)
 
-        init = jax.jit(lambda runs: jax.vmap(lambda r: section.init(cfg, r))(runs))
-        evaluate = jax.jit(lambda runs, state: jax.vmap(lambda r, s: section.evaluate(cfg, r, s))(runs, state))
-        _PROGRAMS[key] = Program(init, jax.jit(chunk, static_argnums=2), evaluate)
+        init = jit(lambda runs: jax.vmap(lambda r: section.init(cfg, r))(runs))
+        evaluate = jit(lambda runs, state: jax.vmap(lambda r, s: section.evaluate(cfg, r, s))(runs, state))
+        _PROGRAMS[key] = Program(init, jit(chunk, static_argnums=2), evaluate)
     return _PROGRAMS[key]
 
 

@@ -74,7 +74,7 @@ def test_short_training_lowers_the_evaluation_loss(model):
         S,
         "smoke",
         model,
-        outer_steps=100,
+        outer_steps=200,
         meta_batch=8,
         shots_support=2,
         shots_query=2,

@@ -86,6 +86,7 @@ class MetaConfig(params.Config):
     ridge_lambda: float = field(1.0, gt=0)
     ridge_cg_iters: int | None = field(10, ge=1)
     seeds: tuple = (2020, 2021, 2022)
+    xla_opt_level: int | None = field(None, ge=0, le=3)  # None: XLA's default (compgen.section.CPU_COMPILE)
 
     def check(self):
         if self.outer_schedule == "warmup_cosine" and self.warmup_steps >= self.outer_steps:

@@ -25,7 +25,7 @@ from compgen import initializers, meta, metrics, models, params, runner
 from compgen.experiments import fewshot
 from compgen.models import hypernetwork, mlp
 from compgen.params import field, positive
-from compgen.section import Grid, Preset
+from compgen.section import CPU_COMPILE, Grid, Preset
 from compgen.tasks import goals as gl
 
 EVAL_SETS = ("valid", "test", "ood")  # no auxiliary OOD sets in this world (spec §4.2)
@@ -345,6 +345,7 @@ PRESETS = {
         # padded to the longest one of the seeds' mazes (17 steps for 2020-2022). Both splits are the paper's.
         common=dict(
             QUICK_WORLD,
+            **CPU_COMPILE,
             outer_steps=2000,
             meta_batch=16,
             demo_length=None,
@@ -367,7 +368,14 @@ PRESETS = {
     "smoke": Preset(
         "a few minutes, nearly all compilation; checks that everything runs, shows nothing",
         common=dict(
-            outer_steps=6, meta_batch=2, demo_length=None, eval_every=3, eval_tasks=8, eval_chunk=8, seeds=(2020,)
+            **CPU_COMPILE,
+            outer_steps=6,
+            meta_batch=2,
+            demo_length=None,
+            eval_every=3,
+            eval_tasks=8,
+            eval_chunk=8,
+            seeds=(2020,),
         ),
         per_model={
             "hnet_linear": dict(hidden=16, templates=4, inner_steps=2),

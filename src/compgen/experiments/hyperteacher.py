@@ -20,7 +20,7 @@ from compgen import initializers, meta, metrics, models, params, runner
 from compgen.experiments import fewshot
 from compgen.models import hypernetwork, mlp
 from compgen.params import field, positive
-from compgen.section import Grid, Preset, model_table
+from compgen.section import CPU_COMPILE, Grid, Preset, model_table
 from compgen.tasks import hyperteacher as ht
 from compgen.tasks import support
 
@@ -173,6 +173,7 @@ PRESETS = {
         # hypernetworks take 5 inner steps (paper 10). remat off: memory is no issue at this size, and
         # recomputing the inner steps costs 3-10 % on a CPU core.
         common=dict(
+            **CPU_COMPILE,
             n_modules=4,
             max_hot=4,
             teacher_hidden=16,
@@ -218,6 +219,7 @@ PRESETS = {
     "smoke": Preset(
         "seconds; checks that everything runs, shows nothing",
         common=dict(
+            **CPU_COMPILE,
             n_modules=4,
             outer_steps=20,
             meta_batch=4,

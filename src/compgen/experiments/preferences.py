@@ -21,7 +21,7 @@ from compgen import initializers, meta, metrics, models, params, runner
 from compgen.experiments import fewshot
 from compgen.models import hypernetwork, mlp
 from compgen.params import field, positive
-from compgen.section import Grid, Preset
+from compgen.section import CPU_COMPILE, Grid, Preset
 from compgen.tasks import preferences as pf
 from compgen.tasks import support, teacher
 
@@ -203,6 +203,7 @@ PRESETS = {
         # 7-9), at 800 instead of 1,500 outer steps so that the section fits 10 minutes on 2 cores.
         common=dict(
             QUICK_WORLD,
+            **CPU_COMPILE,
             outer_steps=800,
             meta_batch=8,
             shots_support=16,
@@ -232,6 +233,7 @@ PRESETS = {
     "smoke": Preset(
         "seconds; checks that everything runs, shows nothing",
         common=dict(
+            **CPU_COMPILE,
             outer_steps=20,
             meta_batch=4,
             shots_support=2,
