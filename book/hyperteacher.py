@@ -192,6 +192,9 @@ chapter.curves(runs)
 # checked on the second seed set, 31–33 (`_unseen`), and on the book's seeds (`_book`); to fit the chapter in
 # ten minutes MAML then took 5 inner steps, as the hypernetworks do, instead of 10 (`equal_budget_4k_maml5`,
 # only MAML's runs are new; `_unseen` on 31–33, `_book` on the book's seeds, from this chapter's runs).
+# Those rows were recorded before `quick` compiled its programs at XLA's optimisation level 1 (the config field
+# `xla_opt_level`), which changes float round-off; the figures above are from the current runs, whose numbers
+# differ slightly.
 
 # %%
 figures.show(search.search_table("search/hyperteacher.json", chapter.MODEL_LABELS))

@@ -115,14 +115,14 @@ figures.show(figures.header(runs, "fig2c"))
 # the chapter's criteria on each and says what it found. `paper` runs the exact configuration.
 #
 # **What `quick` shows** on the book's seeds (100–102, not tuned on; the claim tables are computed from the
-# runs): Fig. 2C's discrete claim holds. Connected students reach an alignment of 0.913 on average against
+# runs): Fig. 2C's discrete claim holds. Connected students reach an alignment of 0.912 on average against
 # 0.792 for disconnected ones, higher on every seed, by 0.120 ± 0.026; close to identification, not at the
 # paper's $\approx 1$. On the tuning seeds 7–9 the gap was 0.139 (connected 0.913). **A second seed set only
-# partly agrees**: on the unseen seeds 31–33 connected students stay higher on every seed but by 0.051 ± 0.006
-# (0.891 against 0.840), under the 0.1 asked, and they were still rising when training stopped. With 16 tasks
+# partly agrees**: on the unseen seeds 31–33 connected students stay higher on every seed but by 0.053 ± 0.006
+# (0.891 against 0.838), under the 0.1 asked, and they were still rising when training stopped. With 16 tasks
 # per step, at twice the cost, the gap on 31–33 was the same (0.056), so more tasks per step do not close it;
 # longer training might, beyond the chapter's ten minutes. Fig. 2D does not show in W1: the $(8, 8)$ students
-# keep the alignment of the $(2, 2)$ ones on discrete tasks (a drop of 0.001, against 0.054 on continuous ones),
+# keep the alignment of the $(2, 2)$ ones on discrete tasks (a drop of 0.000, against 0.055 on continuous ones),
 # so Table A1's check, that weight decay brings no gain, holds only because there is no lost alignment to
 # rescue.
 # :::
@@ -195,6 +195,9 @@ chapter.table_a1(runs)
 # `main: W1, the book's seeds` is the previous `quick` (every column in W1), and `main: quick` rows are this
 # chapter's own runs, on the book's seeds and on the unseen seeds 31–33. The CPU column covers all of a regime's
 # runs.
+# Those rows were recorded before `quick` compiled its programs at XLA's optimisation level 1 (the config field
+# `xla_opt_level`), which changes float round-off; the figures above are from the current runs, whose numbers
+# differ slightly.
 
 # %%
 figures.show(chapter.search_tables("search/teacher_student.json"))
