@@ -154,8 +154,8 @@ def test_a_stored_run_says_where_its_wall_time_went(store):
 
 
 def test_a_configs_xla_level_reaches_its_programs_and_separates_them():
-    """``xla_opt_level`` is a compile option of the config's programs (XLA's default when None): configs that
-    differ in it are different programs, each giving finite numbers, and the option is what XLA receives."""
+    """``xla_opt_level`` becomes the XLA compile option of the config's programs (none when None, XLA's default):
+    configs that differ in it are different programs, each training to finite numbers."""
     fast, default = _tiny(), _tiny(xla_opt_level=None)
     assert runner.compiler_options(fast) == {"xla_backend_optimization_level": 1}
     assert runner.compiler_options(default) is None
