@@ -170,21 +170,54 @@ chapter.curves(runs, "goals")
 # the budget is four to five orders of magnitude below the paper's, and in-context learning in transformers
 # typically emerges late, so a low accuracy here is weak evidence against a learner. The comparison is sharper
 # *within* the in-context family, where the three learners share the optimiser, the budget and (for the two
-# transformers) the encoder: there the bottleneck is the only difference.
+# transformers) the encoder: there the bottleneck is the only difference. The [appendix](search-incontext) lists
+# every world, budget and bottleneck variant tried for the bottleneck's claim, and what holds the bottleneck back
+# at these budgets.
 
 # %% [markdown]
 # (search-incontext)=
-# ## Appendix: the bottleneck's code size
+# ## Appendix: the search for the bottleneck's advantage
 #
-# At `quick` the bottlenecked learner trails the plain transformer on the hyperteacher tasks. To see whether its
-# 16-dimensional code was simply too narrow or too wide (the task code has $2M = 8$ entries), it was trained with
-# codes of 8, 16 and 32 dimensions on tuning seeds 7–9, which the book does not show, under compositional
-# support at the chapter's budget (`book/search/incontext.json`, made with `tools/search_from_store.py` from the
-# runs of the results store). Each cell is the mean OOD accuracy over the three seeds; the code size does not
-# close the gap. The chapter keeps the preset's untuned 16 dimensions, so the claim table reports the learner as
-# it was specified before the search.
+# At `quick` the bottlenecked learner trails the plain transformer in both worlds, so its claim is marked not
+# reproduced. The search below asked whether a smaller world, a longer budget or a change to the bottleneck shows
+# it. It followed the book's protocol: tuning seeds 7–9, which the book does not show; compositional (random)
+# support; both learners at equal budgets (same steps, tasks per step, optimiser and schedule); and the preset's
+# learners unless a row says otherwise. The records are `book/search/incontext*.json`, made with
+# `tools/search_from_store.py` from the runs of a results store. The last two rows of each table are this chapter's
+# own runs (`main_book`, seeds 2020–2022) and those of the second seed set (`main_unseen`, 31–33). What was tried:
+#
+# - **Hyperteacher world.** Three changes to the bottleneck in the chapter's world W0 ($M = 4$, $K = 4$, a 16-unit
+#   teacher): codes of 8, 16 and 32 dimensions (the `code*_4k` rows, recorded before `quick` compiled at XLA
+#   level 1), an outer learning rate of 5e-3 (`lr5e-3`), and a 64-wide generated MLP (`hnet64`). Three smaller
+#   worlds: W1 (an 8-unit teacher), W2 ($K = 2$) and W3 ($M = K = 3$). Each world ran at the chapter's 4,000 steps
+#   and at 8,000.
+# - **Goals world.** The chapter's 5 × 5 world and the goals chapter's two larger reductions of the paper's 11 × 11:
+#   7 × 7 with 3 mazes, and 9 × 9 with 3 mazes and 4 object types. Each ran at 2,000 and 4,000 steps, except
+#   9 × 9, which ran at 2,000 only.
+#
+# Each cell below is a learner's mean OOD accuracy over the three seeds.
 
 # %%
-figures.show(
-    search.search_table("search/incontext.json", {m: chapter.LABELS[m] for m in ("transformer", "bottleneck")})
-)
+labels = {m: chapter.LABELS[m] for m in ("transformer", "bottleneck")}
+figures.show(search.search_table("search/incontext.json", labels))
+figures.show(search.search_table("search/incontext_goals.json", labels))
+
+# %% [markdown]
+# **No regime gives the bottleneck the lead.** The transformer is ahead by 7–13 points in every hyperteacher row and
+# by 12–25 points in every goals row. Doubling the steps closed at most 2.4 points of the hyperteacher gap: W0
+# 8.5 → 8.6, W1 12.7 → 11.1, W2 11.7 → 9.3, W3 9.3 → 7.1. In the goals world it narrowed the gap in 5 × 5
+# (19.4 → 13.7) and widened it in 7 × 7 (13.5 → 22.9). The largest of the learner changes, a 64-wide generated MLP,
+# gained the bottleneck under a point (40.2 against 39.3).
+#
+# **Diagnosis.** The same runs scored on tasks of the training distribution (test accuracy, below) show where the
+# gap comes from. The bottleneck trails there by about as much as on held-out combinations: 8.5 points on test and
+# 8.5 on OOD in W0, and 17.0 on test against 19.4 on OOD in the 5 × 5 goals world at 2,000 steps. Its own drop from
+# test to OOD, which is what composing costs, is no smaller than the transformer's: in W3 at 8,000 steps it is
+# 12.2 points against 10.5. So at these budgets the bottleneck is the slower learner of the training tasks, not the
+# better composer. A 16-dimensional code pooled from the support set must carry the whole task, while the
+# transformer's queries attend to every support example. Kobayashi et al.'s result was obtained at far larger
+# budgets; this search neither confirms nor contradicts it.
+
+# %%
+figures.show(search.search_table("search/incontext_test.json", labels))
+figures.show(search.search_table("search/incontext_goals_test.json", labels))

@@ -4,8 +4,9 @@
         --regime main_unseen_w5_2k
 
 One record per config of the figure at the preset (with those seeds) that the store holds: the world fields (those
-of the record's first entry) and the budget, the model and split, the seeds, the OOD value of ``--metric`` per
-seed, and the run's wall time in seconds (``cpu_s`` holds wall seconds for these records).
+of the record's first entry) and the budget, the model and split, the seeds, the value of ``--metric`` on
+``--eval-set`` (default OOD) per seed, and the run's wall time in seconds (``cpu_s`` holds wall seconds for these
+records).
 """
 
 from __future__ import annotations
@@ -33,14 +34,21 @@ def main(argv=None) -> int:
         default="acc",
         help="the evaluation metric whose OOD value (or value, e.g. r2_ood_pooled) is recorded",
     )
+    parser.add_argument(
+        "--eval-set",
+        default="ood",
+        help="the evaluation set whose value of --metric is recorded (e.g. test, for a diagnosis); default ood",
+    )
     parser.add_argument("--world", nargs="*", default=None, help="world fields to record (default: the first entry's)")
     parser.add_argument("--record", type=Path, default=None, help="default: book/search/<section>.json")
     args = parser.parse_args(argv)
     section = experiments.get(args.section)
     path = args.record or Path(__file__).resolve().parents[1] / "book" / "search" / f"{args.section}.json"
     if not path.exists():
-        path.write_text(json.dumps(dict(section=args.section, metric=f"OOD {args.metric}", records=[])))
+        path.write_text(json.dumps(dict(section=args.section, metric=f"{args.eval_set} {args.metric}", records=[])))
     record = json.loads(path.read_text())
+    if args.world is None and not record["records"]:
+        parser.error(f"{path} has no record yet: name its world fields with --world")
     world_fields = args.world if args.world is not None else list(record["records"][0]["world"])
     added = 0
     overrides = dict(params.parse_assignment(text) for text in args.set)
@@ -50,7 +58,10 @@ def main(argv=None) -> int:
             continue
         arrays, meta = found
         values = np.asarray(arrays[f"eval/{args.metric}"])[:, -1]  # (seeds,) or (seeds, evaluation sets)
-        ood = values[:, list(cfg.eval_set_names()).index("ood")] if values.ndim == 2 else values
+        names = list(cfg.eval_set_names())
+        if values.ndim == 2 and args.eval_set not in names:
+            parser.error(f"--eval-set must be one of {names}, got {args.eval_set!r}")
+        chosen = values[:, names.index(args.eval_set)] if values.ndim == 2 else values
         world = {name: getattr(cfg, name) for name in world_fields}
         record["records"].append(
             dict(
@@ -60,7 +71,7 @@ def main(argv=None) -> int:
                 model=cfg.model,
                 split=getattr(cfg, "split", ""),
                 seeds=list(cfg.seeds),
-                values=[float(v) for v in ood],
+                values=[float(v) for v in chosen],
                 cpu_s=float(meta.get("provenance", {}).get("wall_time_s", 0.0)),
             )
         )

@@ -80,3 +80,15 @@ def test_fig3b_claims_quote_the_paper_table_a6(runs_of):
         "hnets below ANIL/MAML",
     ]
     assert claims[0].claim == "Linear hnet: higher OOD accuracy than ANIL and MAML under compositional support"
+
+
+def test_fig3cd_diagnosis_lists_each_run_with_its_test_ood_gap_and_both_r2(runs_of, fake):
+    runs = runs_of("hyperteacher", "quick", lambda c: fake(c, _accuracies(c, 10.0, -8.0)))
+    table = F.fig3cd_diagnosis(runs).table.splitlines()
+    rows = {line.split(" | ")[1]: line for line in table[2:]}
+    assert set(rows) == {c.split for c in runs.configs("fig3cd")} == {"connected", "disconnected"}
+    # test accuracy is 10 points above OOD in the fake outputs; R² test 0.95, OOD 0.9 (connected) / 0.4
+    assert all("| 10.0 ± 0.0 |" in row and "| 0.95 ± 0.00 |" in row for row in rows.values())
+    assert rows["connected"].endswith("| 0.90 ± 0.00 |") and rows["disconnected"].endswith("| 0.40 ± 0.00 |")
+    missing = runs_of("hyperteacher", "quick", lambda c: None)
+    assert "not run at this preset" in F.fig3cd_diagnosis(missing).table

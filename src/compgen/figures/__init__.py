@@ -154,7 +154,7 @@ class FigureResult:
         if self.figure is not None:
             show_figure(self.figure)
         if self.caption:
-            display(Markdown(f"**Figure.** {self.caption}"))
+            display(Markdown(f"**{'Figure' if self.figure is not None else 'Table'}.** {self.caption}"))
         for part in (self.table, claims_.markdown_table(self.claims, link=False) if self.claims else "", self.notes):
             if part:
                 display(Markdown(part))

@@ -308,6 +308,33 @@ def fig3cd(runs: Runs) -> FigureResult:
     )
 
 
+def fig3cd_diagnosis(runs: Runs) -> FigureResult:
+    """What Fig. 3C/D's runs reach, per support (a table): train, test and OOD accuracy, the test − OOD gap, and
+    the R² of the task code on the in-distribution tasks the decoder is fitted on beside its R² on OOD tasks."""
+    lines = [
+        "| hypernetwork | support | train acc. (%) | test acc. (%) | OOD acc. (%) | test − OOD (points) | "
+        "R² test | R² OOD |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    cfgs = [c for c in runs.configs("fig3cd") if runs.output(c) is not None]
+    for cfg in cfgs:
+        out = runs.output(cfg)
+        test, ood = accuracy(cfg, out, "test"), accuracy(cfg, out, "ood")
+        cells = (train_accuracy(out), test, ood, test - ood)
+        lines.append(
+            f"| {MODEL_LABELS[cfg.model]} | {cfg.split} | "
+            + " | ".join(mean_std(v, 1) for v in cells)
+            + f" | {mean_std(final(out, 'r2_test_pooled'), 2)} | {mean_std(r2(out), 2)} |"
+        )
+    if not cfgs:
+        lines.append("| – | not run at this preset | | | | | | |")
+    return FigureResult(
+        None,
+        _caption(runs, cfgs, "Fig. 3C/D's runs: accuracy and R² of the task code on in-distribution and OOD tasks"),
+        "\n".join(lines),
+    )
+
+
 # --------------------------------------------------------------------------------------------- Fig. 3E, Tables A2-A8
 
 
