@@ -1,6 +1,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from compgen import metrics
 from compgen.tasks import teacher
@@ -62,3 +63,27 @@ def test_ridge_intercept_recovers_offset():
 
 def test_half_mse():
     assert float(metrics.half_mse(np.array([1.0, 3.0]), np.array([0.0, 1.0]))) == 0.5 * (1 + 4) / 2
+
+
+def test_effective_dimensions_count_the_directions_the_rows_differ_in():
+    key_a, key_b = jax.random.split(jax.random.key(0))
+    # a look-up table: one coordinate per task, 12 tasks, differ in 11 directions (the centred one-hots)
+    assert float(metrics.effective_dimensions(jnp.eye(12))) == pytest.approx(11.0, rel=1e-5)
+    # isotropic latents in 3 of 20 dimensions, mixed by an orthogonal map: about 3
+    z = jax.random.normal(key_a, (4000, 3))
+    basis = jnp.linalg.qr(jax.random.normal(key_b, (20, 20)))[0][:3]
+    assert float(metrics.effective_dimensions(z @ basis + 5.0)) == pytest.approx(3.0, rel=0.05)
+    # one direction carries everything
+    assert float(metrics.effective_dimensions(jnp.outer(jnp.arange(10.0), jnp.ones(4)))) == pytest.approx(1.0)
+
+
+def test_nonaffine_share_is_zero_for_an_affine_map_and_large_for_a_lookup():
+    key_a, key_b = jax.random.split(jax.random.key(1))
+    z = jax.random.normal(key_a, (200, 6))
+    affine = z @ jax.random.normal(key_b, (6, 48)) + 3.0
+    assert float(metrics.nonaffine_share(z, affine)) == pytest.approx(0.0, abs=1e-4)
+    # twelve tasks with six-dimensional latents, each inferred as its own one-hot: an affine map of z explains
+    # at most 6 of the 11 directions
+    z12 = jax.random.normal(key_a, (12, 6))
+    share = float(metrics.nonaffine_share(z12, jnp.eye(12)))
+    assert share == pytest.approx(5.0 / 11.0, rel=1e-3)

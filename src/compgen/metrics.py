@@ -74,6 +74,21 @@ def pooled_r2(prediction, target):
     return 1.0 - jnp.sum((target - prediction) ** 2) / jnp.sum((target - target.mean(axis=0)) ** 2)
 
 
+def effective_dimensions(features):
+    """How many directions the rows of ``features`` (N, D) differ in: the participation ratio of their covariance
+    spectrum, (Σλ)² / Σλ², from 1 (one direction carries all the variance) to D (all carry the same): ()."""
+    spectrum = jnp.linalg.svd(features - features.mean(0), compute_uv=False) ** 2
+    return spectrum.sum() ** 2 / jnp.maximum(jnp.sum(spectrum**2), jnp.finfo(spectrum.dtype).tiny)
+
+
+def nonaffine_share(latents, features):
+    """Share of the variance of ``features`` (N, D) that no affine function of ``latents`` (N, K) explains:
+    1 − pooled R² of the least-squares fit ``features ≈ latents @ A + b``; 0 when the fit is exact: ()."""
+    design = jnp.concatenate([latents, jnp.ones((latents.shape[0], 1), latents.dtype)], axis=1)
+    coefficients = jnp.linalg.lstsq(design, features)[0]
+    return 1.0 - pooled_r2(design @ coefficients, features)
+
+
 def _unit(v, axis):
     return v / jnp.maximum(jnp.linalg.norm(v, axis=axis, keepdims=True), 1e-12)
 

@@ -149,3 +149,31 @@ def test_the_books_search_record_renders_with_a_verdict_per_regime():
     assert F.FIG2D.criterion in verdicts and verdicts.count("| W1 | 7, 8, 9 |") == 1
     findings = F.search_findings(path)
     assert findings.count("\n* ") >= 3 and "regimes with its runs" in findings
+
+
+def test_the_lookup_student_of_table_a9_column_1_differs_in_11_directions_5_of_them_not_affine_in_z():
+    dims, share = F.lookup_reference("0;1;2;3;4;5;01;12;23;34;45;50", 6)
+    assert dims == pytest.approx(11.0, rel=1e-5)
+    assert share == pytest.approx(5 / 11, rel=1e-4)
+
+
+def test_students_table_lists_each_fig2d_student_beside_identification_and_the_lookup(runs_of, fake):
+    def outputs(cfg):
+        n, big = len(cfg.seeds), cfg.hidden_factor * cfg.module_factor > 4
+        arrays = {"eval/alignment": np.full(n, 0.9), "eval/latent_dims": np.full(n, 9.0 if big else 5.0)}
+        arrays.update({"eval/teacher_latent_dims": np.full(n, 5.5), "eval/latent_nonaffine": np.full(n, 0.2)})
+        arrays.update(
+            {"steps/inner_loss_init": np.full((n, 600), 0.5), "steps/inner_loss_final": np.full((n, 600), 1e-4)}
+        )
+        return fake(cfg, arrays)
+
+    result = F.students(runs_of("teacher_student", "quick", outputs))
+    rows = [line for line in result.table.splitlines() if line.startswith("| discrete |")]
+    assert len(rows) == 2 + 2  # the (2, 2) and (8, 8) students, identification, the look-up student
+    assert "| (64, 48) | 0.900 ± 0.000 | 9.00 ± 0.00 (5.50) | 0.200 ± 0.000 | 0.5 → 0.0001 |" in result.table
+    assert "look-up student (12 modules, one per task) | low | 11.00 | 0.455 | – |" in result.table
+    assert "Preset quick" in result.caption
+    # runs stored before these metrics existed show dashes
+    steps = {"steps/inner_loss_init": np.ones((1, 9)), "steps/inner_loss_final": np.ones((1, 9))}
+    legacy = F.students(runs_of("teacher_student", "quick", lambda c: fake(c, {"eval/alignment": np.ones(1), **steps})))
+    assert "| – | – | 1 → 1 |" in legacy.table

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from compgen import claims as C
-from compgen import plots
+from compgen import metrics, plots
 from compgen.figures import FigureResult, Runs, caption, final, mean_std, paper_numbers
-from compgen.tasks import support
+from compgen.tasks import support, teacher
 
 SECTION = "teacher_student"
 # Table A1 of the paper (spec §6.1): {weight decay: alignment of four overparameterised discrete students}.
@@ -212,6 +212,71 @@ def fig2d(runs: Runs) -> FigureResult:
         ),
         "Module alignment, mean ± std over seeds, per student (hidden factor, module factor):\n\n" + "\n".join(lines),
         _fig2d_claims(runs, values),
+    )
+
+
+def lookup_reference(masks: str, n_modules: int):
+    """``(effective dimensions, non-affine share)`` of the theory chapter's look-up student on the discrete tasks of
+    ``masks``: every training task inferred as a latent of its own (a one-hot), each task counted once."""
+    z = teacher.discrete_latents(support.parse_masks(masks, n_modules))
+    zhat = np.eye(len(z), dtype=np.float32)
+    return float(metrics.effective_dimensions(zhat)), float(metrics.nonaffine_share(z, zhat))
+
+
+def _late_mean(output, key, steps=500):
+    """Mean of the per-step ``steps/<key>`` over the last ``steps`` outer steps and the seeds."""
+    return float(np.mean(np.asarray(output[f"steps/{key}"])[:, -steps:]))
+
+
+def _final_or_none(output, key):
+    return final(output, key) if f"eval/{key}" in output else None
+
+
+def students(runs: Runs) -> FigureResult:
+    """What the Fig. 2D students' inferred latents do on their training tasks, beside identification and the theory
+    chapter's look-up student: alignment, the number of directions in which ẑ differs across tasks and the share
+    of its variance that is not an affine function of z."""
+    cfgs = [c for c in runs.configs("fig2d") if runs.output(c) is not None]
+    lines = [
+        "| tasks | student (hidden units, modules) | alignment | directions of ẑ (of z) | not affine in z | "
+        "loss at ẑ₀ → after inference |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in cfgs:
+        out = runs.output(c)
+        dims, dims_z, share = (
+            _final_or_none(out, k) for k in ("latent_dims", "teacher_latent_dims", "latent_nonaffine")
+        )
+        lines.append(
+            f"| {c.distribution} | ({c.student_hidden}, {c.student_modules}) | {mean_std(final_alignment(out))} | "
+            + (
+                f"{mean_std(dims, 2)} ({np.mean(dims_z):.2f}) | {mean_std(share)} | "
+                if dims is not None
+                else "– | – | "
+            )
+            + f"{_late_mean(out, 'inner_loss_init'):.2g} → {_late_mean(out, 'inner_loss_final'):.2g} |"
+        )
+    if cfgs:
+        c = cfgs[0]
+        n_masks = len(c.mask_array())
+        dims, share = lookup_reference(c.masks, c.n_modules)
+        lines.append("| discrete | identification, any size | 1 | those of z | 0 | – |")
+        lines.append(
+            f"| discrete | the [theory chapter](theory)'s look-up student ({n_masks} modules, one per task) | "
+            f"low | {dims:.2f} | {share:.3f} | – |"
+        )
+    return FigureResult(
+        None,
+        _caption(
+            runs,
+            cfgs,
+            "What the Fig. 2D students infer on their training tasks (mean ± std over seeds at the last evaluation): "
+            "module alignment; the number of directions in which the inferred latents ẑ differ across the training "
+            "tasks (participation ratio of their covariance; z's own in brackets); the share of ẑ's variance that "
+            "no affine function of z explains; the half-MSE of a training task at the fixed initial latent ẑ₀ and "
+            "after the inner loop, over the last 500 outer steps",
+        ),
+        "\n".join(lines),
     )
 
 
