@@ -91,12 +91,12 @@ figures.show(figures.header(runs, "fig2c"))
 # (alignment 0.90 against 0.77 on one seed); the search tried it on the tuning seeds 7–9 with 16 and with 8
 # tasks per step, and in the smaller world W1 below, where it did not separate connected from disconnected
 # students (no inner loop did there). The outer rate was chosen on the tuning seeds too: at $2\cdot10^{-3}$ (the
-# previous `quick`) the connected students stopped near 0.91, short of identification; twice the steps at that
-# rate and $4\cdot10^{-3}$ at the previous cost both reached 0.98–0.99, and the cheaper one was kept. Once it had
-# fallen just short on the book's seeds, the longer regime was run on the other two seed sets as well: it did
-# worse there, because students lost their alignment late in training (the appendix says how). The continuous columns are left to
-# `paper`: each costs as much as a discrete one, and none of the search's regimes separated them (at 16,000 steps
-# on the tuning seeds the connected columns 3 and 4 averaged 0.85 against 0.79 for the disconnected 5–7, and
+# previous `quick`) the connected students stopped near 0.91, short of identification; twice the steps at that rate
+# and $4\cdot10^{-3}$ at the previous cost both reached 0.98–0.99, and the cheaper one was kept. Once it had fallen
+# just short on the book's seeds, the longer regime was run on the other two seed sets as well: it did worse there,
+# because students lost their alignment late in training (the appendix says how). The continuous columns are left
+# to `paper`: each costs as much as a discrete one, and none of the search's regimes separated them (at 16,000
+# steps on the tuning seeds the connected columns 3 and 4 averaged 0.85 against 0.79 for the disconnected 5–7, and
 # column 7 stood above column 4).
 #
 # **Fig. 2D and Table A1** use the smaller world W1: inputs of $n = 8$ dimensions and a teacher of $h = 8$
@@ -206,20 +206,22 @@ chapter.table_a1(runs)
 # (search-teacher-student)=
 # ## Appendix: search for a quick regime
 #
-# Every regime tried for this chapter's claims, from the search's record (`book/search/teacher_student.json`).
-# Each row is a world and a budget, each cell the final module alignment of a student, averaged over the seeds
-# of the row. The regimes: the paper's world at `quick`'s budget; W1 ($n = h = 8$, the world `quick` keeps);
-# W2, W3 and W5, which shrink W1 further (one output, four modules, two outputs); W1, W2 and W5 for twice the steps;
-# W1 with the paper's inner loop; W1 on a second unseen seed set and on the book's seeds; then, for Fig. 2C, the
-# paper's world and W1 with the inner loop of an earlier probe (100 Adam steps at a constant $10^{-2}$, 16 or
-# 8 tasks per step, 8,000 outer steps after a warm-up), whose 8-task version in the paper's world `quick` keeps.
-# The tuning used the seeds 7–9. The rows without `main` were trained by an older engine on branch `probe/ts`;
-# `main: W1, the book's seeds` is the previous `quick` (every column in W1), and `main: quick` rows are this
-# chapter's own runs, on the book's seeds and on the unseen seeds 31–33. The CPU column covers all of a regime's
-# runs.
-# Those rows were recorded before `quick` compiled its programs at XLA's optimisation level 1 (the config field
-# `xla_opt_level`), which changes float round-off; the figures above are from the current runs, whose numbers
-# differ slightly.
+# Every regime tried for this chapter's claims, from the search's record (`book/search/teacher_student.json`). Each
+# row is a world and a budget, each cell the final module alignment of a student, averaged over the seeds of the
+# row. The regimes: the paper's world at `quick`'s budget; W1 ($n = h = 8$, the world `quick` keeps); W2, W3 and
+# W5, which shrink W1 further (one output, four modules, two outputs); W1, W2 and W5 for twice the steps; W1 with
+# the paper's inner loop; W1 on a second unseen seed set and on the book's seeds; then, for Fig. 2C, the paper's
+# world and W1 with the inner loop of an earlier probe (100 Adam steps at a constant $10^{-2}$, 16 or 8 tasks per
+# step, 8,000 outer steps after a warm-up), whose 8-task version in the paper's world `quick` keeps. The tuning
+# used the seeds 7–9. The rows without `main` were trained by an older engine on branch `probe/ts`; `main: W1, the
+# book's seeds` is the previous `quick` (every column in W1), and `main: quick` rows are this chapter's own runs,
+# on the book's seeds and on the unseen seeds 31–33 (`main: previous quick` at the outer rate of 2·10⁻³). The last
+# rows are the probes behind the current `quick`: the paper's world at 16,000 steps and at the outer rate of 4·10⁻³
+# (the latter is `quick`'s Fig. 2C, on all three seed sets), then W2 and W5 at 8,000 steps. The CPU column covers
+# all of a regime's runs.
+# The `main` rows before those probes were recorded before `quick` compiled its programs at XLA's optimisation level
+# 1 (the config field `xla_opt_level`), which changes float round-off; the probes ran at level 1, and the figures
+# above are from the current runs.
 
 # %%
 figures.show(chapter.search_tables("search/teacher_student.json"))
@@ -242,10 +244,10 @@ figures.show(chapter.search_findings("search/teacher_student.json"))
 
 # %% [markdown]
 # **The smaller worlds at twice the steps.** At 8,000 steps W2 (one output) stays where it was at 4,000: every
-# student between 0.41 and 0.73, far from identification. In W5 (two outputs)
-# the overparameterised students lose alignment, but on both kinds of tasks: from the $(2, 2)$ to the $(8, 8)$
-# student 0.86 → 0.72 on discrete and 0.90 → 0.71 on continuous tasks, a drop that is not specific to discrete
-# tasks; and connected and disconnected supports end level there (0.86 against 0.86, discrete).
+# student between 0.41 and 0.73, far from identification. In W5 (two outputs) the overparameterised students lose
+# alignment, but on both kinds of tasks: from the $(2, 2)$ to the $(8, 8)$ student 0.86 → 0.72 on discrete and 0.90
+# → 0.71 on continuous tasks, a drop that is not specific to discrete tasks; and connected and disconnected
+# supports end level there (0.86 against 0.86, discrete).
 #
 # **Why the longer regime was not kept.** At 16,000 steps at the outer rate $2\cdot10^{-3}$ the tuning seeds'
 # connected students reached 0.99, but on the other seed sets four of twelve students first identified the

@@ -332,9 +332,8 @@ PRESETS = {
     # the paper's world (n = h = 16) with a longer constant-rate inner loop (100 Adam steps at 1e-2), a warm-up and an
     # outer rate of 4e-3 (on seeds 7-9 it beat 2e-3 at 8,000 steps and matched 2e-3 at 16,000 for half the cost; the
     # 16,000-step regime, run afterwards on seeds 31-33 and 100-102, lost 4 of 12 students late in training), on the
-    # discrete pair of Table A9 (columns 1, 2):
-    # in W1 no inner loop separated connected from disconnected
-    # students; the continuous pair with the same ring and triangles (columns 3, 5) did not separate in this regime
+    # discrete pair of Table A9 (columns 1, 2): in W1 no inner loop separated connected from disconnected students;
+    # the continuous pair with the same ring and triangles (columns 3, 5) did not separate in this regime
     # either and does not fit the chapter's ten minutes beside it
     "quick": Preset(
         "2 CPU cores, minutes; Fig. 2D and Table A1 in a smaller world (n = 8 inputs, h = 8 teacher units)",
