@@ -32,9 +32,13 @@ TITLES = {
 }
 
 
-def claims(preset="quick", seeds=None) -> dict:
-    """{section: [Claim]} computed from the stored runs of every chapter at ``preset``."""
-    return {name: module.claims(stored(name, preset, seeds)) for name, module in CHAPTERS.items()}
+def claims(preset="quick", seeds=None, chapters=None) -> dict:
+    """{section: [Claim]} computed from the stored runs of every chapter (or of ``chapters``) at ``preset``."""
+    return {
+        name: module.claims(stored(name, preset, seeds))
+        for name, module in CHAPTERS.items()
+        if chapters is None or name in chapters
+    }
 
 
 def load_second_set(path, preset) -> dict | None:
@@ -81,10 +85,21 @@ def _second_set_summary(found: dict, record: dict, matches: dict) -> str:
     )
     return (
         f"The column **seeds {seeds}** repeats every claim on a second seed set that the book neither tunes on nor "
-        f"shows (computed by `tools/second_set.py` at commit `{record['commit'][:12]}`, same preset): of the "
+        f"shows (computed by `tools/second_set.py` at {_commits(record)}, same preset): of the "
         f"{holds} claims that hold on the book's seeds, **{both} also hold there**. Each cell gives the verdict "
         f"and then the same numbers as the *ours* column.{stale}"
     )
+
+
+def _commits(record: dict) -> str:
+    """Where a second-set record was computed: "commit `abc`", or per chapter when its chapters differ."""
+    commits = record.get("commits") or {name: record["commit"] for name in record.get("fingerprints", CHAPTERS)}
+    by_commit = {}
+    for name, commit in commits.items():
+        by_commit.setdefault(commit[:12], []).append(TITLES.get(name, name))
+    if len(by_commit) == 1:
+        return f"commit `{next(iter(by_commit))}`"
+    return "commits " + "; ".join(f"`{c}` ({', '.join(names)})" for c, names in by_commit.items())
 
 
 def page(preset="quick", seeds=None, second_set=None) -> str:
