@@ -72,6 +72,8 @@ AUTHORS = {
     "goals anil": (27.5, 2.3),
 }
 AUTHORS_MACHINE = "measured 2026-11 (issue 24) on a 2-core CPU whose 1024² GEMM read 195-202 GFLOP/s"
+AUTHORS_GEMM = (195.0, 202.0)  # that machine's GEMM reading, GFLOP/s
+COMPARABLE = 0.15  # a ratio is printed only where this run's GEMM is within 15 % of that reading (the spread of runs)
 
 
 def _time_chunks(program, runs, steps, repeats):
@@ -210,12 +212,20 @@ def authors(name):
     return AUTHORS.get(f"{section} {model}")
 
 
-def _authors_cells(name, s_per_step):
+def comparable(gemm_gflops) -> bool:
+    """Whether a run whose GEMM read ``gemm_gflops`` ran on a machine as fast as the authors' figures' machine."""
+    low, high = AUTHORS_GEMM
+    return low * (1 - COMPARABLE) <= gemm_gflops <= high * (1 + COMPARABLE)
+
+
+def _authors_cells(name, s_per_step, gemm_gflops):
+    """The authors' figure and the ratio authors ÷ ours; the ratio is left out where this machine's GEMM differs."""
     found = authors(name)
     if found is None:
         return f"{'–':>18s} | {'–':>14s}"
     seconds, memory = found
-    return f"{f'{seconds:.2f} ({memory:.1f} GB)':>18s} | {seconds / s_per_step:13.2f}×"
+    ratio = f"{seconds / s_per_step:13.2f}×" if comparable(gemm_gflops) else f"{'– (GEMM ≠)':>14s}"
+    return f"{f'{seconds:.2f} ({memory:.1f} GB)':>18s} | {ratio}"
 
 
 RUN_PARTS = ("compile", "setup", "train", "evaluate")  # where a run's seconds go (compgen.runner.train)
@@ -322,13 +332,13 @@ def main(argv=None):
         print(
             f"| {name:56s} | {r['runs']:4d} | {r['s_per_step']:12.4f} | {r['s_per_step'] / r['runs']:10.4f} "
             f"| {r['compile_s']:9.1f} | {r['peak_rss_gb']:11.2f} | {r['gflops']:7.1f} | {r['gemm_gflops']:12.1f} "
-            f"| {r['batched_gemm_gflops']:20.1f} | {_authors_cells(name, r['s_per_step'])} |",
+            f"| {r['batched_gemm_gflops']:20.1f} | {_authors_cells(name, r['s_per_step'], r['gemm_gflops'])} |",
             flush=True,
         )
     print(
         f"\nThe authors' figures were {AUTHORS_MACHINE}, with our plain-process step alternating with theirs. A ratio "
-        "against them is exact only between figures taken in one run on one machine; here it is meaningful only "
-        "if this run's GEMM column reads about the same."
+        "against them is exact only between figures taken in one run on one machine, so it is printed only where "
+        f"this run's GEMM column reads within {COMPARABLE:.0%} of theirs ('– (GEMM ≠)' elsewhere)."
     )
     return 0
 
