@@ -51,6 +51,7 @@ def test_chapters_recomputes_only_those_and_keeps_the_rest(store, tmp_path, monk
     assert new["commits"]["teacher_student"] == "fedcba9876543210" and new["commits"]["goals"] == "0123456789abcdef"
     assert new["fingerprints"]["teacher_student"] == glance.code_fingerprints()["teacher_student"]
     assert new["fingerprints"]["goals"] == "old"
+    assert new["wall_s"] == old["wall_s"]  # --no-train keeps the time of the training that stored the runs
     found = glance.claims("smoke")
     text = glance._second_set_summary(found, new, glance._second_set_matches(found, new))
     assert "commits `fedcba987654` (Teacher and student (§3.3)); `0123456789ab` (The hyperteacher" in text
