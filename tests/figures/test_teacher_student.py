@@ -40,10 +40,12 @@ def test_fig2c_claims(runs_of, fake, connected, disconnected, holds):
     assert verdicts == ({C.HOLDS} if holds else {C.NOT_REPRODUCED})
 
 
-def test_fig2c_at_quick_judges_the_discrete_pair_and_leaves_continuous_unrun(runs_of, fake):
+def test_fig2c_at_quick_judges_a_discrete_and_a_continuous_pair(runs_of, fake):
     rule = _alignment(0.97, 0.8)
     runs = runs_of("teacher_student", "quick", lambda c: rule(c, fake))
-    assert [c.verdict for c in F.claims(runs) if c.figure == "Fig. 2C"] == [C.HOLDS, C.NOT_RUN]
+    assert [c.verdict for c in F.claims(runs) if c.figure == "Fig. 2C"] == [C.HOLDS, C.HOLDS]
+    columns = sorted(col.column for col, cfg in F._columns(runs) if cfg is not None)
+    assert columns == [1, 2, 3, 5]  # the continuous pair has the discrete pair's ring pairs and triangles
 
 
 @pytest.mark.parametrize(
@@ -125,9 +127,9 @@ def test_search_records_name_each_stored_config_of_the_chapter(runs_of, fake, st
     runs = runs_of("teacher_student", "quick", lambda c: rule(c, fake))
     records = F.search_records(runs, "main: quick")
     configs = {c for cs in runs.figures.values() for c in cs}
-    # quick: Fig. 2C's discrete pair in the paper's world, Fig. 2D's (2, 2) and (8, 8) students and Table A1's
-    # decayed one in W1
-    assert len(records) == len(configs) == 7
+    # quick: Fig. 2C's discrete and continuous pairs in the paper's world, Fig. 2D's (2, 2) and (8, 8) students and
+    # Table A1's decayed one in W1
+    assert len(records) == len(configs) == 9
     by_name = {(r["world"]["n"], r["model"], r["split"]): r for r in records}
     assert by_name[(16, "f=(2,2)", "discrete connected: one-hots + ring pairs")]["column"] == 1
     assert by_name[(16, "f=(2,2)", "discrete disconnected: one-hots + two triangles")]["column"] == 2
@@ -136,7 +138,9 @@ def test_search_records_name_each_stored_config_of_the_chapter(runs_of, fake, st
     assert "column" not in by_name[(8, "f=(2,2)", "discrete connected: one-hots + ring pairs")]  # Fig. 2D's student
     assert by_name[(8, "f=(8,8)", "discrete connected: one-hots + ring pairs")]["values"] == pytest.approx([0.75] * 3)
     assert {r["world"]["n"] for r in records} == {8, 16}
-    assert set(F.search_checks(records)) == set(F.SEARCH_CLAIMS) - {"Fig. 2C continuous"}  # not run at quick
+    assert by_name[(16, "f=(2,2)", "continuous connected: ring pairs")]["column"] == 3
+    assert by_name[(16, "f=(2,2)", "continuous disconnected: two triangles")]["column"] == 5
+    assert set(F.search_checks(records)) == set(F.SEARCH_CLAIMS)
 
 
 def test_the_books_search_record_renders_with_a_verdict_per_regime():
