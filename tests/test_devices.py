@@ -82,3 +82,25 @@ def test_train_on_devices_runs_every_job_and_reports_failures():
     assert sorted(j for j, _ in done) == ["a", "b"]
     assert [(j, str(e)) for j, e in failed] == [("bad", "deliberate")]
     assert any(line.startswith("[device 0]") for line in lines)
+
+
+def test_split_count_splits_only_large_configs_on_a_multicore_cpu(monkeypatch):
+    """The default split reads the config and the machine: paper sizes on a CPU with several cores, never quick."""
+    from compgen import experiments
+    from compgen.section import figure_configs, make_config
+
+    monkeypatch.delenv(devices.SPLIT_ENV, raising=False)
+    sec = experiments.get("hyperteacher")
+    paper = make_config(sec, "paper", "hnet_linear", n_modules=4, max_hot=2)
+    assert devices.split_count(sec, paper, cores=2, backend="cpu") == 2
+    assert devices.split_count(sec, paper, cores=1, backend="cpu") == 1
+    assert devices.split_count(sec, paper, cores=2, backend="gpu") == 1
+    assert devices.split_count(sec, paper, cores=3, backend="cpu") == 1  # 128 tasks do not split in three
+    monkeypatch.setenv(devices.SPLIT_ENV, "0")
+    assert devices.split_count(sec, paper, cores=2, backend="cpu") == 1
+    monkeypatch.delenv(devices.SPLIT_ENV)
+    for name in experiments.SECTIONS:
+        section = experiments.get(name)
+        for figure in section.figures("quick"):
+            for cfg in figure_configs(section, figure, "quick"):
+                assert devices.split_count(section, cfg, cores=2, backend="cpu") == 1, (name, figure)

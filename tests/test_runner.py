@@ -165,3 +165,28 @@ def test_a_configs_xla_level_reaches_its_programs_and_separates_them():
         assert np.isfinite(history["steps"]["loss"]).all()
     with pytest.raises(params.ParameterError, match="xla_opt_level"):
         _tiny(xla_opt_level=4)
+
+
+def test_a_large_run_trains_alone_with_its_tasks_split_and_stores_the_unsplit_numbers_up_to_round_off(
+    store, monkeypatch
+):
+    """A config that ``devices.split_count`` splits trains in a worker of two host devices, before the rest; its
+    numbers equal the unsplit run's up to float32 round-off, and a config below the threshold is untouched."""
+    from compgen import devices
+
+    large, small = _tiny(), _tiny(masks="01;1", distribution="continuous")
+    runner.run(S, [large], workers=1, log=lambda _: None)
+    unsplit = runner.load(S, large)
+    monkeypatch.setattr(devices, "split_count", lambda section, cfg: 2 if cfg == large else 1)
+    lines = []
+    runner.run(S, [small, large], force=True, workers=1, log=lines.append)
+    split_lines = [line for line in lines if line.startswith("[worker 0]")]
+    assert "[devices] every meta-batch split over 2 cpu device(s)" in split_lines[0]
+    assert any("[train]" in line for line in lines if not line.startswith("[worker"))  # the small one, here
+    assert lines.index(split_lines[0]) < min(
+        i for i, line in enumerate(lines) if "[train]" in line and "worker" not in line
+    )
+    split = runner.load(S, large)
+    assert set(split) == set(unsplit)
+    for name in unsplit:
+        np.testing.assert_allclose(split[name], unsplit[name], rtol=2e-3, atol=1e-5, err_msg=name)

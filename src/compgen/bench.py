@@ -5,8 +5,9 @@ a chunk of ``steps`` outer steps, runs it once untimed (the first execution also
 its memory for the first time), then ``repeats`` times, and reports the median per-step time.
 
 Every paper case runs with glibc's transparent huge pages (:mod:`compgen.allocator`), as ``compgen`` and
-``make`` run the paper's sizes. The hyperteacher's paper rows are measured twice: as a plain process runs them
-(one XLA device), and with each meta-batch split over one CPU host device per core
+``make`` run the paper's sizes. The paper rows of the hyperteacher (and some of the other sections) are measured
+twice: as a plain process runs them (one XLA device), and with each meta-batch split over one CPU host device per
+core, as :func:`compgen.runner.run` trains a paper-sized run by default
 (:func:`compgen.devices.split_tasks`) and tcmalloc preloaded if it is installed (Debian:
 ``libtcmalloc-minimal4``). XLA's CPU kernels run most of a step's per-task batched products on one core, so the
 split is what uses a multi-core CPU.
@@ -35,16 +36,17 @@ from pathlib import Path
 
 from compgen import allocator, storage
 
+SPLIT_SUFFIX = ", tasks split"  # cases run with the meta-batch split over one host device per core
 CASES = {
     # name: (section, preset, model (None: the section has no models), overrides, steps per timed chunk, repeats)
     "teacher_student paper, 1 run": ("teacher_student", "paper", None, {"seeds": (100,)}, 2, 3),
+    f"teacher_student paper, 1 run{SPLIT_SUFFIX}": ("teacher_student", "paper", None, {"seeds": (100,)}, 2, 3),
     "teacher_student quick, 1 run": ("teacher_student", "quick", None, {"seeds": (100,)}, 50, 5),
     "teacher_student quick, 3 seeds": ("teacher_student", "quick", None, {}, 20, 3),
 }
 # The hyperteacher at the configuration of the reference timings (M = 4, K = 2, 128 tasks, 256 + 256 shots)
 # and at quick, one seed, for each model.
 _HT_PAPER = {"n_modules": 4, "max_hot": 2, "seeds": (2020,)}
-SPLIT_SUFFIX = ", tasks split"  # cases run with the meta-batch split over one host device per core
 for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
     CASES[f"hyperteacher {_model} paper (M=4, K=2)"] = ("hyperteacher", "paper", _model, _HT_PAPER, 1, 3)
     CASES[f"hyperteacher {_model} paper (M=4, K=2){SPLIT_SUFFIX}"] = ("hyperteacher", "paper", _model, _HT_PAPER, 1, 3)
@@ -57,6 +59,8 @@ for _section in ("preferences", "goals"):
         CASES[f"{_section} task generation, {_preset}"] = (_section, _preset, "tasks", {"seeds": (2020,)}, 5, 5)
     for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
         CASES[f"{_section} {_model} paper"] = (_section, "paper", _model, {"seeds": (2020,)}, 1, 2)
+    for _model in ("hnet_linear", "anil"):
+        CASES[f"{_section} {_model} paper{SPLIT_SUFFIX}"] = (_section, "paper", _model, {"seeds": (2020,)}, 1, 2)
     for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
         CASES[f"{_section} {_model} quick"] = (_section, "quick", _model, {"seeds": (2020,)}, 20, 3)
 # The authors' implementation at the paper configuration, measured on an idle 2-core CPU like ours, alternating

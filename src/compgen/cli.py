@@ -4,10 +4,12 @@
     compgen run teacher_student fig2c --preset paper
     compgen run teacher_student fig2d --preset quick --set seeds=[100] --set outer_steps=2000 --force
     compgen run hyperteacher fig3b --preset paper --set seeds=[2020]
-    compgen run hyperteacher fig3b --preset paper --set seeds=[2020] --split-tasks   # one run on every CPU core
+    compgen run hyperteacher fig3b --preset paper --set seeds=[2020] --split-tasks   # every run here, on every core
     compgen sweep sweeps/hyperteacher/compositional.toml --backend devices --checkpoint-every 10
 
-A notebook that asks for the same config afterwards loads the stored result instead of training.
+A notebook that asks for the same config afterwards loads the stored result instead of training. A run at the
+paper's sizes trains alone with its tasks split over every CPU core (compgen.devices.split_count;
+COMPGEN_SPLIT_TASKS=0 turns that off).
 Every parameter is checked before anything is compiled; a bad one exits with status 2 and a one-line message.
 A run whose outer updates stay non-finite stops, is not stored, and exits with status 1.
 """
@@ -68,8 +70,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--split-tasks",
         action="store_true",
-        help="train in this one process with every meta-batch split over one CPU device per core "
-        "(for a few large runs, e.g. the paper's configuration on a CPU; see compgen.devices)",
+        help="train in this one process with every meta-batch split over one CPU device per core, every run "
+        "(without it a run at the paper's sizes is split in a worker of its own; see compgen.devices.split_count)",
     )
     sweep = sub.add_parser("sweep", help="run every config of a sweep file (sweeps/*.toml) with a backend")
     sweep.add_argument("file", help="a sweep file, e.g. sweeps/hyperteacher/compositional.toml")

@@ -5,7 +5,8 @@
 vmapped, its outer steps a ``lax.scan`` in chunks (:func:`run_chunks`) - so the numbers stored for a config do
 not depend on what else was trained, by how many workers, or through which entry point. Configs of equal
 shapes share the jitted program (same process) or the persistent compilation cache (other processes), so
-a figure's splits or seeds compile once.
+a figure's splits or seeds compile once. A config at the paper's sizes trains alone in a worker that splits its
+tasks over every CPU core (:func:`compgen.devices.split_count` decides from the config and the machine only).
 
 Between chunks the driver prints a progress line, evaluates, saves a checkpoint if asked
 (:class:`compgen.checkpoint.Checkpointer`) and checks the run: a run whose outer updates have all been
@@ -18,6 +19,7 @@ Workers: ``python -m compgen.runner <section module> <configs.json>`` trains con
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -256,7 +258,9 @@ def run(section, configs, force: bool = False, workers: int | None = None, log=p
     """Results for each config (a list, in order): dicts of arrays with a leading seed axis.
 
     Stored results are loaded unless ``force``; the rest are trained, spread over ``workers`` processes
-    (default: one per CPU core, 1 on an accelerator), and stored.
+    (default: one per CPU core, 1 on an accelerator), and stored. A config that
+    :func:`compgen.devices.split_count` splits trains first, alone in one worker with its tasks split over that
+    many host devices (not inside :func:`compgen.devices.split_tasks`, which splits every run in this process).
     """
     configs = list(configs)
     checkpoint_interval(checkpoint_every)  # a bad value fails before anything trains
@@ -273,13 +277,18 @@ def run(section, configs, force: bool = False, workers: int | None = None, log=p
                 f"[results] reusing {section.label(c)}: run {results.config_hash(c, section.code)} ({prov['date']}, "
                 f"{prov['wall_time_s']:.0f} s on {prov['device']}, commit {prov['git_commit'][:8]})"
             )
-    if todo:
-        workers = default_workers(len(todo)) if workers is None else workers
-        jobs = balance(todo, workers, section)
+    alone = [] if devices.task_mesh() is not None else [c for c in todo if devices.split_count(section, c) > 1]
+    rest = [c for c in todo if c not in alone]
+    for c in alone:  # one at a time, each with its tasks split over every core (devices.split_count)
+        run_workers(section, [[c]], 1, log, checkpoint_every, split=devices.split_count(section, c))
+    if rest:
+        workers = default_workers(len(rest)) if workers is None else workers
+        jobs = balance(rest, workers, section)
         if workers > 1 and len(jobs) > 1:
             run_workers(section, jobs, workers, log, checkpoint_every)
         else:
-            train_and_store(section, todo, log, checkpoint_every)
+            train_and_store(section, rest, log, checkpoint_every)
+    if todo:
         for c in todo:
             stored = results.load(section.name, c, code=section.code, log=log)
             if stored is None:
@@ -331,15 +340,23 @@ def balance(configs, workers: int, section) -> list:
     return jobs
 
 
-def _start(section, configs, slot, log, checkpoint_every):
+def _start(section, configs, slot, log, checkpoint_every, split=1):
     handle = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-    json.dump({"configs": [dataclasses.asdict(c) for c in configs], "checkpoint_every": checkpoint_every}, handle)
+    job = {"configs": [dataclasses.asdict(c) for c in configs], "checkpoint_every": checkpoint_every, "split": split}
+    json.dump(job, handle)
     handle.close()
+    env = None
+    if split > 1:  # the worker makes one CPU host device per share of the tasks (read when its jax starts)
+        env = {
+            **os.environ,
+            "XLA_FLAGS": " ".join(filter(None, [os.environ.get("XLA_FLAGS"), devices.host_devices_flag(split)])),
+        }
     proc = subprocess.Popen(
         [sys.executable, "-u", "-m", "compgen.runner", section.module, handle.name],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        env=env,
     )
 
     last = []  # the worker's last line: its error, if it failed
@@ -354,9 +371,9 @@ def _start(section, configs, slot, log, checkpoint_every):
     return proc, thread, handle.name, last
 
 
-def run_workers(section, jobs, n_workers: int, log=print, checkpoint_every=None, poll_s: float = 0.5):
+def run_workers(section, jobs, n_workers: int, log=print, checkpoint_every=None, poll_s: float = 0.5, split=1):
     """Train ``jobs`` (lists of configs) in at most ``n_workers`` processes at once, costliest first, starting the
-    next job whenever a slot frees."""
+    next job whenever a slot frees; with ``split`` > 1 each process splits its tasks over that many host devices."""
     costs = [sum(section.cost(c) for c in job) for job in jobs]
     pending = sorted(range(len(jobs)), key=lambda i: -costs[i])
     running, failed = {}, []  # slot -> (job, proc, thread, file, last line)
@@ -364,7 +381,7 @@ def run_workers(section, jobs, n_workers: int, log=print, checkpoint_every=None,
         for slot in range(n_workers):
             if slot not in running and pending:
                 job = pending.pop(0)
-                running[slot] = (job, *_start(section, jobs[job], slot, log, checkpoint_every))
+                running[slot] = (job, *_start(section, jobs[job], slot, log, checkpoint_every, split))
         time.sleep(poll_s)
         for slot, (_job, proc, thread, name, last) in list(running.items()):
             if proc.poll() is not None:
@@ -394,8 +411,12 @@ def _worker(module_name: str, path: str) -> int:
     configs = [
         section.config(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}) for d in job["configs"]
     ]
+    split = job.get("split", 1)
+    if split > 1:
+        print(f"[devices] every meta-batch split over {jax.local_device_count()} {jax.default_backend()} device(s)")
     try:
-        train_and_store(section, configs, checkpoint_every=job["checkpoint_every"])
+        with devices.split_tasks() if split > 1 else contextlib.nullcontext():
+            train_and_store(section, configs, checkpoint_every=job["checkpoint_every"])
     except TrainingDiverged as error:  # the driver re-raises it with this message
         print(f"TrainingDiverged: {error}", flush=True)
         return DIVERGED_EXIT
