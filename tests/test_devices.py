@@ -99,8 +99,9 @@ def test_split_count_splits_only_large_configs_on_a_multicore_cpu(monkeypatch):
     monkeypatch.setenv(devices.SPLIT_ENV, "0")
     assert devices.split_count(sec, paper, cores=2, backend="cpu") == 1
     monkeypatch.delenv(devices.SPLIT_ENV)
-    for name in experiments.SECTIONS:
+    for name in experiments.SECTIONS:  # every quick config runs as before, every paper config is split on 2 cores
         section = experiments.get(name)
-        for figure in section.figures("quick"):
-            for cfg in figure_configs(section, figure, "quick"):
-                assert devices.split_count(section, cfg, cores=2, backend="cpu") == 1, (name, figure)
+        for preset, count in (("quick", 1), ("paper", 2)):
+            for figure in section.figures(preset):
+                for cfg in figure_configs(section, figure, preset):
+                    assert devices.split_count(section, cfg, cores=2, backend="cpu") == count, (name, preset, figure)

@@ -9,7 +9,7 @@
   otherwise runs most of a step's small per-task products on one core. The numbers equal one device's up to
   float32 round-off (the mean over tasks is summed in another order).
 * :func:`split_count` decides, from a config alone, whether :func:`compgen.runner.run` splits its tasks by default:
-  on a CPU with several cores, a config of at least :data:`SPLIT_MIN_FLOP` per outer step (the paper's sizes,
+  on a CPU with several cores, a config of at least :data:`SPLIT_MIN_FLOP` per seed and step (the paper's sizes,
   none of the quick ones) trains alone in a worker process with one host device per core. Because the rule reads
   only the config and the machine, a run's numbers do not depend on what else is trained beside it.
 
@@ -43,17 +43,17 @@ def task_mesh_id():
     return None if mesh is None else tuple(d.id for d in mesh.devices.flat)
 
 
-# FLOP per outer step (every seed of a config, the section's analytic cost) from which a run trains alone with its
-# tasks split. The quick presets stay below 5e9 and the paper's configurations start at 1.5e10. On 2 cores the split
+# FLOP per seed and outer step (the section's analytic cost) from which a run trains alone with its tasks split. The
+# quick presets stay below 1.5e9 and the paper's configurations start at 4.9e9 (teacher-student). On 2 cores the split
 # made paper steps 1.1-1.7x faster (goals' linear hnet level), and two plain runs side by side had the throughput of
 # two split runs one after the other (README, "On a multi-core CPU").
-SPLIT_MIN_FLOP = 1e10
+SPLIT_MIN_FLOP = 3e9
 SPLIT_ENV = "COMPGEN_SPLIT_TASKS"  # "0" turns the default split off
 
 
 def split_count(section, cfg, cores=None, backend=None) -> int:
     """Over how many CPU host devices :func:`compgen.runner.run` splits ``cfg``'s tasks by default: the number of
-    cores if the backend is a CPU with several, the config costs at least :data:`SPLIT_MIN_FLOP` per outer step,
+    cores if the backend is a CPU with several, the config costs at least :data:`SPLIT_MIN_FLOP` per seed and step,
     its ``meta_batch`` is a multiple of the cores and ``$COMPGEN_SPLIT_TASKS`` is not ``0``; else 1."""
     cores = (os.cpu_count() or 1) if cores is None else cores
     backend = jax.default_backend() if backend is None else backend
@@ -64,7 +64,7 @@ def split_count(section, cfg, cores=None, backend=None) -> int:
         or cores < 2
         or not meta_batch
         or meta_batch % cores
-        or section.cost(cfg) / cfg.outer_steps < SPLIT_MIN_FLOP
+        or section.cost(cfg) / (cfg.outer_steps * len(cfg.seeds)) < SPLIT_MIN_FLOP
     ):
         return 1
     return cores
