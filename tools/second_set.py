@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     )
     args = parser.parse_args(argv)
     record = _kept(args) if set(args.chapters) != set(glance.CHAPTERS) else _empty(args)
-    commit = results._git_commit()
+    commit, fingerprints = results._git_commit(), glance.code_fingerprints()
     for name in args.chapters:
         if not args.no_train:  # --no-train keeps the wall time of the training that stored the runs
             start = time.perf_counter()
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
             for c in found
         ]
         record["commits"][name] = commit
-        record["fingerprints"][name] = glance.code_fingerprints()[name]
+        record["fingerprints"][name] = fingerprints[name]
     order = {name: i for i, name in enumerate(glance.CHAPTERS)}
     record["claims"].sort(key=lambda c: order[c["section"]])  # stable: a chapter's claims keep their order
     args.out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")

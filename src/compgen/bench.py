@@ -189,7 +189,7 @@ def case_environment(name):
     if name.endswith(SPLIT_SUFFIX):
         from compgen import devices
 
-        env["XLA_FLAGS"] = " ".join(filter(None, [env.get("XLA_FLAGS"), devices.host_devices_flag(os.cpu_count())]))
+        env["XLA_FLAGS"] = devices.xla_flags_with_host_devices(os.cpu_count(), env)
         if tcmalloc():
             env["LD_PRELOAD"] = " ".join(filter(None, [env.get("LD_PRELOAD"), tcmalloc()]))
     return env

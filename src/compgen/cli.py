@@ -104,9 +104,7 @@ def _run(args):
     if args.split_tasks:
         from compgen import devices  # before the section's import starts jax's backend: XLA reads the flag then
 
-        os.environ["XLA_FLAGS"] = " ".join(
-            filter(None, [os.environ.get("XLA_FLAGS"), devices.host_devices_flag(os.cpu_count() or 1)])
-        )
+        os.environ["XLA_FLAGS"] = devices.xla_flags_with_host_devices(os.cpu_count() or 1)
     from compgen import experiments, runner, section
     from compgen.figures import summary_table
 

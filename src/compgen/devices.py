@@ -75,6 +75,12 @@ def host_devices_flag(n: int) -> str:
     return f"--xla_force_host_platform_device_count={int(n)}"
 
 
+def xla_flags_with_host_devices(n: int, env=None) -> str:
+    """``$XLA_FLAGS`` of ``env`` (default: this process's environment) with :func:`host_devices_flag` appended."""
+    env = os.environ if env is None else env
+    return " ".join(filter(None, [env.get("XLA_FLAGS"), host_devices_flag(n)]))
+
+
 @contextlib.contextmanager
 def split_tasks(devices=None):
     """Training programs traced within the block split each meta-batch over ``devices`` (default: all local ones).
