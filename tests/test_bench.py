@@ -15,12 +15,16 @@ def test_authors_figures_belong_to_plain_process_paper_cases_only():
 
 
 def test_the_ratio_reads_as_authors_over_ours_on_a_machine_as_fast_as_theirs():
-    cells = bench._authors_cells("hyperteacher maml paper (M=4, K=2)", 11.375, gemm_gflops=200.0)
-    assert "22.75 (14.7 GB)" in cells and "2.00×" in cells
-    assert "–" in bench._authors_cells("hyperteacher maml quick", 1.0, gemm_gflops=200.0)
-    faster = bench._authors_cells("hyperteacher maml paper (M=4, K=2)", 11.375, gemm_gflops=450.0)
-    assert "22.75 (14.7 GB)" in faster and "×" not in faster and "GEMM ≠" in faster
-    assert bench.comparable(170.0) and bench.comparable(232.0) and not bench.comparable(240.0)
+    seconds, memory = bench.AUTHORS["hyperteacher maml"]
+    low, high = bench.AUTHORS_GEMM
+    cells = bench._authors_cells("hyperteacher maml paper (M=4, K=2)", seconds / 2, gemm_gflops=(low + high) / 2)
+    assert f"{seconds:.2f} ({memory:.1f} GB)" in cells and "2.00×" in cells
+    assert "–" in bench._authors_cells("hyperteacher maml quick", 1.0, gemm_gflops=low)
+    slower = bench._authors_cells("hyperteacher maml paper (M=4, K=2)", seconds / 2, gemm_gflops=low / 2)
+    assert f"{seconds:.2f} ({memory:.1f} GB)" in slower and "×" not in slower and "GEMM ≠" in slower
+    margin = bench.COMPARABLE
+    assert bench.comparable(low * (1 - margin) + 1) and bench.comparable(high * (1 + margin) - 1)
+    assert not bench.comparable(low * (1 - margin) - 1) and not bench.comparable(high * (1 + margin) + 1)
 
 
 def test_paper_cases_run_with_huge_pages_and_a_split_case_with_host_devices(monkeypatch):

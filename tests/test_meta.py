@@ -164,11 +164,27 @@ def test_mean_over_tasks_averages_losses_aux_and_gradients():
     w = {"a": jnp.array([1.0, -2.0])}
     tasks = jnp.array([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]])
     keys = jax.random.split(jax.random.key(0), 3)
-    task_loss = lambda p, t, k: (jnp.sum(p["a"] * t) ** 2, {"t0": t[0]})
+    task_loss = lambda p, t, k, fixed: (jnp.sum(p["a"] * t) ** 2, {"t0": t[0]})
     (loss, aux), grads = meta.mean_over_tasks(task_loss, w, tasks, keys)
     np.testing.assert_allclose(loss, (1.0 + 4.0 + 4.0) / 3)
     np.testing.assert_allclose(aux["t0"], 1.0)
     np.testing.assert_allclose(grads["a"], (2 * 1.0 * tasks[0] + 2 * -2.0 * tasks[1] + 2 * -2.0 * tasks[2]) / 3)
+
+
+def test_mean_over_tasks_passes_fixed_arrays_to_every_task_without_differentiating_them():
+    w = {"a": jnp.array([1.0, -2.0])}
+    tasks = jnp.array([[1.0, 0.0], [0.0, 1.0]])
+    keys = jax.random.split(jax.random.key(0), 2)
+    scale = jnp.array(3.0)
+    task_loss = lambda p, t, k, fixed: (fixed * jnp.sum(p["a"] * t), {"fixed": fixed})
+    (loss, aux), grads = meta.mean_over_tasks(task_loss, w, tasks, keys, fixed=scale)
+    np.testing.assert_allclose(loss, 3.0 * (1.0 - 2.0) / 2)
+    np.testing.assert_allclose(aux["fixed"], 3.0)
+    np.testing.assert_allclose(grads["a"], 3.0 * tasks.mean(0))
+    assert jax.tree.structure(grads) == jax.tree.structure(w)  # a gradient for the parameters only
+    # fixed arrays are constants: differentiating the whole step in them gives zero
+    d_scale = jax.grad(lambda s: meta.mean_over_tasks(task_loss, w, tasks, keys, fixed=s)[0][0])(scale)
+    assert float(d_scale) == 0.0
 
 
 def test_outer_update_never_applies_a_non_finite_step_and_counts_them():
@@ -191,7 +207,7 @@ def test_outer_step_averages_tasks_and_updates():
     params = {"a": jnp.array([1.0, -2.0])}
     tasks = jnp.array([[1.0, 0.0], [0.0, 1.0]])
     keys = jax.random.split(jax.random.key(0), 2)
-    loss = lambda p, t, k: (jnp.sum(p["a"] * t), {"first": t[0]})
+    loss = lambda p, t, k, fixed: (jnp.sum(p["a"] * t), {"first": t[0]})
     new, _, out = meta.outer_step(loss, params, meta.outer_init(opt, params), opt, tasks, keys)
     np.testing.assert_allclose(new["a"], params["a"] - 0.5 * 0.5)
     assert float(out["loss"]) == -0.5 and float(out["first"]) == 0.5 and int(out["skipped"]) == 0

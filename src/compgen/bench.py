@@ -63,20 +63,24 @@ for _section in ("preferences", "goals"):
         CASES[f"{_section} {_model} paper{SPLIT_SUFFIX}"] = (_section, "paper", _model, {"seeds": (2020,)}, 1, 2)
     for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
         CASES[f"{_section} {_model} quick"] = (_section, "quick", _model, {"seeds": (2020,)}, 20, 3)
-# The authors' implementation at the paper configuration, measured on an idle 2-core CPU like ours, alternating
-# with our code per case (issue 24): {section and model: (seconds per outer step, their data sampling included,
-# peak resident GB)}. Their sampling runs outside their jitted step, so it is added; ours runs inside the step.
+# The authors' implementation at the paper configuration, measured on this project's idle 2-core machine, alternating
+# with our code per case, each in its own process (issue 24): {section and model: (seconds per outer step, their data
+# sampling included, peak resident GB)}, the mean of two passes. Their code (smonsays/modular-hyperteacher at
+# fd5d3eb, with the modules its fork leaves out taken from smonsays/metax at 27f2886; import lines trimmed, nothing
+# else changed) ran on the same jax/jaxlib 0.10.2: an outer step is the next meta-batch from their loader plus
+# their jitted `FewshotExperiment.step`, median of 3 after one warm-up. Their sampling runs outside their jitted
+# step, so it is added; ours runs inside the step.
 AUTHORS = {
-    "hyperteacher hnet_linear": (4.26, 2.9),
-    "hyperteacher anil": (28.1, 9.0),
-    "hyperteacher maml": (22.75, 14.7),
-    "preferences hnet_linear": (2.22, 1.8),
-    "preferences anil": (43.2, 11.9),
-    "goals hnet_linear": (0.95, 1.5),
-    "goals anil": (27.5, 2.3),
+    "hyperteacher hnet_linear": (2.27, 2.7),
+    "hyperteacher anil": (15.1, 8.6),
+    "hyperteacher maml": (14.9, 14.1),
+    "preferences hnet_linear": (1.42, 1.7),
+    "preferences anil": (23.5, 11.3),
+    "goals hnet_linear": (0.61, 1.4),
+    "goals anil": (14.0, 2.2),
 }
-AUTHORS_MACHINE = "measured 2026-11 (issue 24) on a 2-core CPU whose 1024² GEMM read 195-202 GFLOP/s"
-AUTHORS_GEMM = (195.0, 202.0)  # that machine's GEMM reading, GFLOP/s
+AUTHORS_MACHINE = "measured 2026-11-25 on a 2-core CPU whose 1024² GEMM read 357-485 GFLOP/s in the same session"
+AUTHORS_GEMM = (357.0, 485.0)  # that machine's GEMM readings (our cases' column) during the authors' runs, GFLOP/s
 COMPARABLE = 0.15  # a ratio is printed only where this run's GEMM is within 15 % of that reading (the spread of runs)
 
 

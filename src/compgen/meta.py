@@ -115,25 +115,28 @@ def fewshot_loss(model, meta_params, support, query, loss_fn, optimizer, num_ste
     return loss_fn(prediction, query[1]), (fast, prediction)
 
 
-def mean_over_tasks(task_loss, params, tasks, keys):
-    """Value and gradient in ``params`` of the mean over tasks of ``task_loss(params, task, key) -> (loss, aux)``.
+def mean_over_tasks(task_loss, params, tasks, keys, fixed=None):
+    """Value and gradient in ``params`` of the mean over tasks of ``task_loss(params, task, key, fixed) -> (loss,
+    aux)``.
 
-    ``tasks`` and ``keys`` are pytrees with a leading task axis; the tasks are vmapped. Returns
-    ``((mean loss, aux averaged over tasks), gradient)``. Inside :func:`compgen.devices.split_tasks` the
-    task axis is split over the devices of its mesh: each device differentiates its share of the tasks
-    and one all-reduce averages the results, which equal the single-device ones up to float32 round-off.
+    ``tasks`` and ``keys`` are pytrees with a leading task axis; the tasks are vmapped. ``fixed`` is a pytree every
+    task reads but nothing is differentiated in (a teacher, an initial latent); it is passed as an argument, not
+    closed over, so that a split (below) replicates it onto each device. Returns ``((mean loss, aux averaged over
+    tasks), gradient)``. Inside :func:`compgen.devices.split_tasks` the task axis is split over the devices of its
+    mesh: each device differentiates its share of the tasks and one all-reduce averages the results, which equal
+    the single-device ones up to float32 round-off.
     """
 
-    def local(params, tasks, keys):
+    def local(params, tasks, keys, fixed):
         def mean_loss(p):
-            losses, aux = jax.vmap(task_loss, (None, 0, 0))(p, tasks, keys)
+            losses, aux = jax.vmap(task_loss, (None, 0, 0, None))(p, tasks, keys, jax.lax.stop_gradient(fixed))
             return losses.mean(), jax.tree.map(jnp.mean, aux)
 
         return jax.value_and_grad(mean_loss, has_aux=True)(params)
 
     mesh = devices.task_mesh()
     if mesh is None:
-        return local(params, tasks, keys)
+        return local(params, tasks, keys, fixed)
     n_tasks, axis = len(jax.tree.leaves(keys)[0]), mesh.axis_names[0]
     if n_tasks % mesh.size:
         raise ValueError(
@@ -143,13 +146,13 @@ def mean_over_tasks(task_loss, params, tasks, keys):
     # Each shard's gradient is complete before the single pmean (check_vma off: no per-step collectives
     # are inserted in the differentiated inner loops).
     sharded = jax.shard_map(
-        lambda p, t, k: jax.lax.pmean(local(p, t, k), axis),
+        lambda p, t, k, f: jax.lax.pmean(local(p, t, k, f), axis),
         mesh=mesh,
-        in_specs=(whole, split, split),
+        in_specs=(whole, split, split, whole),
         out_specs=whole,
         check_vma=False,
     )
-    return sharded(params, tasks, keys)
+    return sharded(params, tasks, keys, fixed)
 
 
 # --------------------------------------------------------------------------------------------- outer loop
@@ -195,14 +198,14 @@ def outer_update(optimizer: optax.GradientTransformation, params, state, grads):
     )
 
 
-def outer_step(task_loss, params, state, optimizer, tasks, keys):
+def outer_step(task_loss, params, state, optimizer, tasks, keys, fixed=None):
     """Mean task loss over a batch of tasks, its meta-gradient (:func:`mean_over_tasks`) and one guarded outer
-    update (:func:`outer_update`). ``task_loss(params, task, key) -> (loss, aux dict)``.
+    update (:func:`outer_update`). ``task_loss(params, task, key, fixed) -> (loss, aux dict)``.
 
     Returns ``(params, state, metrics)`` with ``metrics`` the mean loss, the mean of each aux entry, the
     gradient norm and the skip counters.
     """
-    (loss, aux), grads = mean_over_tasks(task_loss, params, tasks, keys)
+    (loss, aux), grads = mean_over_tasks(task_loss, params, tasks, keys, fixed)
     params, state, stats = outer_update(optimizer, params, state, grads)
     return params, state, {"loss": loss, **aux, **stats}
 

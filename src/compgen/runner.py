@@ -277,10 +277,11 @@ def run(section, configs, force: bool = False, workers: int | None = None, log=p
                 f"[results] reusing {section.label(c)}: run {results.config_hash(c, section.code)} ({prov['date']}, "
                 f"{prov['wall_time_s']:.0f} s on {prov['device']}, commit {prov['git_commit'][:8]})"
             )
-    alone = [] if devices.task_mesh() is not None else [c for c in todo if devices.split_count(section, c) > 1]
-    rest = [c for c in todo if c not in alone]
-    for c in alone:  # one at a time, each with its tasks split over every core (devices.split_count)
-        run_workers(section, [[c]], 1, log, checkpoint_every, split=devices.split_count(section, c))
+    splits = {c: 1 if devices.task_mesh() is not None else devices.split_count(section, c) for c in todo}
+    rest = [c for c in todo if splits[c] == 1]
+    for c in todo:  # a split config trains alone, its tasks split over every core (devices.split_count)
+        if splits[c] > 1:
+            run_workers(section, [[c]], 1, log, checkpoint_every, split=splits[c])
     if rest:
         workers = default_workers(len(rest)) if workers is None else workers
         jobs = balance(rest, workers, section)
@@ -288,15 +289,14 @@ def run(section, configs, force: bool = False, workers: int | None = None, log=p
             run_workers(section, jobs, workers, log, checkpoint_every)
         else:
             train_and_store(section, rest, log, checkpoint_every)
-    if todo:
-        for c in todo:
-            stored = results.load(section.name, c, code=section.code, log=log)
-            if stored is None:
-                raise RuntimeError(
-                    f"the run of {c} was not found in the store after training: it was stored "
-                    "under another code version (was the library edited during the run?)"
-                )
-            loaded[c] = stored[0]
+    for c in todo:
+        stored = results.load(section.name, c, code=section.code, log=log)
+        if stored is None:
+            raise RuntimeError(
+                f"the run of {c} was not found in the store after training: it was stored "
+                "under another code version (was the library edited during the run?)"
+            )
+        loaded[c] = stored[0]
     return [loaded[c] for c in configs]
 
 
@@ -347,10 +347,7 @@ def _start(section, configs, slot, log, checkpoint_every, split=1):
     handle.close()
     env = None
     if split > 1:  # the worker makes one CPU host device per share of the tasks (read when its jax starts)
-        env = {
-            **os.environ,
-            "XLA_FLAGS": " ".join(filter(None, [os.environ.get("XLA_FLAGS"), devices.host_devices_flag(split)])),
-        }
+        env = {**os.environ, "XLA_FLAGS": devices.xla_flags_with_host_devices(split)}
     proc = subprocess.Popen(
         [sys.executable, "-u", "-m", "compgen.runner", section.module, handle.name],
         stdout=subprocess.PIPE,

@@ -191,8 +191,8 @@ def outer_step(env: Environment, cfg, run, state):
     key, k_tasks, k_data = jax.random.split(state["key"], 3)
     tasks = env.sample_tasks(cfg, run, k_tasks, cfg.meta_batch)
 
-    def one_task(params_, task, k):
-        loss, (task_metrics, *_) = solve_task(env, cfg, model, params_, run, state["world"], task, k, cfg.shots_query)
+    def one_task(params_, task, k, world):
+        loss, (task_metrics, *_) = solve_task(env, cfg, model, params_, run, world, task, k, cfg.shots_query)
         return loss, task_metrics
 
     params_, opt_state, step_metrics = meta.outer_step(
@@ -202,6 +202,7 @@ def outer_step(env: Environment, cfg, run, state):
         outer_optimizer(cfg),
         tasks,
         jax.random.split(k_data, cfg.meta_batch),
+        fixed=state["world"],
     )
     return {**state, "meta": params_, "opt_state": opt_state, "key": key}, step_metrics
 

@@ -179,8 +179,8 @@ def outer_step(cfg, run, state):
         k_latents, run["masks"], run["n_masks"], run["discrete"], cfg.meta_batch, cfg.normalisation
     )
 
-    def task_loss(params, z_task, task_key):
-        student, (teacher_params, zhat_init) = params["student"], jax.lax.stop_gradient(params["fixed"])
+    def task_loss(student, z_task, task_key, fixed):
+        teacher_params, zhat_init = fixed
         k_inner, k_query = jax.random.split(task_key)
         zhat, inner_losses = infer_latent(cfg, student, teacher_params, z_task, zhat_init, k_inner)
         x = teacher.sample_inputs(k_query, cfg.batch, cfg.n_in, cfg.input_sampler)
@@ -188,14 +188,15 @@ def outer_step(cfg, run, state):
         loss = _half_mse_to_teacher(student, zhat, teacher_weight, teacher_params["readout"], x)
         return loss, {"inner_loss_init": inner_losses[0], "inner_loss_final": inner_losses[-1]}
 
-    # The teacher and the initial latent enter as (constant) parameters rather than through the closure: split over
-    # devices (compgen.devices.split_tasks), a traced value closed over would carry the wrong mesh into the inner loop
-    params = {"student": state["student"], "fixed": (state["teacher"], state["zhat_init"])}
-    (loss, aux), grads = meta.mean_over_tasks(task_loss, params, z, jax.random.split(k_tasks, cfg.meta_batch))
-    student, opt_state, stats = meta.outer_update(
-        _outer_optimizer(cfg, run["weight_decay"]), state["student"], state["opt_state"], grads["student"]
+    student, opt_state, step_metrics = meta.outer_step(
+        task_loss,
+        state["student"],
+        state["opt_state"],
+        _outer_optimizer(cfg, run["weight_decay"]),
+        z,
+        jax.random.split(k_tasks, cfg.meta_batch),
+        fixed=(state["teacher"], state["zhat_init"]),
     )
-    step_metrics = {"loss": loss, **aux, **stats}
     return {**state, "student": student, "opt_state": opt_state, "key": key}, step_metrics
 
 
