@@ -1,4 +1,4 @@
-"""The bench: the comparison with the authors' figures (only plain-process paper cases have one), and where an
+"""The bench: the comparison with the authors' figures (paper cases have one, plain and split), and where an
 executed book's time went."""
 
 import json
@@ -6,12 +6,14 @@ import json
 from compgen import bench
 
 
-def test_authors_figures_belong_to_plain_process_paper_cases_only():
+def test_authors_figures_belong_to_paper_cases_plain_and_split():
     with_figures = {name for name in bench.CASES if bench.authors(name)}
     assert "hyperteacher hnet_linear paper (M=4, K=2)" in with_figures
     assert "goals anil paper" in with_figures and "preferences hnet_linear paper" in with_figures
-    assert not any(name.endswith(bench.SPLIT_SUFFIX) or "quick" in name for name in with_figures)
-    assert len(with_figures) == len(bench.AUTHORS)  # every figure of the authors has its case
+    assert f"goals anil paper{bench.SPLIT_SUFFIX}" in with_figures  # compgen's default at paper sizes
+    assert not any("quick" in name or name.startswith("teacher_student") for name in with_figures)
+    plain = {name for name in with_figures if not name.endswith(bench.SPLIT_SUFFIX)}
+    assert len(plain) == len(bench.AUTHORS)  # every figure of the authors has its plain-process case
 
 
 def test_the_ratio_reads_as_authors_over_ours_on_a_machine_as_fast_as_theirs():
