@@ -43,3 +43,33 @@ def test_figures_draw_with_captions_naming_preset_and_seeds(runs_of, fake):
     runs = runs_of("goals", "smoke", lambda c: rule(c, fake))
     for result in (F.fig4ef(runs), F.figa9(runs), F.curves(runs), F.splits(runs), *F.world(runs), *F.figa10(runs)):
         assert "Preset smoke" in result.caption and "seed" in result.caption, result.caption
+
+
+def test_diagnosis_reports_each_learners_curve_plateau_inner_loop_and_decodability(runs_of):
+    """The diagnosis table reads each learner's OOD curve (a learner still improving shows its gain over the second
+    half), the first and last step, the support loss before and after adaptation, and R² at the first and last
+    evaluation, from the stored evaluations."""
+    steps = np.array([0, 500, 1000, 1500, 2000])
+
+    def outputs(cfg):
+        n, ood = len(cfg.seeds), cfg.eval_set_names().index("ood")
+        rising = cfg.model == "anil"  # ANIL still learning, the others flat after step 1,000
+        curve = np.array([0.3, 0.5, 0.6, 0.7, 0.8]) if rising else np.array([0.3, 0.6, 0.7, 0.7, 0.7])
+        per_set = lambda values: np.broadcast_to(np.asarray(values, float)[None, :, None], (n, 5, 3)).copy()
+        acc = per_set(curve)
+        out = {"eval_steps": steps, "eval/acc": acc, "eval/acc_first": per_set([0.9] * 5)}
+        out["eval/acc_last"] = per_set([0.4] * 5)
+        out["eval/inner_loss_init"], out["eval/inner_loss_final"] = per_set([2.0] * 5), per_set([0.25] * 5)
+        out["eval/r2_ood_pooled"] = np.tile(np.linspace(-0.5, 0.5, 5), (n, 1))
+        assert acc[0, -1, ood] == curve[-1]
+        return out
+
+    runs = runs_of("goals", "quick", outputs)
+    table = F.diagnosis(runs).table
+    rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines()[2:]}
+    assert "steps 0, 500, 1,000, 1,500, 2,000" in table and "step 1,000 → 2,000" in table
+    assert "30.0 → 50.0 → 60.0 → 70.0 → 80.0 | +20.0 |" in rows["ANIL"]
+    assert "30.0 → 60.0 → 70.0 → 70.0 → 70.0 | +0.0 |" in rows["Linear hnet"]
+    for row in rows.values():
+        assert "90.0 ± 0.0 | 40.0 ± 0.0 | 2.000 → 0.250 | -0.50 → 0.50 |" in row
+    assert set(rows) == {"ANIL", "MAML", "Linear hnet", "Nonlinear hnet"}

@@ -42,3 +42,24 @@ def test_figures_draw_with_captions_naming_preset_and_seeds(runs_of, fake):
     for result in (F.fig4c(runs), F.fig4b(runs), F.curves(runs), F.splits(runs), *F.world(runs), *F.figa8(runs)):
         assert "Preset smoke" in result.caption and "seed" in result.caption, result.caption
     assert "k = 4" in F.more_modules(runs)
+
+
+def test_diagnosis_shows_which_learner_is_still_improving(runs_of):
+    """A learner whose OOD loss still falls over the second half of training shows that fall; one that has
+    plateaued shows none; runs without a probe show no R²."""
+
+    def outputs(cfg):
+        n = len(cfg.seeds)
+        curve = [0.6, 0.3, 0.1] if cfg.model == "hnet_deepmlp" else [0.6, 0.2, 0.2]
+        per_set = lambda values: np.broadcast_to(np.asarray(values, float)[None, :, None], (n, 3, 3)).copy()
+        return {
+            "eval_steps": np.array([0, 400, 800]),
+            "eval/loss": per_set(curve),
+            "eval/inner_loss_init": per_set([0.8] * 3),
+            "eval/inner_loss_final": per_set([0.1] * 3),
+        }
+
+    table = F.diagnosis(runs_of("preferences", "quick", outputs)).table
+    rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines()[2:]}
+    assert "| 0.600 → 0.300 → 0.100 | -0.200 | 0.800 → 0.100 | – |" in rows["Nonlinear hnet"]
+    assert "| 0.600 → 0.200 → 0.200 | +0.000 | 0.800 → 0.100 | – |" in rows["ANIL"]

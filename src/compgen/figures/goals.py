@@ -19,6 +19,7 @@ from compgen.figures import (
     caption,
     final,
     joined,
+    learning_diagnosis,
     mean_std,
     size_figures,
     size_grid,
@@ -324,6 +325,24 @@ def curves(runs: Runs) -> FigureResult:
             "split, dashed: non-compositional",
         ),
     )
+
+
+def diagnosis(runs: Runs, split="random") -> FigureResult:
+    """What Fig. 4E's learners did over training under ``split`` (a table, :func:`compgen.figures.learning_diagnosis`):
+    OOD step accuracy at every evaluation, the first step of a demonstration (navigation: every quick start is at
+    least 2 steps from the goal object) beside the last (the goal's interaction), the inner loop's support loss,
+    and the R² of the goal's factors decoded from the adapted fast parameters."""
+    cfgs = [c for c in runs.configs("fig4ef", split=split) if runs.output(c) is not None]
+    table = learning_diagnosis(
+        runs,
+        "fig4ef",
+        "acc",
+        "step accuracy (%)",
+        scale=100,
+        extra=(("acc_first", "OOD first step, navigation (%)"), ("acc_last", "OOD last step, interaction (%)")),
+        split=split,
+    )
+    return FigureResult(None, _caption(runs, cfgs, f"Fig. 4E's learners over training, {split} split"), table)
 
 
 def imitation(runs: Runs, n_goals=64) -> FigureResult:

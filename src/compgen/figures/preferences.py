@@ -18,6 +18,7 @@ from compgen.figures import (
     caption,
     final,
     joined,
+    learning_diagnosis,
     mean_std,
     size_figures,
     size_grid,
@@ -385,6 +386,15 @@ def curves(runs: Runs) -> FigureResult:
     return FigureResult(
         fig, _caption(runs, cfgs, "Test and OOD loss during training, mean over seeds with the seed range shaded")
     )
+
+
+def diagnosis(runs: Runs, split="random") -> FigureResult:
+    """What Fig. 4C's learners did over training under ``split`` (a table, :func:`compgen.figures.learning_diagnosis`):
+    OOD loss at every evaluation, the inner loop's support loss, and the R² of the task's preference weights
+    decoded from the adapted fast parameters."""
+    cfgs = [c for c in runs.configs("fig4c", split=split) if runs.output(c) is not None]
+    table = learning_diagnosis(runs, "fig4c", "loss", "loss", digits=3, split=split)
+    return FigureResult(None, _caption(runs, cfgs, f"Fig. 4C's learners over training, {split} split"), table)
 
 
 def claims(runs: Runs) -> list:
