@@ -39,6 +39,19 @@ def main(argv=None) -> int:
         default="ood",
         help="the evaluation set whose value of --metric is recorded (e.g. test, for a diagnosis); default ood",
     )
+    parser.add_argument(
+        "--budget",
+        nargs="+",
+        default=["outer_steps", "meta_batch"],
+        help="config fields recorded as the regime's budget (default: outer_steps meta_batch)",
+    )
+    parser.add_argument(
+        "--extra",
+        action="append",
+        default=[],
+        metavar="NAME=METRIC",
+        help="also record METRIC (on --eval-set, per seed) as extra.NAME, e.g. optimal_episodes=acc_all",
+    )
     parser.add_argument("--world", nargs="*", default=None, help="world fields to record (default: the first entry's)")
     parser.add_argument("--record", type=Path, default=None, help="default: book/search/<section>.json")
     args = parser.parse_args(argv)
@@ -57,24 +70,28 @@ def main(argv=None) -> int:
         if found is None:
             continue
         arrays, meta = found
-        values = np.asarray(arrays[f"eval/{args.metric}"])[:, -1]  # (seeds,) or (seeds, evaluation sets)
         names = list(cfg.eval_set_names())
-        if values.ndim == 2 and args.eval_set not in names:
-            parser.error(f"--eval-set must be one of {names}, got {args.eval_set!r}")
-        chosen = values[:, names.index(args.eval_set)] if values.ndim == 2 else values
+
+        def final(metric):
+            values = np.asarray(arrays[f"eval/{metric}"])[:, -1]  # (seeds,) or (seeds, evaluation sets)
+            if values.ndim == 2 and args.eval_set not in names:
+                parser.error(f"--eval-set must be one of {names}, got {args.eval_set!r}")
+            return [float(v) for v in (values[:, names.index(args.eval_set)] if values.ndim == 2 else values)]
+
         world = {name: getattr(cfg, name) for name in world_fields}
-        record["records"].append(
-            dict(
-                regime=args.regime,
-                world=world,
-                budget=dict(outer_steps=cfg.outer_steps, meta_batch=cfg.meta_batch),
-                model=cfg.model,
-                split=getattr(cfg, "split", ""),
-                seeds=list(cfg.seeds),
-                values=[float(v) for v in chosen],
-                cpu_s=float(meta.get("provenance", {}).get("wall_time_s", 0.0)),
-            )
+        entry = dict(
+            regime=args.regime,
+            world=world,
+            budget={name: getattr(cfg, name) for name in args.budget},
+            model=cfg.model,
+            split=getattr(cfg, "split", ""),
+            seeds=list(cfg.seeds),
+            values=final(args.metric),
+            cpu_s=float(meta.get("provenance", {}).get("wall_time_s", 0.0)),
         )
+        if args.extra:
+            entry["extra"] = {name: final(metric) for name, metric in (text.split("=", 1) for text in args.extra)}
+        record["records"].append(entry)
         added += 1
     path.write_text(json.dumps(record, indent=1) + "\n")
     print(f"{path}: {added} record(s) added under regime {args.regime}")
