@@ -223,12 +223,13 @@ def learning_diagnosis(runs: Runs, figure: str, metric: str, label: str, scale=1
       last evaluation (``–`` where the runs have no probe).
     """
     cfgs = [c for c in runs.configs(figure, **where) if runs.output(c) is not None]
-    rows, steps, middle = [], [0], 0
+    # a figure's learners share one budget, hence one list of evaluation steps
+    steps = [int(s) for s in runs.output(cfgs[0])["eval_steps"]] if cfgs else [0]
+    middle = min(int(np.searchsorted(steps, steps[-1] / 2)), len(steps) - 1)
+    rows = []
     for cfg in cfgs:
         out, ood = runs.output(cfg), cfg.eval_set_names().index("ood")
         curve = scale * np.asarray(out[f"eval/{metric}"])[:, :, ood].mean(0)
-        steps = [int(s) for s in np.asarray(out["eval_steps"]).reshape(-1)[-curve.size :]]
-        middle = min(int(np.searchsorted(steps, steps[-1] / 2)), len(steps) - 1)
         cells = [" → ".join(f"{v:.{digits}f}" for v in curve), f"{curve[-1] - curve[middle]:+.{digits}f}"]
         cells += [mean_std(final(out, name, ood, scale), digits) for name, _ in extra]
         inner = [np.mean(final(out, f"inner_loss_{when}", ood)) for when in ("init", "final")]
