@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from compgen import experiments, params, results
-from compgen.section import figure_configs
+from compgen.section import figure_configs, make_config
 
 
 def main(argv=None) -> int:
@@ -54,6 +54,13 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--world", nargs="*", default=None, help="world fields to record (default: the first entry's)")
     parser.add_argument("--record", type=Path, default=None, help="default: book/search/<section>.json")
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        default=None,
+        help="record these models at every point of the figure's grid, each with its own preset settings, "
+        "even where the preset's figure runs other models (a probe of a model the figure leaves out)",
+    )
     args = parser.parse_args(argv)
     section = experiments.get(args.section)
     path = args.record or Path(__file__).resolve().parents[1] / "book" / "search" / f"{args.section}.json"
@@ -65,7 +72,14 @@ def main(argv=None) -> int:
     world_fields = args.world if args.world is not None else list(record["records"][0]["world"])
     added = 0
     overrides = dict(params.parse_assignment(text) for text in args.set)
-    for cfg in figure_configs(section, args.figure, args.preset, seeds=tuple(args.seeds), **overrides):
+    overrides["seeds"] = tuple(args.seeds)
+    if args.models is None:
+        configs = figure_configs(section, args.figure, args.preset, **overrides)
+    else:
+        grid = section.preset(args.preset).figures[args.figure]
+        points = list(grid.points())
+        configs = [make_config(section, args.preset, m, **{**p, **overrides}) for m in args.models for p in points]
+    for cfg in configs:
         found = results.load(section.name, cfg, code=section.code)
         if found is None:
             continue
