@@ -63,3 +63,29 @@ def test_diagnosis_shows_which_learner_is_still_improving(runs_of):
     rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines()[2:]}
     assert "| 0.600 → 0.300 → 0.100 | -0.200 | 0.800 → 0.100 | – |" in rows["Nonlinear hnet"]
     assert "| 0.600 → 0.200 → 0.200 | +0.000 | 0.800 → 0.100 | – |" in rows["ANIL"]
+
+
+def test_fig4b_diagnosis_compares_the_supports_of_each_hypernetwork(runs_of):
+    """One row per support, with the loss on training combinations beside the OOD loss: a support whose OOD loss
+    stands far above its test loss shows it, one that composes shows both close."""
+
+    def outputs(cfg):
+        n = len(cfg.seeds)
+        ood = 0.4 if cfg.split == "disconnected" else 0.2
+        per_set = np.zeros((n, 3, len(cfg.eval_set_names())))
+        per_set[:, :, cfg.eval_set_names().index("test")] = 0.15
+        per_set[:, :, cfg.eval_set_names().index("ood")] = [0.9, 0.5, ood]
+        return {
+            "eval_steps": np.array([0, 400, 800]),
+            "eval/loss": per_set,
+            "eval/inner_loss_init": per_set + 0.5,
+            "eval/inner_loss_final": per_set,
+            "eval/r2_ood_pooled": np.full((n, 3), 0.3),
+        }
+
+    result = F.fig4b_diagnosis(runs_of("preferences", "quick", outputs))
+    assert result.table.startswith("**Linear hnet**")  # quick's Fig. 4B runs the linear hypernetwork only
+    rows = {line.split(" | ")[0].strip("| "): line for line in result.table.splitlines() if line.startswith("| ")}
+    assert "| split | OOD loss at steps 0, 400, 800 | change, step 400 → 800 | loss on test tasks |" in result.table
+    assert "| 0.900 → 0.500 → 0.200 | -0.300 | 0.150 ± 0.000 | 0.700 → 0.200 | 0.30 → 0.30 |" in rows["connected"]
+    assert "| 0.900 → 0.500 → 0.400 | -0.100 | 0.150 ± 0.000 | 0.900 → 0.400 |" in rows["disconnected"]

@@ -210,12 +210,17 @@ def final(output, key, set_index=None, scale=1.0):
     return scale * (values if set_index is None else values[:, set_index])
 
 
-def learning_diagnosis(runs: Runs, figure: str, metric: str, label: str, scale=1.0, digits=1, extra=(), **where):
-    """What each meta-learner of ``figure`` (its configs matching ``where``, e.g. ``split="random"``) did over
-    training, as a markdown table with one row per model, every value a mean over seeds:
+def learning_diagnosis(
+    runs: Runs, figure: str, metric: str, label: str, scale=1.0, digits=1, extra=(), row="model", test_set=None, **where
+):
+    """What each run of ``figure`` (its configs matching ``where``, e.g. ``split="random"``) did over training, as a
+    markdown table with one row per config, named by its field ``row`` (the model by default; ``"split"`` compares
+    one learner's supports), every value a mean over seeds:
 
     * ``metric`` on the OOD set at every evaluation (×``scale``), and its change over the second half of
       training (last evaluation minus the one at half the steps; near 0 is a plateau);
+    * with ``test_set`` (e.g. ``"test"``), ``metric`` on that in-distribution set at the last evaluation, so that
+      the OOD column minus this one is what new combinations cost;
     * each ``(name, column label)`` of ``extra`` on the OOD set at the last evaluation (×``scale``, mean ± std);
     * the inner loop on OOD tasks at the last evaluation: the support loss at the shared fast initialisation and
       after adaptation;
@@ -226,25 +231,30 @@ def learning_diagnosis(runs: Runs, figure: str, metric: str, label: str, scale=1
     # a figure's learners share one budget, hence one list of evaluation steps
     steps = [int(s) for s in runs.output(cfgs[0])["eval_steps"]] if cfgs else [0]
     middle = min(int(np.searchsorted(steps, steps[-1] / 2)), len(steps) - 1)
+    columns = [(test_set, f"{label} on {test_set} tasks")] if test_set else []
     rows = []
     for cfg in cfgs:
-        out, ood = runs.output(cfg), cfg.eval_set_names().index("ood")
+        out, names = runs.output(cfg), cfg.eval_set_names()
+        ood = names.index("ood")
         curve = scale * np.asarray(out[f"eval/{metric}"])[:, :, ood].mean(0)
         cells = [" → ".join(f"{v:.{digits}f}" for v in curve), f"{curve[-1] - curve[middle]:+.{digits}f}"]
+        cells += [mean_std(final(out, metric, names.index(name), scale), digits) for name, _ in columns]
         cells += [mean_std(final(out, name, ood, scale), digits) for name, _ in extra]
         inner = [np.mean(final(out, f"inner_loss_{when}", ood)) for when in ("init", "final")]
         cells.append(f"{inner[0]:.3f} → {inner[1]:.3f}")
         r2 = out.get("eval/r2_ood_pooled")
         cells.append("–" if r2 is None else " → ".join(f"{np.mean(np.asarray(r2)[:, i]):.2f}" for i in (0, -1)))
-        rows.append(f"| {MODEL_LABELS.get(cfg.model, cfg.model)} | " + " | ".join(cells) + " |")
+        name = getattr(cfg, row)
+        rows.append(f"| {MODEL_LABELS.get(name, name) if row == 'model' else name} | " + " | ".join(cells) + " |")
+    columns += list(extra)
     head = (
-        f"| model | OOD {label} at steps {', '.join(f'{s:,}' for s in steps)} | change, step "
+        f"| {row} | OOD {label} at steps {', '.join(f'{s:,}' for s in steps)} | change, step "
         f"{steps[middle]:,} → {steps[-1]:,} | "
-        + "".join(f"{column} | " for _, column in extra)
+        + "".join(f"{column} | " for _, column in columns)
         + f"support loss before → after the inner loop | R² of the task latent, step {steps[0]:,} → {steps[-1]:,} |"
     )
-    rule = "|---|---|---|" + "---|" * len(extra) + "---|---|"
-    return "\n".join([head, rule, *(rows or ["| – | not run at this preset |" + " |" * (len(extra) + 3)])])
+    rule = "|---|---|---|" + "---|" * len(columns) + "---|---|"
+    return "\n".join([head, rule, *(rows or ["| – | not run at this preset |" + " |" * (len(columns) + 3)])])
 
 
 def differences_table(runs: Runs, figure: str, labels=None) -> str:

@@ -319,6 +319,21 @@ def fig4b(runs: Runs) -> FigureResult:
     )
 
 
+def fig4b_diagnosis(runs: Runs) -> FigureResult:
+    """What Fig. 4B's hypernetworks did over training on each support (a table per hypernetwork, one row per
+    support; :func:`compgen.figures.learning_diagnosis`): OOD loss at every evaluation, the loss on training
+    combinations (test), the inner loop's support loss, and the R² of the preference weights decoded from the
+    adapted fast parameters."""
+    cfgs = [c for c in runs.configs("fig4b") if runs.output(c) is not None]
+    tables = []
+    for m in HNETS:
+        if any(c.model == m for c in cfgs):
+            table = learning_diagnosis(runs, "fig4b", "loss", "loss", digits=3, row="split", test_set="test", model=m)
+            tables.append(f"**{MODEL_LABELS[m]}**\n\n{table}")
+    caption = _caption(runs, cfgs, "Fig. 4B's hypernetworks over training, connected and disconnected support")
+    return FigureResult(None, caption, "\n\n".join(tables))
+
+
 # --------------------------------------------------------------------------------------------- more modules, Fig. A8
 
 
