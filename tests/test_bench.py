@@ -3,6 +3,8 @@ executed book's time went."""
 
 import json
 
+import pytest
+
 from compgen import bench
 
 
@@ -82,3 +84,25 @@ def test_book_time_gives_each_chapter_the_runs_stored_while_it_executed(tmp_path
     table = bench.book_time_table(list(rows.values()))
     assert "| a | 10.0 | 6.7 | 2 | 0.7 / 0.0 / 5.0 / 0.2 | 11 % | 3.3 |" in table
     assert table.splitlines()[-1].startswith("| total | 12.0 | 6.7 | 3 |")
+
+
+def test_op_profile_groups_thunks_by_kind_per_step():
+    """Thunks are grouped by HLO kind and divided by the steps; Python spans, the runtime's own spans, end markers
+    and non-complete events do not count."""
+    events = [
+        {"ph": "X", "name": "ynn_fusion.3", "dur": 30.0},
+        {"ph": "X", "name": "ynn_fusion.7", "dur": 10.0},
+        {"ph": "X", "name": "copy.1", "dur": 1.0},
+        {"ph": "X", "name": "copy.2", "dur": 3.0},
+        {"ph": "X", "name": "end: copy", "dur": 0.1},
+        {"ph": "X", "name": "ThunkExecutor::Execute", "dur": 500.0},
+        {"ph": "X", "name": "PjitFunction(jit(chunk))", "dur": 900.0},
+        {"ph": "X", "name": "$api.py:123 __call__", "dur": 900.0},
+        {"ph": "M", "name": "thread_name"},
+    ]
+    rows = bench.op_profile(events, steps=2)
+    assert [r[0] for r in rows] == ["ynn", "copy"]  # most time first
+    kind, per_step, ms_per_step, us_each = rows[0]
+    assert per_step == 1.0 and ms_per_step == pytest.approx(0.020) and us_each == pytest.approx(20.0)
+    assert rows[1][1:] == (1.0, pytest.approx(0.002), pytest.approx(2.0))
+    assert bench.op_kind("wrapped_add.12") == "wrapped" and bench.op_kind("dynamic-slice.4") == "dynamic-slice"

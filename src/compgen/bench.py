@@ -15,6 +15,12 @@ split is what uses a multi-core CPU.
     python -m compgen.bench            # the table
     python -m compgen.bench --case "hyperteacher anil paper (M=4, K=2)"   # one case, as JSON
     python -m compgen.bench --book book   # where an executed book's time went, per chapter
+    python -m compgen.bench --profile "preferences hnet_linear quick"   # one case's XLA thunks, by kind
+
+``--profile`` runs one chunk of a case under JAX's profiler and groups the thunks XLA's CPU runtime executed by
+kind (:func:`op_profile`): how many per outer step and how long they took, so a step far below the GEMM rate shows
+whether its time goes to matrix products or to the many small operations around them. Tracing slows the step (the
+table gives both times), small thunks most.
 
 ``--book`` reads the executed notebooks (papermill records each cell's duration) and the results store: the runs a
 chapter trained are those stored while it executed, and each run records its seconds of compilation, set-up,
@@ -145,6 +151,88 @@ def _case(section_name, preset, model, overrides, steps, repeats):
         jax.block_until_ready(compiled(jax.random.key(i)))
         times.append((time.perf_counter() - start) / steps)
     return {"runs": 1, "s_per_step": sorted(times)[len(times) // 2], "compile_s": compile_s, "gflops": float("nan")}
+
+
+# thunk kinds that multiply matrices: XLA's dot thunks and the YNNPACK fusions (a product and what XLA fused into it)
+PRODUCT_KINDS = ("dot", "ynn")
+
+
+def op_kind(name: str) -> str:
+    """The kind of an XLA CPU thunk from its trace name: the HLO name without its number and fusion suffix
+    (``ynn_fusion.12`` -> ``ynn``, ``copy.3`` -> ``copy``, ``wrapped_add.1`` -> ``wrapped``)."""
+    return name.split(".")[0].split("_")[0]
+
+
+def is_thunk(event) -> bool:
+    """Whether a Perfetto trace event is a complete span (``"ph": "X"``) of an HLO thunk, not the Python side (names
+    starting ``$``), the runtime's own spans (``::`` or ``(`` in the name, e.g. ``ThunkExecutor::Execute``) or an
+    end marker."""
+    name = event.get("name", "")
+    return event.get("ph") == "X" and not name.startswith(("$", "end:")) and "::" not in name and "(" not in name
+
+
+def op_profile(events, steps: int) -> list:
+    """Per kind of thunk (:func:`op_kind`, :func:`is_thunk`), from Perfetto trace events of ``steps`` outer steps:
+    ``(kind, thunks per step, ms per step, mean µs per thunk)``, most time first."""
+    totals = {}
+    for e in filter(is_thunk, events):
+        count, micros = totals.get(op_kind(e["name"]), (0, 0.0))
+        totals[op_kind(e["name"])] = (count + 1, micros + float(e.get("dur", 0.0)))
+    rows = [(k, c / steps, us / steps / 1e3, us / c) for k, (c, us) in totals.items()]
+    return sorted(rows, key=lambda r: -r[2])
+
+
+def profile_case(name: str, steps: int = 20) -> str:
+    """Markdown: the thunks of one chunk of ``steps`` outer steps of case ``name``, traced, by kind
+    (:func:`op_profile`), with the untraced and traced step times and the products' share of the thunks' time."""
+    import gzip
+    import tempfile
+
+    import jax
+
+    from compgen import experiments, runner
+    from compgen.section import make_config
+
+    section_name, preset, model, overrides, _, _ = CASES[name]
+    if model == "tasks":
+        raise SystemExit(f"--profile needs a case that trains a model, got {name!r}")
+    section = experiments.get(section_name)
+    cfg = make_config(section, preset, model, **overrides)
+    runs = section.run_arrays([cfg])
+    program = runner.program(section, cfg)
+    state = program.init(runs)
+    compiled = program.chunk.lower(runs, state, steps).compile()
+    state, _ = compiled(runs, state)
+    jax.block_until_ready(state)
+    start = time.perf_counter()
+    state, _ = compiled(runs, state)
+    jax.block_until_ready(state)
+    plain = (time.perf_counter() - start) / steps
+    with tempfile.TemporaryDirectory() as folder:
+        with jax.profiler.trace(folder, create_perfetto_trace=True):
+            state, _ = compiled(runs, state)
+            jax.block_until_ready(state)
+        (trace,) = Path(folder).rglob("perfetto_trace.json.gz")
+        events = json.loads(gzip.decompress(trace.read_bytes()))["traceEvents"]
+    rows = op_profile(events, steps)
+    thunks = [e for e in events if is_thunk(e)]
+    traced = (max(e["ts"] + e.get("dur", 0) for e in thunks) - min(e["ts"] for e in thunks)) / 1e6 / steps
+    total = sum(r[2] for r in rows)
+    products = sum(r[2] for r in rows if r[0] in PRODUCT_KINDS)
+    flops = section.cost(cfg) / cfg.outer_steps
+    lines = [
+        f"{name}: {plain * 1e3:.2f} ms per outer step untraced ({flops / plain / 1e9:.0f} GFLOP/s; a 1024² GEMM "
+        f"{_gemm_gflops():.0f} in this process), {traced * 1e3:.2f} traced (first to last thunk); "
+        f"{sum(r[1] for r in rows):.0f} thunks per step taking {total:.2f} ms summed over the executor's threads "
+        f"({total / (traced * 1e3):.2f} threads busy on average), "
+        f"{products / total:.0%} of it in matrix products ({', '.join(PRODUCT_KINDS)}), which alone run the step's "
+        f"FLOPs at {flops / (products / 1e3) / 1e9:.0f} GFLOP/s of busy thread",
+        "",
+        "| thunk kind | per step | ms per step | µs each |",
+        "|---|---|---|---|",
+        *(f"| {k} | {n:.1f} | {ms:.3f} | {us:.1f} |" for k, n, ms, us in rows),
+    ]
+    return "\n".join(lines)
 
 
 def _jit_gflops(fn, args, flops, repeats=10):
@@ -301,7 +389,12 @@ def main(argv=None):
     parser.add_argument("--only", default="", help="run the cases whose name contains this text")
     parser.add_argument("--book", metavar="DIR", help="where the executed notebooks of DIR spent their time")
     parser.add_argument("--store", metavar="DIR", help="results store for --book (default: $COMPGEN_RESULTS)")
+    parser.add_argument("--profile", choices=sorted(CASES), metavar="CASE", help="one case's XLA thunks, by kind")
+    parser.add_argument("--steps", type=int, default=20, help="outer steps of the chunk --profile traces")
     args = parser.parse_args(argv)
+    if args.profile:
+        print(profile_case(args.profile, args.steps))
+        return 0
     if args.book:
         rows = book_time(Path(args.book), Path(args.store or storage.results_root()))
         if not rows:
