@@ -40,7 +40,8 @@ def search_table(
     ``by`` names the record fields that make a record's key in ``labels`` (the field's value for one field, a
     tuple of values for several; a field a record lacks is ``None``). By default the key is the model and a cell
     lists the model's mean per split, each after its split; ``prefix_split`` (default: unless ``"split"`` is one
-    of ``by``) says whether values carry their split."""
+    of ``by``) says whether values carry their split. World fields with the same value in every row are named once,
+    in the caption, and the world column gives each regime's other fields (``–`` if none)."""
     record = load_search(path)
     by = (by,) if isinstance(by, str) else tuple(by)
     prefix = "split" not in by if prefix_split is None else prefix_split
@@ -48,9 +49,8 @@ def search_table(
     regimes = defaultdict(list)
     for r in record["records"]:
         regimes[r["regime"]].append(r)
-    rows = []
+    shown = []  # (name, the regime's first record, its records, cells) of the regimes with a cell
     for name, records in regimes.items():
-        first = records[0]
         cells = {}
         for column in labels:
             found = [r for r in records if key(r) == column]
@@ -59,12 +59,17 @@ def search_table(
                 + f"{scale * np.mean(r['values']):.{digits}f}"
                 for r in found
             )
-        if not any(cells.values()):
-            continue
+        if any(cells.values()):
+            shown.append((name, records[0], records, cells))
+    # world fields with one value in every row go above the table, so the world column shows what a regime changes
+    worlds = [first["world"] for _, first, _, _ in shown]
+    shared = {k: v for k, v in (worlds[0] if worlds else {}).items() if all(w.get(k, object()) == v for w in worlds)}
+    rows = []
+    for name, first, records, cells in shown:
         seeds = sorted({s for r in records for s in r["seeds"]})
         cpu = sum(r.get("cpu_s", 0.0) for r in records) / 60
         rows.append(
-            f"| {name} | {_describe(first['world'])} | {first['budget'].get('outer_steps')} × "
+            f"| {name} | {_describe(first['world'], skip=shared) or '–'} | {first['budget'].get('outer_steps')} × "
             f"{first['budget'].get('meta_batch')} | {', '.join(map(str, seeds))} | "
             + " | ".join(cells[c] or "–" for c in labels)
             + f" | {cpu:.1f} |"
@@ -81,7 +86,8 @@ def search_table(
     )
     return "\n".join(
         [
-            f"{record['metric']} (mean over the seeds{unit}){legend}. {record.get('source', '')}",
+            f"{record['metric']} (mean over the seeds{unit}){legend}. {record.get('source', '')}"
+            + (f" Every regime's world has {_describe(shared)}; the world column gives the rest." if shared else ""),
             "",
             header,
             *rows,
