@@ -43,6 +43,16 @@ def test_the_fields_a_figure_varies_cannot_be_overridden():
     assert {c.seeds for c in figure_configs(HT.SECTION, "fig3b", "smoke", seeds=(7,))} == {(7,)}
 
 
+def test_models_builds_another_model_at_the_figures_points_with_its_own_settings():
+    sec = experiments.get("preferences")
+    grid = sec.preset("smoke").figures["figa8"]  # the linear hypernetwork only
+    probe = figure_configs(sec, "figa8", "smoke", models=("hnet_deepmlp",))
+    assert [c.model for c in probe] == ["hnet_deepmlp"] * len(list(grid.points()))
+    assert probe[0] == make_config(sec, "smoke", "hnet_deepmlp", **next(iter(grid.points())))
+    with pytest.raises(params.ParameterError, match="templates"):  # the figure's axes stay fixed
+        figure_configs(sec, "figa8", "smoke", models=("hnet_deepmlp",), templates=4)
+
+
 def test_unknown_names_list_the_allowed_ones():
     with pytest.raises(params.ParameterError, match="model must be one of"):
         make_config(HT.SECTION, "quick", "lstm")

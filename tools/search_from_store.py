@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from compgen import experiments, params, results
-from compgen.section import figure_configs, make_config
+from compgen.section import figure_configs
 
 
 def main(argv=None) -> int:
@@ -72,13 +72,7 @@ def main(argv=None) -> int:
     world_fields = args.world if args.world is not None else list(record["records"][0]["world"])
     added = 0
     overrides = dict(params.parse_assignment(text) for text in args.set)
-    overrides["seeds"] = tuple(args.seeds)
-    if args.models is None:
-        configs = figure_configs(section, args.figure, args.preset, **overrides)
-    else:
-        grid = section.preset(args.preset).figures[args.figure]
-        points = list(grid.points())
-        configs = [make_config(section, args.preset, m, **{**p, **overrides}) for m in args.models for p in points]
+    configs = figure_configs(section, args.figure, args.preset, args.models, seeds=tuple(args.seeds), **overrides)
     for cfg in configs:
         found = results.load(section.name, cfg, code=section.code)
         if found is None:

@@ -165,7 +165,9 @@ def make_config(section: Section, preset: str = "quick", model: str | None = Non
 
 
 def figure_configs(section: Section, figure: str, preset: str = "quick", models=None, **overrides) -> list:
-    """The configs of ``figure`` at ``preset`` (see module docstring), in grid order; ``models`` restricts them."""
+    """The configs of ``figure`` at ``preset`` (see module docstring), in grid order. ``models`` replaces the
+    figure's models: each is built at every point of the grid with its own preset settings, also a model the preset's
+    figure leaves out (a probe of it)."""
     grid = section.preset(preset).figures.get(figure)
     if grid is None:
         raise params.ParameterError(f"experiment must be one of {section.figures(preset)}, got {figure!r}")
@@ -175,9 +177,7 @@ def figure_configs(section: Section, figure: str, preset: str = "quick", models=
         f"{section.name} {figure}",
         fixed={k: f"experiment {figure} ({why})" for k, why in grid.varied().items()},
     )
-    chosen = grid.models or (section.models[:1] if section.models else (None,))
-    if models is not None:
-        chosen = [m for m in chosen if m in models]
+    chosen = models if models is not None else grid.models or (section.models[:1] if section.models else (None,))
     configs = []
     for model in chosen:
         for point in grid.points():
