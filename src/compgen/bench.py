@@ -91,8 +91,9 @@ COMPARABLE = 0.15  # a ratio is printed only where this run's GEMM is within 15 
 
 
 def _time_chunks(program, runs, steps, repeats):
-    """Compile a chunk of ``steps`` outer steps, run it once untimed, then ``repeats`` times: (median s/step,
-    compile s)."""
+    """Compile a chunk of ``steps`` outer steps, run it once untimed (the first execution also pays for touching
+    its memory for the first time), then ``repeats`` times: (median s/step, compile s, the compiled chunk, the state
+    after the last run)."""
     import jax
     import numpy as np
 
@@ -108,22 +109,27 @@ def _time_chunks(program, runs, steps, repeats):
         state, _ = compiled(runs, state)
         jax.block_until_ready(state)
         times.append((time.perf_counter() - start) / steps)
-    return float(np.median(times)), compile_s
+    return float(np.median(times)), compile_s, compiled, state
 
 
-def _case(section_name, preset, model, overrides, steps, repeats):
-    """One config's outer step (its seeds vmapped), or (``model == "tasks"``) a few-shot world's task generation."""
-    import jax
-
+def _program(section_name, preset, model, overrides):
+    """A case's section, config, run arrays and compiled-program maker (:func:`compgen.runner.program`)."""
     from compgen import experiments, runner
     from compgen.section import make_config
 
     section = experiments.get(section_name)
     cfg = make_config(section, preset, "hnet_linear" if model == "tasks" else model, **overrides)
     runs = section.run_arrays([cfg])
+    return section, cfg, runs, (None if model == "tasks" else runner.program(section, cfg))
+
+
+def _case(section_name, preset, model, overrides, steps, repeats):
+    """One config's outer step (its seeds vmapped), or (``model == "tasks"``) a few-shot world's task generation."""
+    import jax
+
+    section, cfg, runs, program = _program(section_name, preset, model, overrides)
     if model != "tasks":
-        program = runner.program(section, cfg)
-        s_per_step, compile_s = _time_chunks(program, runs, steps, repeats)
+        s_per_step, compile_s, _, _ = _time_chunks(program, runs, steps, repeats)
         flops = section.cost(cfg) / cfg.outer_steps  # every seed of the config, one outer step
         return {
             "runs": len(cfg.seeds),
@@ -190,24 +196,11 @@ def profile_case(name: str, steps: int = 20) -> str:
 
     import jax
 
-    from compgen import experiments, runner
-    from compgen.section import make_config
-
-    section_name, preset, model, overrides, _, _ = CASES[name]
+    section_name, preset, model, overrides, _, repeats = CASES[name]
     if model == "tasks":
         raise SystemExit(f"--profile needs a case that trains a model, got {name!r}")
-    section = experiments.get(section_name)
-    cfg = make_config(section, preset, model, **overrides)
-    runs = section.run_arrays([cfg])
-    program = runner.program(section, cfg)
-    state = program.init(runs)
-    compiled = program.chunk.lower(runs, state, steps).compile()
-    state, _ = compiled(runs, state)
-    jax.block_until_ready(state)
-    start = time.perf_counter()
-    state, _ = compiled(runs, state)
-    jax.block_until_ready(state)
-    plain = (time.perf_counter() - start) / steps
+    section, cfg, runs, program = _program(section_name, preset, model, overrides)
+    plain, _, compiled, state = _time_chunks(program, runs, steps, repeats)
     with tempfile.TemporaryDirectory() as folder:
         with jax.profiler.trace(folder, create_perfetto_trace=True):
             state, _ = compiled(runs, state)
