@@ -1,5 +1,5 @@
 """Splitting a run's tasks over devices, and one config per device; two-device cases run in a subprocess with two
-CPU host devices."""
+CPU host devices; the meta-batch split over devices and taken in chunks (train_chunk) equals it taken at once."""
 
 import os
 import subprocess
@@ -21,8 +21,8 @@ TWO_DEVICE_SCRIPT = textwrap.dedent("""
     assert len(jax.devices()) == 2
     S = ht.SECTION
 
-    def train(model, split):
-        cfg = make_config(S, "smoke", model, seeds=(2020, 2021))
+    def train(model, split, **fields):
+        cfg = make_config(S, "smoke", model, seeds=(2020, 2021), **fields)
         runs = S.run_arrays([cfg])
         if split:
             with devices.split_tasks():
@@ -37,6 +37,13 @@ TWO_DEVICE_SCRIPT = textwrap.dedent("""
         rel = max(float(np.max(np.abs(a - b)) / (np.max(np.abs(a)) + 1e-12))
                   for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(two)))
         print(model, "params", rel, "loss", float(np.max(np.abs(loss_one - loss_two) / np.abs(loss_one))))
+    # 8 tasks, 2 at a time: in 4 chunks on one device, in 2 on each of two, against all 8 at once
+    (one, loss_one) = train("hnet_linear", False, meta_batch=8)
+    for name, split in (("chunked", False), ("chunked-split", True)):
+        two, loss_two = train("hnet_linear", split, meta_batch=8, train_chunk=2)
+        rel = max(float(np.max(np.abs(a - b)) / (np.max(np.abs(a)) + 1e-12))
+                  for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(two)))
+        print(name, "params", rel, "loss", float(np.max(np.abs(loss_one - loss_two) / np.abs(loss_one))))
     cfg = make_config(S, "smoke", "anil", meta_batch=3)
     with devices.split_tasks():
         program = runner.program(S, cfg)
@@ -55,7 +62,7 @@ def test_split_tasks_equals_one_device_and_checks_the_meta_batch():
     )
     assert out.returncode == 0, out.stdout + out.stderr
     lines = dict(line.split(" ", 1) for line in out.stdout.strip().splitlines())
-    for model in ("hnet_linear", "anil"):
+    for model in ("hnet_linear", "anil", "chunked", "chunked-split"):
         _, params, _, loss = lines[model].split()
         assert float(params) < 1e-4 and float(loss) < 1e-5, lines[model]  # float32 round-off only
     assert "meta_batch (3) must be a multiple of the number of devices" in lines["error:"]
@@ -105,3 +112,13 @@ def test_split_count_splits_only_large_configs_on_a_multicore_cpu(monkeypatch):
             for figure in section.figures(preset):
                 for cfg in figure_configs(section, figure, preset):
                     assert devices.split_count(section, cfg, cores=2, backend="cpu") == count, (name, preset, figure)
+
+
+def test_train_chunk_adapts_a_large_meta_batch_a_few_tasks_at_a_time_on_a_cpu_only():
+    assert devices.train_chunk(128, backend="cpu") == devices.CPU_TRAIN_CHUNK == 8
+    assert devices.train_chunk(96 + 4, backend="cpu") == 5  # the largest divisor up to 8
+    assert devices.train_chunk(16, backend="cpu") is None  # the quick presets' meta-batches: all at once
+    assert devices.train_chunk(128, backend="gpu") is None
+    assert devices.train_chunk(128, chosen=32, backend="gpu") == 32  # a config's train_chunk wins
+    with devices.tasks_split_over(type("Mesh", (), {"size": 32})()):  # each of 32 devices adapts 4 tasks
+        assert devices.train_chunk(128, backend="cpu") == 4

@@ -187,6 +187,31 @@ def test_mean_over_tasks_passes_fixed_arrays_to_every_task_without_differentiati
     assert float(d_scale) == 0.0
 
 
+@pytest.mark.parametrize("model_name", ["hnet_linear", "anil"])
+def test_mean_over_tasks_in_chunks_equals_all_tasks_at_once(model_name):
+    """Adapting the tasks a chunk at a time (lax.map over chunks) changes float round-off only, and a chunk that
+    does not divide the tasks is refused."""
+    model, params, support, query, mse = _tiny_fewshot(model_name)
+    opt = meta.inner_optimizer(0.05)
+    shift = jnp.arange(8.0)[:, None, None] / 8  # 8 tasks: the tiny task with its inputs shifted
+    stack = lambda x, y: (x + shift, jnp.broadcast_to(y, (8, *y.shape)))
+    tasks = (stack(*support), stack(*query))
+    keys = jax.random.split(jax.random.key(5), 8)
+
+    def task_loss(p, task, key, fixed):
+        loss, _ = meta.fewshot_loss(model, p, task[0], task[1], mse, opt, 4, key, inner_batch=3)
+        return loss, {"loss": loss}
+
+    at_once = jax.jit(lambda p: meta.mean_over_tasks(task_loss, p, tasks, keys))(params)
+    for chunk in (2, 4):
+        chunked = jax.jit(lambda p, c=chunk: meta.mean_over_tasks(task_loss, p, tasks, keys, chunk=c))(params)
+        for a, b in zip(jax.tree.leaves(chunked), jax.tree.leaves(at_once)):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    assert any(np.any(np.asarray(g) != 0) for g in jax.tree.leaves(at_once[1]))
+    with pytest.raises(ValueError, match=r"train_chunk \(3\) must divide the tasks each device adapts \(8"):
+        meta.mean_over_tasks(task_loss, params, tasks, keys, chunk=3)
+
+
 def test_outer_update_never_applies_a_non_finite_step_and_counts_them():
     opt = meta.outer_optimizer(0.1, clip_norm=1.0, weight_decay=0.0)
     params = {"w": jnp.ones(3)}

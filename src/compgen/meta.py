@@ -115,24 +115,39 @@ def fewshot_loss(model, meta_params, support, query, loss_fn, optimizer, num_ste
     return loss_fn(prediction, query[1]), (fast, prediction)
 
 
-def mean_over_tasks(task_loss, params, tasks, keys, fixed=None):
+def mean_over_tasks(task_loss, params, tasks, keys, fixed=None, chunk=None):
     """Value and gradient in ``params`` of the mean over tasks of ``task_loss(params, task, key, fixed) -> (loss,
     aux)``.
 
     ``tasks`` and ``keys`` are pytrees with a leading task axis; the tasks are vmapped. ``fixed`` is a pytree every
     task reads but nothing is differentiated in (a teacher, an initial latent); it is passed as an argument, not
     closed over, so that a split (below) replicates it onto each device. Returns ``((mean loss, aux averaged over
-    tasks), gradient)``. Inside :func:`compgen.devices.split_tasks` the task axis is split over the devices of its
-    mesh: each device differentiates its share of the tasks and one all-reduce averages the results, which equal
+    tasks), gradient)``. With ``chunk`` the tasks are taken ``chunk`` at a time, one chunk after another
+    (``lax.map``), and the chunks' means averaged: the same result up to float32 round-off, with one chunk's inner
+    loops in memory at a time instead of all of them, which on a CPU also keeps them in its caches. Inside
+    :func:`compgen.devices.split_tasks` the task axis is split over the devices of its mesh (each device chunks its
+    share): each device differentiates its share of the tasks and one all-reduce averages the results, which equal
     the single-device ones up to float32 round-off.
     """
 
     def local(params, tasks, keys, fixed):
-        def mean_loss(p):
+        def mean_loss(p, tasks, keys):
             losses, aux = jax.vmap(task_loss, (None, 0, 0, None))(p, tasks, keys, jax.lax.stop_gradient(fixed))
             return losses.mean(), jax.tree.map(jnp.mean, aux)
 
-        return jax.value_and_grad(mean_loss, has_aux=True)(params)
+        n_local = len(jax.tree.leaves(keys)[0])
+        if chunk is None or chunk >= n_local:
+            return jax.value_and_grad(mean_loss, has_aux=True)(params, tasks, keys)
+        if n_local % chunk:
+            raise ValueError(
+                f"train_chunk ({chunk}) must divide the tasks each device adapts ({n_local} of the meta-batch)"
+            )
+        in_chunks = lambda a: a.reshape((n_local // chunk, chunk) + a.shape[1:])
+        per_chunk = jax.lax.map(
+            lambda chunk_of: jax.value_and_grad(mean_loss, has_aux=True)(params, *chunk_of),
+            (jax.tree.map(in_chunks, tasks), jax.tree.map(in_chunks, keys)),
+        )
+        return jax.tree.map(lambda a: a.mean(0), per_chunk)
 
     mesh = devices.task_mesh()
     if mesh is None:
@@ -198,14 +213,14 @@ def outer_update(optimizer: optax.GradientTransformation, params, state, grads):
     )
 
 
-def outer_step(task_loss, params, state, optimizer, tasks, keys, fixed=None):
-    """Mean task loss over a batch of tasks, its meta-gradient (:func:`mean_over_tasks`) and one guarded outer
-    update (:func:`outer_update`). ``task_loss(params, task, key, fixed) -> (loss, aux dict)``.
+def outer_step(task_loss, params, state, optimizer, tasks, keys, fixed=None, chunk=None):
+    """Mean task loss over a batch of tasks, its meta-gradient (:func:`mean_over_tasks`, ``chunk`` tasks at a time)
+    and one guarded outer update (:func:`outer_update`). ``task_loss(params, task, key, fixed) -> (loss, aux dict)``.
 
     Returns ``(params, state, metrics)`` with ``metrics`` the mean loss, the mean of each aux entry, the
     gradient norm and the skip counters.
     """
-    (loss, aux), grads = mean_over_tasks(task_loss, params, tasks, keys, fixed)
+    (loss, aux), grads = mean_over_tasks(task_loss, params, tasks, keys, fixed, chunk)
     params, state, stats = outer_update(optimizer, params, state, grads)
     return params, state, {"loss": loss, **aux, **stats}
 

@@ -34,6 +34,7 @@ def test_presets_and_paper_values():
         (dict(gradient="zeroth"), "gradient"),
         (dict(outer_schedule="linear"), "outer_schedule"),
         (dict(hidden=0), "hidden"),
+        (dict(meta_batch=8, train_chunk=3), r"train_chunk \(3\) must divide meta_batch \(8\)"),
     ],
 )
 def test_bad_parameters_name_the_parameter(overrides, match):

@@ -25,7 +25,7 @@ import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 
-from compgen import meta, metrics, models, params
+from compgen import devices, meta, metrics, models, params
 from compgen.models import hypernetwork
 from compgen.params import field, positive
 from compgen.section import Section
@@ -34,8 +34,9 @@ OUTER_SCHEDULES = ("constant", "warmup_cosine")
 MODELS = ("anil", "maml", "hnet_linear", "hnet_deepmlp")  # the paper's order (its tables' columns)
 HNETS = ("hnet_linear", "hnet_deepmlp")
 MODEL_LABELS = {"anil": "ANIL", "maml": "MAML", "hnet_linear": "Linear hnet", "hnet_deepmlp": "Nonlinear hnet"}
-# Fields that change memory use only, not the numbers: never listed as differences from the paper.
-MEMORY_ONLY = ("remat", "eval_chunk")
+# Fields that change memory use and speed only, not the numbers (beyond float round-off): never listed as
+# differences from the paper.
+MEMORY_ONLY = ("remat", "eval_chunk", "train_chunk")
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,9 @@ class MetaConfig(params.Config):
     eval_every: int = positive(1000)
     eval_tasks: int = positive(1024)
     eval_chunk: int = positive(64)  # tasks solved at once during evaluation (memory only)
+    # tasks each device adapts at once per outer step; None: compgen.devices.train_chunk decides (8 on a CPU at the
+    # paper's meta-batch, all at once elsewhere)
+    train_chunk: int | None = field(None, ge=1)
     probe: bool = True
     ridge_lambda: float = field(1.0, gt=0)
     ridge_cg_iters: int | None = field(10, ge=1)
@@ -89,6 +93,10 @@ class MetaConfig(params.Config):
     xla_opt_level: int | None = field(None, ge=0, le=3)  # None: XLA's default (compgen.section.CPU_COMPILE)
 
     def check(self):
+        if self.train_chunk is not None and self.meta_batch % self.train_chunk:
+            raise params.ParameterError(
+                f"train_chunk ({self.train_chunk}) must divide meta_batch ({self.meta_batch}), or be None (all at once)"
+            )
         if self.outer_schedule == "warmup_cosine" and self.warmup_steps >= self.outer_steps:
             raise params.ParameterError(
                 f"warmup_steps ({self.warmup_steps}) must be below outer_steps "
@@ -203,6 +211,7 @@ def outer_step(env: Environment, cfg, run, state):
         tasks,
         jax.random.split(k_data, cfg.meta_batch),
         fixed=state["world"],
+        chunk=devices.train_chunk(cfg.meta_batch, cfg.train_chunk),
     )
     return {**state, "meta": params_, "opt_state": opt_state, "key": key}, step_metrics
 

@@ -137,11 +137,10 @@ _B = dict(split=("random", "non_compositional"))
 PRESETS = {
     "paper": Preset(
         "the paper's configuration (spec §2.6); GPU",
-        # remat (recompute the inner steps in the meta-backward; memory only, no number changes) is off for the
-        # hypernetworks, as in the authors' code: on 2 CPU cores the linear hnet's step with its tasks split (compgen's
-        # default at this size) went 1.74-1.95 -> 1.52-1.55 s, its peak memory 1.1 -> 2.4 GB (the authors' 2.7 GB).
-        # ANIL and MAML keep it: ANIL is not faster without it, and MAML would need 14.6 GB instead of 7.2 (November
-        # 2026, README "Benchmarks").
+        # remat (recompute the inner steps in the meta-backward; memory only, no number changes) is off but for ANIL,
+        # as in the authors' code: on 2 CPU cores, adapting 8 tasks at a time (compgen.devices.train_chunk), the
+        # linear hnet's step takes 1.6 s instead of 2.2 s with it, MAML's 10.1 s instead of 11.1 s, in 1.0 and 1.5 GB
+        # (the authors' 2.7 and 14.1 GB); ANIL's is not faster without it (November 2026, README "Benchmarks").
         per_model=model_table(
             (
                 "hidden",
@@ -156,7 +155,7 @@ PRESETS = {
             hnet_deepmlp=(128, 10, None, 0.3, 3e-3, 1.0, 1e-2, False),
             hnet_linear=(128, 10, None, 0.3, 1e-3, 1.0, 1e-2, False),
             anil=(512, 100, 64, 0.03, 1e-3, 2.0, 1e-4, True),
-            maml=(384, 10, None, 0.01, 1e-3, 2.0, 1e-4, True),
+            maml=(384, 10, None, 0.01, 1e-3, 2.0, 1e-4, False),
         ),
         figures={
             "fig3b": Grid(models=fewshot.MODELS, fixed=dict(n_modules=8, max_hot=2), axes=_B),
