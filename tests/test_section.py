@@ -7,7 +7,7 @@ import pytest
 from compgen import experiments, params
 from compgen.experiments import hyperteacher as HT
 from compgen.experiments import teacher_student as ts
-from compgen.section import CPU_COMPILE, Grid, differences_from_paper, figure_configs, make_config
+from compgen.section import CPU_COMPILE, PRESET_NAMES, Grid, differences_from_paper, figure_configs, make_config
 
 
 def test_grid_expands_axes_outermost_then_cases():
@@ -88,3 +88,13 @@ def test_the_cpu_presets_compile_at_their_level_and_paper_at_xlas_default(name):
     for preset in ("smoke", "quick", "paper"):
         levels = {c.xla_opt_level for f in section.figures(preset) for c in figure_configs(section, f, preset)}
         assert levels == ({None} if preset == "paper" else {CPU_COMPILE["xla_opt_level"]}), preset
+
+
+@pytest.mark.parametrize("preset", PRESET_NAMES)
+def test_every_figure_of_every_section_builds_its_configs_at_every_preset(preset):
+    """Presets layer over ``paper``, so a paper value a smaller preset cannot take (a train_chunk that does not divide
+    its meta-batch) fails here, not in the middle of a book build."""
+    for name in experiments.SECTIONS:
+        section = experiments.get(name)
+        for figure in section.figures(preset):
+            assert figure_configs(section, figure, preset), (name, figure)

@@ -12,6 +12,8 @@
   on a CPU with several cores, a config of at least :data:`SPLIT_MIN_FLOP` per seed and step (the paper's sizes,
   none of the quick ones) trains alone in a worker process with one host device per core. Because the rule reads
   only the config and the machine, a run's numbers do not depend on what else is trained beside it.
+* :func:`train_chunk` decides how many tasks each device adapts at once: on a CPU, 8 of a large meta-batch
+  (the chunk's inner loops then stay in the caches), elsewhere all of them, unless the config says.
 
 On a CPU, ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` (set before jax is imported;
 :func:`host_devices_flag`) makes N host devices, which is also how the tests check this without

@@ -232,6 +232,7 @@ PRESETS = {
             outer_schedule="warmup_cosine",
             warmup_steps=100,
             remat=False,
+            train_chunk=None,  # the paper's 32 (linear hnet) does not divide these meta-batches: compgen's default
         ),
         per_model={
             "hnet_linear": dict(hidden=64, templates=16, outer_lr=5e-3),
@@ -263,6 +264,7 @@ PRESETS = {
             eval_tasks=16,
             eval_chunk=16,
             seeds=(2020,),
+            train_chunk=None,
         ),
         per_model={
             "hnet_linear": dict(hidden=16, templates=8),
