@@ -138,9 +138,10 @@ PRESETS = {
     "paper": Preset(
         "the paper's configuration (spec §2.6); GPU",
         # remat (recompute the inner steps in the meta-backward; memory only, no number changes) is off but for ANIL,
-        # as in the authors' code: on 2 CPU cores, adapting 8 tasks at a time (compgen.devices.train_chunk), the
-        # linear hnet's step takes 1.6 s instead of 2.2 s with it, MAML's 10.1 s instead of 11.1 s, in 1.0 and 1.5 GB
-        # (the authors' 2.7 and 14.1 GB); ANIL's is not faster without it (November 2026, README "Benchmarks").
+        # as in the authors' code: on 2 CPU cores without it the linear hnet's step took 2.3 s instead of 2.6 s (all
+        # tasks at once) and MAML's 10.1 s instead of 11.1 s (8 tasks at a time, compgen.devices.train_chunk, in 1.5
+        # GB; the authors' 14.1 GB); ANIL's was not faster without it (November 2026, README "Against the authors'
+        # code").
         per_model=model_table(
             (
                 "hidden",
