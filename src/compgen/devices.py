@@ -90,7 +90,8 @@ def train_chunk(meta_batch: int, chosen=None, backend=None) -> int | None:
     backend = jax.default_backend() if backend is None else backend
     if backend != "cpu" or meta_batch < CPU_CHUNK_MIN_BATCH:
         return None
-    share = meta_batch // (task_mesh().size if task_mesh() is not None else 1)
+    mesh = task_mesh()
+    share = meta_batch // (1 if mesh is None else mesh.size)
     return max(c for c in range(1, CPU_TRAIN_CHUNK + 1) if share % c == 0)
 
 
