@@ -154,7 +154,7 @@ SWEEP   ?=
 BACKEND ?= local
 sweep: $(INSTALL_STAMP) ## train the runs of a sweep file not yet stored: make sweep SWEEP=sweeps/... BACKEND=local
 	@test -n "$(SWEEP)" || { echo "usage: make sweep SWEEP=sweeps/<folder>/<name>.toml [BACKEND=local|devices|ray]"; exit 2; }
-	$(BIN)/compgen sweep $(SWEEP) --backend $(BACKEND) \
+	$(BIN)/compgen-cli sweep $(SWEEP) --backend $(BACKEND) \
 	  $(if $(filter command line environment,$(origin PRESET)),--preset $(PRESET)) $(SWEEP_ARGS)
 
 clean: ## remove executed notebooks and _build (keeps .venv and results/)

@@ -70,6 +70,8 @@ from compgen import figures
 from compgen.figures import goals as chapter
 from compgen.figures import search
 
+figures.check_parameters(globals())
+
 # %% tags=["hide-output"]
 runs = figures.train("goals", preset, seeds, force)
 

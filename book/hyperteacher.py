@@ -64,6 +64,8 @@ from compgen import figures
 from compgen.figures import hyperteacher as chapter
 from compgen.figures import search
 
+figures.check_parameters(globals())
+
 # %% tags=["hide-output"]
 runs = figures.train("hyperteacher", preset, seeds, force)
 

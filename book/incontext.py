@@ -62,6 +62,8 @@ from compgen import figures
 from compgen.figures import incontext as chapter
 from compgen.figures import search
 
+figures.check_parameters(globals())
+
 # %% tags=["hide-output"]
 runs = figures.train("incontext", preset, seeds, force)
 hyperteacher = figures.train("hyperteacher", preset, seeds, force, figures=("fig3b",))

@@ -67,6 +67,8 @@ from compgen import figures
 from compgen.figures import preferences as chapter
 from compgen.figures import search
 
+figures.check_parameters(globals())
+
 # %% tags=["hide-output"]
 runs = figures.train("preferences", preset, seeds, force)
 

@@ -59,4 +59,6 @@ if "google.colab" in sys.modules:
 from compgen import figures
 from compgen.figures import glance
 
+figures.check_parameters(globals())
+
 figures.show(glance.page(preset, seeds, second_set="search/second_set.json"))

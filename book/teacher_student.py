@@ -66,6 +66,8 @@ if "google.colab" in sys.modules:
 from compgen import figures
 from compgen.figures import teacher_student as chapter
 
+figures.check_parameters(globals())
+
 # %% tags=["hide-output"]
 runs = figures.train("teacher_student", preset, seeds, force)
 

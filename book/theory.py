@@ -136,6 +136,8 @@ from compgen import figures
 from compgen.figures import theory as chapter
 from compgen.tasks import support
 
+figures.check_parameters(globals(), "seed")
+
 built = chapter.constructions(preset, seed)
 figures.show(chapter.settings_text(built))
 

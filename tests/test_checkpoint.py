@@ -144,3 +144,19 @@ def test_killed_training_resumes_with_identical_results(tmp_path, monkeypatch):
     assert sorted(arrays) == sorted(reference)
     for name in reference:
         assert np.array_equal(arrays[name], reference[name], equal_nan=True), name
+
+
+def test_a_save_stopped_mid_write_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """A worker told to stop (SIGTERM raises SystemExit) while it writes a checkpoint leaves the previous ones and
+    no temporary file."""
+    saver = checkpoint.Checkpointer(tmp_path, every=1)
+    progress = {"done": 1, "steps": [{"loss": np.ones((1, 3))}], "evals": [], "eval_steps": []}
+    saver.save(_state(1), progress)
+
+    def stopped(_fd):
+        raise SystemExit(143)
+
+    monkeypatch.setattr(os, "fsync", stopped)
+    with pytest.raises(SystemExit):
+        saver.save(_state(2), {**progress, "done": 2})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step-0000000001.ckpt"]

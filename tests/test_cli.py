@@ -1,6 +1,9 @@
 import os
+import shutil
 import subprocess
 import sys
+from importlib import metadata
+from pathlib import Path
 
 import pytest
 
@@ -80,3 +83,36 @@ def test_split_tasks_trains_on_one_cpu_device_per_core(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"split over {os.cpu_count()} cpu device(s)" in out.stdout
     assert len(list((tmp_path / "teacher_student").glob("*.result"))) == 2
+
+
+# The console script: `compgen` itself is a bash builtin (programmable completion), which would run instead.
+COMMAND = "compgen-cli"
+needs_bash = pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+
+
+@needs_bash
+def test_the_command_is_not_a_shell_builtin_or_keyword():
+    scripts = [e.name for e in metadata.distribution("compgen").entry_points if e.group == "console_scripts"]
+    assert scripts == [COMMAND] and cli.parser().prog == COMMAND
+    for name in scripts:
+        kind = subprocess.run(["bash", "-c", f"type -t {name}"], capture_output=True, text=True).stdout.strip()
+        assert kind not in ("builtin", "keyword"), f"{name} is a bash {kind}"
+    assert subprocess.run(["bash", "-c", "type -t compgen"], capture_output=True, text=True).stdout.strip() == "builtin"
+
+
+@needs_bash
+def test_the_command_runs_in_an_activated_virtual_environment():
+    activate = Path(sys.executable).parent / "activate"
+    if not activate.is_file():
+        pytest.skip(f"no activate script beside {sys.executable}: not a virtual environment")
+    out = subprocess.run(
+        ["bash", "-lc", f'source "{activate}" && {COMMAND} list'], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "teacher_student" in out.stdout and "hyperteacher" in out.stdout
+
+
+def test_python_m_compgen_runs_the_command_line():
+    out = subprocess.run([sys.executable, "-m", "compgen", "list"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "teacher_student" in out.stdout and "fig2c" in out.stdout

@@ -33,7 +33,7 @@ LAYERS = [
     ("compgen.section", "compgen.runner"),
     ("compgen.experiments",),
     ("compgen.figures",),
-    ("compgen.sweeps", "compgen.cli", "compgen.bench"),
+    ("compgen.sweeps", "compgen.cli", "compgen.bench", "compgen.__main__"),
 ]
 
 

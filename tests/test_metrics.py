@@ -87,3 +87,19 @@ def test_nonaffine_share_is_zero_for_an_affine_map_and_large_for_a_lookup():
     z12 = jax.random.normal(key_a, (12, 6))
     share = float(metrics.nonaffine_share(z12, jnp.eye(12)))
     assert share == pytest.approx(5.0 / 11.0, rel=1e-3)
+
+
+def test_r2_of_a_column_without_variance_is_nan_not_inf():
+    """A constant target column has no variance to explain: its R² is NaN (undefined), never ±inf; the other
+    columns keep their R²; pooled R² is NaN only when every column is constant."""
+    target = jax.random.normal(jax.random.key(0), (50, 3))
+    prediction = target + 0.1 * jax.random.normal(jax.random.key(1), (50, 3))
+    regular = np.asarray(metrics.r2_score(prediction, target))
+    constant = target.at[:, 1].set(0.7)  # e.g. a task latent entry that never varies on the held-out set
+    r2 = np.asarray(metrics.r2_score(prediction, constant))
+    assert np.isnan(r2[1]) and not np.isinf(r2).any()
+    np.testing.assert_array_equal(r2[[0, 2]], regular[[0, 2]])
+    assert np.isnan(metrics.r2_score(prediction[:, 1:2] * 0 + 0.7, constant[:, 1:2])[0])  # exact: 0 / 0
+    assert np.isnan(metrics.r2_score(prediction[:1], target[:1])).all()  # one sample: no variance either
+    assert np.isfinite(metrics.pooled_r2(prediction, constant))
+    assert np.isnan(metrics.pooled_r2(prediction, jnp.full((50, 3), 2.0)))

@@ -2,10 +2,13 @@
 a one-line error naming the field (and the file) before anything is compiled."""
 
 import dataclasses
+import re
+import time
 
+import jax
 import pytest
 
-from compgen import cli, figures, params, runner, sweeps
+from compgen import cli, experiments, figures, params, runner, sweeps
 
 # (section, experiment) of every section, and a field each experiment fixes
 EXPERIMENTS = {
@@ -35,6 +38,9 @@ BAD_SETS = [
 ]
 
 
+ORIGINAL_PROGRAM = runner.program
+
+
 @pytest.fixture(autouse=True)
 def nothing_compiles(monkeypatch, store):
     """A bad parameter must be refused before any program is built."""
@@ -59,6 +65,9 @@ def _cli_error(argv, capsys):
 def test_command_line_refuses_bad_values_in_one_line(section, assignment, expected, capsys):
     experiment, _ = EXPERIMENTS[section]
     message = _cli_error(["run", section, experiment, "--preset", "smoke", "--set", assignment], capsys)
+    field = assignment.split("=")[0]
+    if field in experiments.get(section).preset("smoke").figures[experiment].varied():
+        expected = f"{field} is set by experiment {experiment}"  # a field the figure fixes: refused as such
     assert pytest.importorskip("re").search(expected, message), message
 
 
@@ -159,3 +168,143 @@ def test_configs_validate_types_on_construction():
     for field, value in (("n_modules", 4.0), ("probe", "yes"), ("split", 3), ("inner_batch", 2.5), ("remat", 1)):
         with pytest.raises(params.ParameterError, match=field):
             dataclasses.replace(cfg, **{field: value})
+
+
+# ------------------------------------------------------------------------------------- every bad input, one table
+# (id, command line, environment, what the one-line message must say). Each must exit 2 before anything compiles.
+FULLWIDTH = "\uff10;\uff11;\uff10\uff11"  # full-width digits: not module indices
+BAD_INPUTS = [
+    ("model not in the figure", ["hyperteacher", "fig3cd", "model=anil"], {}, "model must be one of the experiment's"),
+    ("model of a section without", ["teacher_student", "fig2c", "model=anil"], {}, r"unknown field\(s\) \['model'\]"),
+    ("masks a figure varies", ["teacher_student", "fig2c", "masks=0;1"], {}, "masks is set by experiment fig2c"),
+    ("masks a figure fixes", ["teacher_student", "fig2d", "masks=0;1;2;3;4;5;012345"], {}, "masks is set by"),
+    ("n_modules fixed", ["hyperteacher", "fig3b", "n_modules=5", "paper"], {}, "n_modules is set by experiment fig3b"),
+    ("max_hot fixed", ["hyperteacher", "fig3b", "max_hot=3", "paper"], {}, "max_hot is set by experiment fig3b"),
+    ("world fixed by a figure", ["preferences", "fig4b", "max_hot=3"], {}, "max_hot is set by experiment fig4b"),
+    ("seed 2**32 aliases 0", ["hyperteacher", "fig3b", "seeds=[0, 4294967296]"], {}, r"below 2\*\*32"),
+    ("seed 2**64", ["goals", "fig4ef", "seeds=[18446744073709551616]"], {}, r"below 2\*\*32"),
+    ("4.9 KB of seeds", ["hyperteacher", "fig3b", f"seeds={list(range(1001))}"], {}, r"seeds .*\(4898 characters\)"),
+    ("min_distance too far", ["goals", "fig4ef", "min_distance=100"], {}, "min_distance=100 is too far"),
+    ("grid too large", ["goals", "fig4ef", "grid=201"], {}, "grid .* odd integer from 5 to 31, got 201"),
+    ("grid even", ["goals", "fig4ef", "grid=8"], {}, "grid .* odd integer"),
+    ("many mazes", ["goals", "fig4ef", "n_mazes=1000"], {}, "n_mazes must be an integer >= 1 and <= 100"),
+    ("warm-up unused", ["hyperteacher", "fig3b", "warmup_steps=5"], {}, "warmup_steps must be 0 with outer_schedule"),
+    ("more modules than colours", ["preferences", "fig4c", "n_modules=9"], {}, "n_modules must be at most n_colours"),
+    ("one colour", ["preferences", "fig4c", "n_colours=1"], {}, "n_colours must be at least 2"),
+    ("40 KB value", ["hyperteacher", "fig3b", "outer_lr=" + "1;" * 20_000], {}, r"outer_lr .*\(40002 characters\)"),
+    ("40 KB text", ["goals", "fig4ef", "gradient=" + "x" * 40_000], {}, "gradient must be at most 1000 characters"),
+    ("train_chunk", ["hyperteacher", "fig3b", "train_chunk=3"], {}, r"train_chunk \(3\) must divide meta_batch"),
+    ("workers 0", ["teacher_student", "fig2c"], {"COMPGEN_WORKERS": "0"}, "COMPGEN_WORKERS must be a positive"),
+    ("workers -1", ["teacher_student", "fig2c"], {"COMPGEN_WORKERS": "-1"}, "COMPGEN_WORKERS must be a positive"),
+    ("workers abc", ["teacher_student", "fig2c"], {"COMPGEN_WORKERS": "abc"}, "COMPGEN_WORKERS must be a positive"),
+    ("workers full-width", ["goals", "fig4ef"], {"COMPGEN_WORKERS": "\uff12"}, "COMPGEN_WORKERS must be a positive"),
+    ("checkpoints -1", ["goals", "fig4ef"], {"COMPGEN_CHECKPOINT_EVERY": "-1"}, "COMPGEN_CHECKPOINT_EVERY must be a non"),
+    ("split maybe", ["hyperteacher", "fig3b"], {"COMPGEN_SPLIT_TASKS": "maybe"}, "COMPGEN_SPLIT_TASKS must be 0"),
+    ("store is a file", ["teacher_student", "fig2c"], {"COMPGEN_RESULTS": "FILE"}, "COMPGEN_RESULTS: cannot write"),
+    ("store below a file", ["goals", "fig4ef"], {"COMPGEN_RESULTS": "FILE/sub"}, "COMPGEN_RESULTS: cannot write"),
+]
+
+
+@pytest.mark.parametrize("what, args, env, expected", BAD_INPUTS, ids=[row[0] for row in BAD_INPUTS])
+def test_every_bad_input_is_one_line_before_anything_compiles(what, args, env, expected, capsys, monkeypatch, tmp_path):
+    section, experiment, *rest = args
+    preset = rest.pop() if rest and rest[-1] in ("smoke", "quick", "paper") else "smoke"
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value.replace("FILE", str(afile)))
+    argv = ["run", section, experiment, "--preset", preset, *(x for s in rest for x in ("--set", s))]
+    start = time.perf_counter()
+    message = _cli_error(argv, capsys)
+    assert re.search(expected, message), message
+    assert len(message) < 2_000 and time.perf_counter() - start < 30, (len(message), what)
+
+
+def test_a_workers_value_is_refused_even_when_everything_is_stored(monkeypatch, capsys):
+    """COMPGEN_WORKERS=0 was ignored when nothing had to be trained."""
+    monkeypatch.setattr(runner.results, "load", lambda *a, **k: ({}, {"provenance": {}}))
+    monkeypatch.setenv("COMPGEN_WORKERS", "0")
+    assert "COMPGEN_WORKERS" in _cli_error(["run", "teacher_student", "fig2c", "--preset", "smoke"], capsys)
+
+
+def test_a_config_too_large_for_memory_is_refused_after_tracing_without_compiling(monkeypatch, capsys):
+    """meta_batch=100000000 compiled, then failed with RESOURCE_EXHAUSTED; now its traced programs are measured."""
+    original = ORIGINAL_PROGRAM
+
+    def traced_only(section, cfg):  # the real program, whose init (the first thing compiled) must not be reached
+        prog = original(section, cfg)
+
+        class Init:
+            trace, lower = prog.init.trace, prog.init.lower
+
+            def __call__(self, runs):
+                raise AssertionError("compiled: the memory check did not refuse the config first")
+
+        return prog._replace(init=Init())
+
+    monkeypatch.setattr(runner, "program", traced_only)
+    monkeypatch.setattr(runner.memory, "device_bytes", lambda: 2 * 10**9)  # the test does not depend on this machine
+    monkeypatch.setenv("COMPGEN_WORKERS", "1")
+    compiled = []
+    monkeypatch.setattr(jax.stages.Lowered, "compile", lambda *a, **k: compiled.append(1) or 1 / 0)
+    message = _cli_error(
+        ["run", "hyperteacher", "fig3b", "--preset", "smoke", "--set", "meta_batch=100000000", "--set", "model=anil"],
+        capsys,
+    )
+    assert re.search(r"meta_batch=100000000 is too large for this machine: .* needs at least [\d,.]+ GB", message)
+    assert not compiled
+
+
+SWEEP_BODIES = [
+    ("empty grid", "[grid]\n", r"\[grid\] must list at least one field"),
+    ("no grid", "", r"\[grid\] must list at least one field"),
+    ("all excluded", '[grid]\nmax_hot = [1, 2]\n[[exclude]]\nn_modules = 4\n', "exclude leaves out every grid point"),
+]
+
+
+@pytest.mark.parametrize("what, body, expected", SWEEP_BODIES, ids=[row[0] for row in SWEEP_BODIES])
+def test_sweeps_that_train_nothing_or_one_default_config_are_refused(what, body, expected, tmp_path, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text('section = "hyperteacher"\npreset = "smoke"\n[fixed]\nn_modules = 4\n' + body)
+    assert re.search(expected, _cli_error(["sweep", str(path), "--dry-run"], capsys))
+
+
+@pytest.mark.parametrize(
+    "masks, expected",
+    [("0;" * 20_000, "masks must be at most 1000 characters"), (FULLWIDTH, "ASCII digits"), ("0;1;9", "module 9")],
+)
+def test_mask_text_is_bounded_and_ascii(masks, expected, tmp_path, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text(f'section = "teacher_student"\npreset = "smoke"\n[grid]\nmasks = ["{masks}"]\n')
+    assert cli.main(["sweep", str(path), "--dry-run"]) == 1  # the invalid point is listed, one line
+    out = capsys.readouterr().out
+    assert re.search(expected, out) and len(out.splitlines()) == 2, out[:500]
+
+
+@pytest.mark.parametrize(
+    "names, expected",
+    [
+        (dict(preset="smoke", presett="smoke"), r"unknown notebook parameter\(s\) \['presett'\]"),
+        (dict(preset="smok"), "preset must be one of"),
+        (dict(preset="smoke", seeds=2020), "seeds must be a list"),
+        (dict(preset="smoke", seeds="[2020"), "seeds must be a list"),
+        (dict(preset="smoke", seeds="[4294967296]"), r"below 2\*\*32"),
+        (dict(preset="smoke", force="maybe"), "force must be a boolean"),
+    ],
+)
+def test_notebook_parameters_are_checked_where_the_notebook_sees_them(names, expected):
+    import subprocess as a_module
+
+    with pytest.raises(params.ParameterError, match=expected):
+        figures.check_parameters({"In": [], "_": None, "subprocess": a_module, **names})
+
+
+def test_notebook_seeds_given_as_text_are_a_list():
+    """papermill -p seeds '[2020]' passes the string "[2020]"; it was read character by character."""
+    figures.check_parameters({"preset": "smoke", "seeds": "[2020, 2021]", "force": "false", "repository": None})
+    assert params.seeds_parameter("[2020, 2021]") == (2020, 2021) and params.seeds_parameter("None") is None
+    with pytest.raises(params.ParameterError, match="at most 1000 seeds"):
+        params.seeds_parameter(list(range(1001)))
+    sec, by_figure = figures.chapter_configs("hyperteacher", "smoke", "[7]")
+    assert {c.seeds for cs in by_figure.values() for c in cs} == {(7,)}
+    figures.check_parameters({"preset": "smoke", "seed": 0}, "seed")  # the theory chapter's own parameter

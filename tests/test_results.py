@@ -1,12 +1,20 @@
 """The results store: round trip with provenance, keys that follow config and code, and damaged entries."""
 
 import dataclasses
+import importlib.util
 import json
+import os
+import shutil
+import subprocess
+import sys
 import textwrap
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import compgen
 from compgen import metrics, results, rng
 
 
@@ -105,6 +113,57 @@ def test_a_damaged_entry_is_reported_once_moved_aside_and_treated_as_missing(tmp
     np.testing.assert_array_equal(_load(tmp_path)[0]["x"], [2.0] * 3)
 
 
+def test_an_entry_that_holds_another_config_is_quarantined_not_reused(tmp_path):
+    """A valid entry copied over another config's file name was reused silently."""
+    _save(tmp_path, ToyConfig(steps=4), value=4.0)
+    theirs = results.paths("toy", ToyConfig(steps=4), tmp_path, (metrics,))[0]
+    ours = results.paths("toy", ToyConfig(), tmp_path, (metrics,))[0]
+    ours.write_bytes(theirs.read_bytes())  # the other run, under our name
+    lines = []
+    assert _load(tmp_path, log=lines.append) is None
+    assert len(lines) == 1 and "another config" in lines[0] and str(ours.with_suffix("")) in lines[0]
+    assert not ours.exists() and any((tmp_path / "toy" / "damaged").iterdir())
+    assert _load(tmp_path, ToyConfig(steps=4))[0]["x"][0] == 4.0  # the other run itself is untouched
+
+
+def test_an_entry_of_other_code_or_section_under_our_name_is_quarantined(tmp_path):
+    results.save("toy", ToyConfig(), {"x": np.zeros(1)}, 0.5, root=tmp_path, code=(rng,))
+    stale = results.paths("toy", ToyConfig(), tmp_path, (rng,))[0]
+    ours = results.paths("toy", ToyConfig(), tmp_path, (metrics,))[0]
+    stale.replace(ours)
+    lines = []
+    assert _load(tmp_path, log=lines.append) is None and "computed by other code" in lines[0]
+    results.save("other", ToyConfig(), {"x": np.zeros(1)}, 0.5, root=tmp_path, code=(metrics,))
+    ours.parent.mkdir(exist_ok=True)
+    results.paths("other", ToyConfig(), tmp_path, (metrics,))[0].replace(ours)
+    assert _load(tmp_path, log=lines.append) is None and "section 'other'" in lines[1]
+
+
+def test_a_damaged_entry_in_a_store_it_cannot_write_is_reported_and_not_used(tmp_path, monkeypatch):
+    _save(tmp_path)
+    entry = results.paths("toy", ToyConfig(), tmp_path, (metrics,))[0]
+    entry.write_bytes(b"garbage")
+
+    def read_only(self, *args, **kwargs):
+        raise PermissionError(13, "Read-only file system")
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    lines = []
+    assert _load(tmp_path, log=lines.append) is None  # no crash
+    assert "could not be moved aside" in lines[0] and entry.exists()
+
+
+def test_reading_refuses_arrays_that_would_decompress_beyond_the_limit(tmp_path):
+    from compgen import storage
+
+    path = tmp_path / "big.result"
+    storage.write_arrays(path, {"zeros": np.zeros(2**20)}, compress=True)  # 8 MB that compress to a few KB
+    assert path.stat().st_size < 100_000
+    assert storage.read_arrays(path)["zeros"].shape == (2**20,)
+    with pytest.raises(storage.CorruptFile, match="would take 8,388,7"):
+        storage.read_arrays(path, max_bytes=2**20)
+
+
 def test_a_missing_sidecar_is_harmless(tmp_path):
     _save(tmp_path)
     results.paths("toy", ToyConfig(), tmp_path, (metrics,))[1].unlink()
@@ -114,3 +173,112 @@ def test_a_missing_sidecar_is_harmless(tmp_path):
 def test_store_root_follows_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path))
     assert results.results_root() == tmp_path
+
+
+# --- provenance: the commit of the compgen source that ran ---------------------------------------------------
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def _git(folder, *args) -> str:
+    identity = ["-c", "user.name=test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false"]
+    out = subprocess.run(["git", *identity, *args], cwd=folder, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def _repository_with_one_commit(folder: Path) -> str:
+    """A fresh git repository in ``folder`` with one commit of an unrelated file; returns that commit."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "notes.txt").write_text("unrelated\n")
+    _git(folder, "init", "-q")
+    _git(folder, "add", "notes.txt")
+    _git(folder, "commit", "-q", "-m", "unrelated")
+    return _git(folder, "rev-parse", "HEAD")
+
+
+def _copy_package(target: Path) -> Path:
+    package = Path(compgen.__file__).parent
+    shutil.copytree(package, target / "compgen", ignore=shutil.ignore_patterns("__pycache__", "_build_info.py"))
+    return target / "compgen"
+
+
+@needs_git
+def test_a_copy_inside_another_repository_does_not_record_that_repositorys_commit(tmp_path):
+    other = tmp_path / "other"
+    commit = _repository_with_one_commit(other)
+    _copy_package(other / "vendor")  # untracked by `other`
+    env = {**os.environ, "PYTHONPATH": str(other / "vendor")}
+    script = "import compgen\nfrom compgen import results\nprint(compgen.__file__)\nprint(*results._source_commit())"
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    where, recorded = out.stdout.splitlines()[-2:]
+    assert Path(where).is_relative_to(other / "vendor")  # the copy ran, not the installed package
+    assert commit not in recorded and recorded == "unknown unknown"
+
+
+@needs_git
+def test_a_tracked_package_records_its_checkout_and_only_its_own_files_make_it_dirty(tmp_path):
+    repo = tmp_path / "repo"
+    _repository_with_one_commit(repo)
+    package = _copy_package(repo / "src")
+    _git(repo, "add", "src")
+    _git(repo, "commit", "-q", "-m", "compgen")
+    head = _git(repo, "rev-parse", "HEAD")
+    assert results._checkout_commit(package) == head
+    (repo / "notes.txt").write_text("changed, outside the package\n")
+    (package / "scratch.txt").write_text("untracked\n")
+    assert results._checkout_commit(package) == head
+    (package / "__init__.py").write_text((package / "__init__.py").read_text() + "# edited\n")
+    assert results._checkout_commit(package) == head + "+dirty"
+    assert results._checkout_commit(tmp_path) is None  # not a git checkout at all
+
+
+@needs_git
+@pytest.mark.skipif(importlib.util.find_spec("setuptools") is None, reason="setuptools is not installed")
+def test_a_built_package_records_the_commit_it_was_built_from(tmp_path):
+    if subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPOSITORY, capture_output=True).returncode != 0:
+        pytest.skip("the tests do not run from a git checkout")
+    head = _git(REPOSITORY, "rev-parse", "HEAD")
+    # a clone at HEAD with this working tree's build files laid over it, so that the build leaves no build/
+    # folder here and sees the files as they are now (committed or not)
+    clone = tmp_path / "clone"
+    _git(tmp_path, "clone", "-q", "--shared", str(REPOSITORY), str(clone))
+    listed = _git(REPOSITORY, "ls-files", "-co", "--exclude-standard", "--", "src", "pyproject.toml", "setup.py")
+    for name in [*listed.splitlines(), "README.md"]:
+        if (REPOSITORY / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPOSITORY / name, clone / name)
+    wheels = tmp_path / "wheels"
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", "-q"]
+    build = subprocess.run(
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", str(wheels), str(clone)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    (wheel,) = wheels.glob("compgen-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        info = {}
+        exec(archive.read("compgen/_build_info.py").decode(), info)
+        scripts = next(archive.read(n).decode() for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert info["COMMIT"].split("+")[0] == head
+    assert "compgen/__main__.py" in names and "compgen-cli = compgen.cli:main" in scripts
+    # installed outside any checkout, the package reports that commit as where its code came from
+    site = tmp_path / "site"
+    install = subprocess.run(
+        [*pip, "install", "--no-deps", "--no-index", "--target", str(site), str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert install.returncode == 0, install.stdout + install.stderr
+    script = "import compgen\nfrom compgen import results\nprint(compgen.__file__)\nprint(*results._source_commit())"
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    where, recorded = out.stdout.splitlines()[-2:]
+    assert Path(where).is_relative_to(site) and recorded == f"{info['COMMIT']} build"

@@ -1,11 +1,18 @@
 """The engine: a config's stored numbers do not depend on how it was trained; non-finite training stops; workers."""
 
 import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from compgen import params, results, runner
+from compgen import params, results, runner, storage
 from compgen.experiments import hyperteacher as HT
 from compgen.experiments import teacher_student as ts
 from compgen.section import make_config
@@ -190,3 +197,135 @@ def test_a_large_run_trains_alone_with_its_tasks_split_and_stores_the_unsplit_nu
     assert set(split) == set(unsplit)
     for name in unsplit:
         np.testing.assert_allclose(split[name], unsplit[name], rtol=2e-3, atol=1e-5, err_msg=name)
+
+
+# --------------------------------------------------------------------------------------------- faults
+
+CHILD = """
+import json, sys
+from compgen import runner
+from compgen.experiments import teacher_student as ts
+from compgen.section import make_config
+
+configs = [make_config(ts.SECTION, "smoke", **fields) for fields in json.loads(sys.argv[1])]
+runner.run(ts.SECTION, configs, log=lambda line: print(line, flush=True), checkpoint_every=int(sys.argv[2]))
+"""
+
+
+def _child(fields: list, store, checkpoint_every=0, **env):
+    env = {**os.environ, "COMPGEN_RESULTS": str(store), **env}
+    env.pop("COMPGEN_CHECKPOINTS", None)
+    args = [sys.executable, "-c", CHILD, json.dumps(fields), str(checkpoint_every)]
+    return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie left for a non-reaping init does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+def _pids_mentioning(text: str) -> list:
+    """The processes whose command line contains ``text``."""
+    found = []
+    for folder in Path("/proc").iterdir():
+        if folder.name.isdigit():
+            try:
+                if text in (folder / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    found.append(int(folder.name))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the workers through /proc")
+def test_workers_end_with_their_killed_parent_and_leave_no_job_or_lock_files(tmp_path):
+    jobs, store = tmp_path / "jobs", tmp_path / "store"
+    jobs.mkdir()
+    # two jobs whose first chunk takes many seconds: a worker says nothing for that long (it used to live on until
+    # it printed into the dead parent's pipe)
+    endless = [{**TINY, "seeds": [100], "outer_steps": 10**6, "eval_every": 10**5, "masks": m} for m in ("0;1", "01")]
+    parent = _child(endless, store, checkpoint_every=1, TMPDIR=str(jobs), COMPGEN_WORKERS="2")
+    workers = []
+    try:
+        started = 0
+        for line in parent.stdout:  # until both workers train (each holding its config's lock)
+            started += "[train]" in line
+            if started == 2:
+                break
+        workers = [p for p in _pids_mentioning(str(jobs)) if p != parent.pid]
+        assert len(workers) == 2, workers
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 5
+        while any(map(_alive, workers)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(map(_alive, workers)), "a worker outlived its parent by 5 s"
+    finally:
+        for pid in [parent.pid, *workers]:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        parent.stdout.close()
+    assert list(jobs.iterdir()) == []  # the job files
+    assert [p for p in store.rglob("*") if p.is_file()] == []  # the locks' files
+
+
+def test_two_processes_asked_for_the_same_config_train_it_once(tmp_path):
+    fields = [{**TINY, "outer_steps": 600, "eval_every": 60}]
+    children = [_child(fields, tmp_path / "store", COMPGEN_WORKERS="1") for _ in range(2)]
+    outputs = [child.communicate(timeout=600)[0] for child in children]
+    assert [child.returncode for child in children] == [0, 0], outputs
+    assert sum(out.count("[train]") for out in outputs) == 1, outputs
+    other = next(out for out in outputs if "[train]" not in out)
+    assert "is being trained by another process" in other or "[results] reusing" in other, other
+    assert list((tmp_path / "store").rglob("*.lock")) == []
+
+
+def test_storage_lock_makes_a_second_holder_wait(tmp_path):
+    path, order = tmp_path / "x.lock", []
+    with storage.lock(path, lambda: order.append("waited")):
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                f"from compgen import storage\nwith storage.lock({str(path)!r}, lambda: "
+                "print('waiting', flush=True)):\n    print('acquired', flush=True)",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert child.stdout.readline().strip() == "waiting"
+        time.sleep(0.5)
+        assert child.poll() is None  # still waiting
+    assert child.communicate(timeout=60)[0].strip() == "acquired" and order == []
+    assert not path.exists()
+
+
+def test_an_unusable_store_or_checkpoint_folder_fails_before_training(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    lines, cfg = [], _tiny()
+    for variable, path in (("COMPGEN_RESULTS", blocker), ("COMPGEN_RESULTS", blocker / "sub")):
+        monkeypatch.setenv(variable, str(path))
+        with pytest.raises(params.ParameterError, match=f"{variable}: cannot write in .*a-file is a file"):
+            runner.run(S, [cfg], workers=1, log=lines.append)
+    monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path / "store"))
+    monkeypatch.setenv("COMPGEN_CHECKPOINTS", str(blocker))
+    with pytest.raises(params.ParameterError, match="COMPGEN_CHECKPOINTS: .*a-file is a file"):
+        runner.run(S, [cfg], workers=1, log=lines.append, checkpoint_every=1)
+    assert not any("[train]" in line for line in lines)
+    runner.run(S, [cfg], workers=1, log=lines.append)  # no checkpoints: the folder is not needed
+    runner.run(S, [cfg], workers=1, log=lines.append, checkpoint_every=1)  # nothing to train: not checked
+    if os.geteuid() != 0:  # root writes in a read-only folder
+        for folder in (tmp_path / "store" / S.name, tmp_path / "store"):
+            folder.chmod(0o555)
+        try:
+            runner.run(S, [cfg], workers=1, log=lines.append)  # a read-only store that holds the run loads it
+            with pytest.raises(params.ParameterError, match="COMPGEN_RESULTS: .*Permission denied"):
+                runner.run(S, [_tiny(outer_steps=3)], workers=1, log=lines.append)
+        finally:
+            for folder in (tmp_path / "store", tmp_path / "store" / S.name):
+                folder.chmod(0o755)

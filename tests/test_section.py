@@ -18,7 +18,19 @@ def test_grid_expands_axes_outermost_then_cases():
         dict(a=0, b=2, c=3, d=4),
         dict(a=0, b=2, c=3, d=5, e=6),
     ]
-    assert set(grid.varied()) == {"b", "c", "d", "e"}
+    assert set(grid.varied()) == {"a", "b", "c", "d", "e"}  # every field the grid sets defines the experiment
+    budget = Grid(fixed=dict(a=0, seeds=(1,), outer_steps=5, eval_every=5), axes=dict(b=(1, 2)))
+    assert set(budget.varied()) == {"a", "b"}  # seeds and budget stay the user's
+
+
+def test_a_figure_refuses_its_fixed_fields_and_model_picks_one_of_its_models():
+    S = HT.SECTION
+    with pytest.raises(params.ParameterError, match=r"hyperteacher fig3b: n_modules is set by experiment fig3b"):
+        figure_configs(S, "fig3b", "paper", n_modules=5)
+    configs = figure_configs(S, "fig3b", "smoke", model="anil", outer_steps=3)
+    assert configs and {c.model for c in configs} == {"anil"} and {c.outer_steps for c in configs} == {3}
+    with pytest.raises(params.ParameterError, match=r"model must be one of the experiment's models"):
+        figure_configs(S, "fig3cd", "smoke", model="anil")  # a figure of the hypernetworks only
 
 
 def test_configs_layer_paper_then_preset_then_figure_then_overrides():

@@ -28,7 +28,7 @@ def main(argv=None) -> int:
     parser.add_argument("--preset", default="quick")
     parser.add_argument("--seeds", type=int, nargs="+", required=True)
     parser.add_argument("--regime", required=True)
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="as `compgen run --set`")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="as `compgen-cli run --set`")
     parser.add_argument(
         "--metric",
         default="acc",

@@ -4,8 +4,8 @@ Each case runs in its own subprocess so that its peak resident memory is its own
 a chunk of ``steps`` outer steps, runs it once untimed (the first execution also pays for touching
 its memory for the first time), then ``repeats`` times, and reports the median per-step time.
 
-Every paper case runs with glibc's transparent huge pages (:mod:`compgen.allocator`), as ``compgen`` and
-``make`` run the paper's sizes. The paper rows of the hyperteacher (and some of the other sections) are measured
+Every paper case runs with glibc's transparent huge pages (:mod:`compgen.allocator`), as ``compgen-cli``
+and ``make`` run the paper's sizes. The paper rows of the hyperteacher (and some of the other sections) are measured
 twice: as a plain process runs them (one XLA device), and with each meta-batch split over one CPU host device per
 core, as :func:`compgen.runner.run` trains a paper-sized run by default
 (:func:`compgen.devices.split_tasks`) and tcmalloc preloaded if it is installed (Debian:
@@ -267,8 +267,8 @@ def tcmalloc():
 
 
 def case_environment(name):
-    """The environment a case's subprocess runs in: for a paper case glibc's huge pages, as ``compgen`` and
-    ``make`` use at the paper's sizes (:mod:`compgen.allocator`); for a split case also one host device per core
+    """The environment a case's subprocess runs in: for a paper case glibc's huge pages, as ``compgen-cli``
+    and ``make`` use at the paper's sizes (:mod:`compgen.allocator`); for a split case also one host device per core
     and tcmalloc if installed."""
     env = allocator.environment() if CASES[name][1] == "paper" else dict(os.environ)
     if name.endswith(SPLIT_SUFFIX):
@@ -294,8 +294,8 @@ def run_case(name):
 
 
 def authors(name):
-    """The authors' ``(s per step, peak GB)`` for a paper-configuration case (plain, or split as ``compgen`` trains
-    a paper-sized run by default), else ``None``."""
+    """The authors' ``(s per step, peak GB)`` for a paper-configuration case (plain, or split as ``compgen-cli``
+    trains a paper-sized run by default), else ``None``."""
     section, preset, model = CASES[name][:3]
     if preset != "paper":
         return None

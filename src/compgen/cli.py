@@ -1,11 +1,14 @@
 """Command line: run one experiment of a section at a preset, or a sweep file, writing to the results store.
 
-    compgen list
-    compgen run teacher_student fig2c --preset paper
-    compgen run teacher_student fig2d --preset quick --set seeds=[100] --set outer_steps=2000 --force
-    compgen run hyperteacher fig3b --preset paper --set seeds=[2020]
-    compgen run hyperteacher fig3b --preset paper --set seeds=[2020] --split-tasks   # every run here, on every core
-    compgen sweep sweeps/hyperteacher/compositional.toml --backend devices --checkpoint-every 10
+The command is ``compgen-cli`` (not ``compgen``, a bash builtin that would run instead); ``python -m compgen``
+runs the same.
+
+    compgen-cli list
+    compgen-cli run teacher_student fig2c --preset paper
+    compgen-cli run teacher_student fig2d --preset quick --set seeds=[100] --set outer_steps=2000 --force
+    compgen-cli run hyperteacher fig3b --preset paper --set seeds=[2020]
+    compgen-cli run hyperteacher fig3b --preset paper --set seeds=[2020] --split-tasks   # every run here, on every core
+    compgen-cli sweep sweeps/hyperteacher/compositional.toml --backend devices --checkpoint-every 10
 
 A notebook that asks for the same config afterwards loads the stored result instead of training. A run at the
 paper's sizes trains alone with its tasks split over every CPU core (compgen.devices.split_count;
@@ -56,13 +59,13 @@ def parser() -> argparse.ArgumentParser:
     from compgen.experiments import SECTIONS
 
     top = argparse.ArgumentParser(
-        prog="compgen", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="compgen-cli", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = top.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list sections, experiments, presets and config fields")
     run = sub.add_parser("run", help="run one experiment of a section")
     run.add_argument("section", help=f"one of {', '.join(SECTIONS)}")
-    run.add_argument("experiment", help="an experiment (figure) of the section (see `compgen list`)")
+    run.add_argument("experiment", help="an experiment (figure) of the section (see `compgen-cli list`)")
     run.add_argument("--preset", default="quick", help="smoke, quick or paper (default quick)")
     _add_set(run, "override a config field, e.g. --set seeds=[100] (repeatable)")
     run.add_argument("--force", action="store_true", help="recompute even if the store has the result")
@@ -113,6 +116,7 @@ def _run(args):
         overrides = dict(params.parse_assignment(text) for text in args.set)
         configs = section.figure_configs(sec, args.experiment, args.preset, **overrides)
         runner.checkpoint_interval(args.checkpoint_every)
+        runner.check_environment()
     except params.ParameterError as error:
         raise _fail(error) from None
     try:
@@ -129,6 +133,8 @@ def _run(args):
                 outputs = runner.run(sec, configs, force=args.force, workers=1, checkpoint_every=args.checkpoint_every)
         else:
             outputs = runner.run(sec, configs, force=args.force, checkpoint_every=args.checkpoint_every)
+    except params.ParameterError as error:  # refused before training (compgen.memory), here or in a worker
+        raise _fail(error) from None
     except runner.TrainingDiverged as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -146,6 +152,7 @@ def main(argv=None):
     if argv is None and args.preset in (None, "paper"):  # a paper-sized run or sweep (None: the sweep file's preset)
         from compgen import allocator  # glibc's huge pages, which it reads when a process starts
 
+        # as `python -m compgen.cli ARGS`, whichever of compgen-cli, python -m compgen or python -m compgen.cli ran
         allocator.restart_with_huge_pages("compgen.cli", sys.argv[1:])
     if args.command == "sweep":
         from compgen import sweeps

@@ -31,6 +31,8 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
+from compgen import params
+
 _TASK_MESH = contextvars.ContextVar("compgen_task_mesh", default=None)
 
 
@@ -50,7 +52,7 @@ def task_mesh_id():
 # made paper steps 1.1-1.7x faster (goals' linear hnet level), and two plain runs side by side had the throughput of
 # two split runs one after the other (README, "On a multi-core CPU").
 SPLIT_MIN_FLOP = 3e9
-SPLIT_ENV = "COMPGEN_SPLIT_TASKS"  # "0" turns the default split off
+SPLIT_ENV = "COMPGEN_SPLIT_TASKS"  # "0" turns the default split off, "1" (or unset) keeps it; nothing else
 
 
 def split_count(section, cfg, cores=None, backend=None) -> int:
@@ -61,7 +63,7 @@ def split_count(section, cfg, cores=None, backend=None) -> int:
     backend = jax.default_backend() if backend is None else backend
     meta_batch = getattr(cfg, "meta_batch", 0)
     if (
-        os.environ.get(SPLIT_ENV, "1") == "0"
+        not params.env_flag(SPLIT_ENV)
         or backend != "cpu"
         or cores < 2
         or not meta_batch

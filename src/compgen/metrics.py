@@ -43,11 +43,22 @@ def ridge_fit(features, targets, lam, cg_iters=None, intercept=False, penalise_i
     return solution, jnp.zeros(targets.shape[1])
 
 
+def _r2(ss_res, ss_tot, n, scale):
+    """1 − ss_res / ss_tot, NaN where the target has no variance to explain (:func:`r2_score`)."""
+    rounding = n * (64 * jnp.finfo(ss_tot.dtype).eps) ** 2 * scale  # what a constant's round-off can leave
+    defined = (n >= 2) & jnp.isfinite(ss_tot) & (ss_tot > rounding)
+    return jnp.where(defined, 1.0 - ss_res / jnp.where(defined, ss_tot, 1.0), jnp.nan)
+
+
 def r2_score(prediction, target):
-    """Coefficient of determination per output column: (N, K) -> (K,)."""
+    """Coefficient of determination per output column: (N, K) -> (K,).
+
+    NaN where a column is degenerate - constant (up to round-off), not finite, or fewer than 2 samples: there is
+    no variance to explain, so R² is undefined (never ±inf); figures average the defined columns.
+    """
     ss_res = jnp.sum((target - prediction) ** 2, axis=0)
     ss_tot = jnp.sum((target - target.mean(axis=0)) ** 2, axis=0)
-    return 1.0 - ss_res / ss_tot
+    return _r2(ss_res, ss_tot, target.shape[0], jnp.max(target**2, axis=0))
 
 
 def linear_decoding(
@@ -70,8 +81,11 @@ def linear_decoding(
 
 
 def pooled_r2(prediction, target):
-    """R² pooled over columns, 1 - Σ SS_res / Σ SS_tot: defined even when some column is constant."""
-    return 1.0 - jnp.sum((target - prediction) ** 2) / jnp.sum((target - target.mean(axis=0)) ** 2)
+    """R² pooled over columns, 1 - Σ SS_res / Σ SS_tot: defined even when some column is constant (NaN when
+    every column is, as in :func:`r2_score`)."""
+    ss_res = jnp.sum((target - prediction) ** 2)
+    ss_tot = jnp.sum((target - target.mean(axis=0)) ** 2)
+    return _r2(ss_res, ss_tot, target.shape[0], jnp.max(target**2))
 
 
 def effective_dimensions(features):
@@ -83,7 +97,8 @@ def effective_dimensions(features):
 
 def nonaffine_share(latents, features):
     """Share of the variance of ``features`` (N, D) that no affine function of ``latents`` (N, K) explains:
-    1 − pooled R² of the least-squares fit ``features ≈ latents @ A + b``; 0 when the fit is exact: ()."""
+    1 − pooled R² of the least-squares fit ``features ≈ latents @ A + b``; 0 when the fit is exact, NaN when the
+    features are constant: ()."""
     design = jnp.concatenate([latents, jnp.ones((latents.shape[0], 1), latents.dtype)], axis=1)
     coefficients = jnp.linalg.lstsq(design, features)[0]
     return 1.0 - pooled_r2(design @ coefficients, features)

@@ -8,8 +8,13 @@ from :func:`field` metadata (``ge``, ``gt``, ``le``, ``lt``, ``choices``). Valid
 * an integer is an ``int`` (not a ``bool``, a float such as 25.5 or 1e3, nor a string such as "4");
 * a float is a finite number (``nan`` and ``inf`` are refused), given as an ``int`` or a ``float``;
 * a boolean is a ``bool`` (the strings "true"/"false" are parsed exactly by :func:`parse_bool`, elsewhere refused);
-* ``seeds`` is a non-empty list of distinct non-negative integers;
-* a string field with ``choices`` takes one of them.
+* ``seeds`` is a non-empty list of distinct integers ``0 <= seed < 2**32`` (a PRNG key holds 32 bits of a seed, so
+  larger ones would alias smaller ones);
+* a string is at most :data:`MAX_TEXT` characters, and a field with ``choices`` takes one of them.
+
+A :class:`ValueError` raised by a config's cross-field rules (:meth:`Config.check`) becomes a
+:class:`ParameterError` too. The environment variables the library reads are parsed here as well
+(:func:`env_int`, :func:`env_flag`), as strictly: ASCII digits only.
 
 Every error is a :class:`ParameterError` naming the field, what is allowed and what was given.
 """
@@ -23,6 +28,9 @@ import types
 import typing
 
 import numpy as np
+
+SEED_LIMIT = 2**32  # seeds are 0 <= seed < SEED_LIMIT
+MAX_TEXT = 1_000  # characters of a string field (a mask list of the paper is under 40)
 
 
 class ParameterError(ValueError):
@@ -67,20 +75,101 @@ def check_float(name, value, ge=None, gt=None, le=None, lt=None):
 
 
 def check_seeds(value, name="seeds"):
-    """A tuple of distinct non-negative ints from a list or tuple; refuses floats, strings, bools, a bare int."""
+    """A tuple of distinct ints ``0 <= seed < 2**32`` from a list or tuple; refuses floats, strings, bools, a bare
+    int."""
     if not isinstance(value, (list, tuple)):
-        raise ParameterError(f"{name} must be a list of non-negative integers such as [2020, 2021], got {value!r}")
+        raise ParameterError(
+            f"{name} must be a list of non-negative integers such as [2020, 2021], got {_short(value)}"
+        )
     if not value:
         raise ParameterError(f"{name} must name at least one seed")
+    if len(value) > 1_000:
+        raise ParameterError(f"{name} must name at most 1000 seeds, got {len(value)}")
     for seed in value:
-        if not _is_int(seed) or seed < 0:
+        if not _is_int(seed) or not 0 <= seed < SEED_LIMIT:
             raise ParameterError(
-                f"{name} must be a list of non-negative integers such as [2020, 2021], "
-                f"got {list(value)!r} (entry {seed!r})"
+                f"{name} must be a list of non-negative integers below 2**32 such as [2020, 2021], "
+                f"got {_short(list(value))} (entry {_short(seed)})"
             )
     if len(set(int(s) for s in value)) != len(value):
         raise ParameterError(f"{name} must not repeat a seed, got {list(value)!r}")
     return tuple(int(s) for s in value)
+
+
+def _short(value, limit=80) -> str:
+    """``repr(value)``, cut to ``limit`` characters (an error message stays one short line)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 15]}... ({len(text)} characters)"
+
+
+def seeds_parameter(value, name="seeds"):
+    """A notebook's ``seeds`` parameter: ``None`` (the preset's), a list, or a string holding a list literal
+    (``papermill -p seeds '[2020]'`` passes the string ``"[2020]"``); the seeds as a tuple, or a
+    :class:`ParameterError`."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = ast.literal_eval(value.strip()) if len(value) <= MAX_TEXT else value
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            pass
+        if value is None:
+            return None
+    return check_seeds(value, name)
+
+
+def check_notebook_parameters(names, allowed):
+    """Refuse parameters that papermill injected but the notebook does not have (papermill only warns):
+    ``names`` are the notebook's global names, ``allowed`` its parameters. Modules, private names and IPython's
+    own names are not parameters."""
+    ipython = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+    unknown = sorted(
+        name
+        for name, value in names.items()
+        if not name.startswith("_")
+        and name not in allowed
+        and name not in ipython
+        and not isinstance(value, types.ModuleType)
+    )
+    if unknown:
+        raise ParameterError(f"unknown notebook parameter(s) {unknown}; this notebook takes: {', '.join(allowed)}")
+
+
+def _ascii_int(name, text):
+    if not (text.isascii() and text.strip().lstrip("+-").isdigit()) or len(text) > 20:
+        raise ValueError
+    return int(text)
+
+
+def env_int(name, default, ge=0, meaning=""):
+    """The integer in environment variable ``name`` (ASCII digits, at least ``ge``), ``default`` if it is unset or
+    empty; else a :class:`ParameterError` naming the variable."""
+    import os
+
+    text = os.environ.get(name, "")
+    if not text:
+        return default
+    try:
+        value = _ascii_int(name, text)
+    except ValueError:
+        value = None
+    if value is None or value < ge:
+        what = {0: "a non-negative integer", 1: "a positive integer"}.get(ge, f"an integer >= {ge}")
+        raise ParameterError(f"{name} must be {what}{meaning}, got {_short(text)}")
+    return value
+
+
+def env_flag(name, default=True):
+    """The switch in environment variable ``name``: "1" on, "0" off, unset or empty the default; anything else is a
+    :class:`ParameterError`."""
+    import os
+
+    text = os.environ.get(name, "")
+    if not text:
+        return default
+    if text not in ("0", "1"):
+        raise ParameterError(f"{name} must be 0 (off) or 1 (on), got {_short(text)}")
+    return text == "1"
 
 
 def parse_bool(value, name):
@@ -90,7 +179,7 @@ def parse_bool(value, name):
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in ("true", "1", "false", "0"):
         return value.strip().lower() in ("true", "1")
-    raise ParameterError(f"{name} must be a boolean (True or False), got {value!r}")
+    raise ParameterError(f"{name} must be a boolean (True or False), got {_short(value)}")
 
 
 def _kind(annotation):
@@ -112,29 +201,31 @@ def _check(name, value, kind, meta, optional=False):
     allowed = _limits_text(meta)
     if kind is bool:
         if not isinstance(value, (bool, np.bool_)):
-            raise ParameterError(f"{name} must be a boolean (True or False), got {value!r}")
+            raise ParameterError(f"{name} must be a boolean (True or False), got {_short(value)}")
         return bool(value)
     if kind is int:
         if not _is_int(value):
             raise ParameterError(
                 f"{name} must be an integer{' ' + allowed if allowed else ''}"
-                f"{' or None' if optional else ''}, got {value!r}"
+                f"{' or None' if optional else ''}, got {_short(value)}"
             )
         value = int(value)
     elif kind is float:
         if not _is_number(value) or not math.isfinite(float(value)):
             raise ParameterError(
                 f"{name} must be a finite number{' ' + allowed if allowed else ''}"
-                f"{' or None' if optional else ''}, got {value!r}"
+                f"{' or None' if optional else ''}, got {_short(value)}"
             )
         value = float(value)
     elif kind is str:
         if not isinstance(value, str):
-            raise ParameterError(f"{name} must be a string, got {value!r}")
+            raise ParameterError(f"{name} must be a string, got {_short(value)}")
+        if len(value) > MAX_TEXT:
+            raise ParameterError(f"{name} must be at most {MAX_TEXT} characters, got {len(value)}")
     elif kind is tuple:
         return check_seeds(value, name)
     if "choices" in meta and value not in meta["choices"]:
-        raise ParameterError(f"{name} must be one of {tuple(meta['choices'])}, got {value!r}")
+        raise ParameterError(f"{name} must be one of {tuple(meta['choices'])}, got {_short(value)}")
     for key, ok in (
         ("ge", lambda v, b: v >= b),
         ("gt", lambda v, b: v > b),
@@ -162,7 +253,12 @@ class Config:
             kind, optional = _kind(hints[f.name])
             value = _check(f.name, getattr(self, f.name), kind, f.metadata, optional)
             object.__setattr__(self, f.name, value)
-        self.check()
+        try:
+            self.check()
+        except ParameterError:
+            raise
+        except ValueError as error:  # a rule of a task module (masks, a world's sizes): still one line
+            raise ParameterError(" ".join(str(error).split())) from None
 
     def check(self):
         """Rules that involve several fields; raise :class:`ParameterError`."""
@@ -173,7 +269,7 @@ class Config:
 
     @classmethod
     def describe_field(cls, name) -> str:
-        """``name: type (allowed values)`` for error messages and ``compgen list``."""
+        """``name: type (allowed values)`` for error messages and ``compgen-cli list``."""
         f = {f.name: f for f in dataclasses.fields(cls)}[name]
         kind, optional = _kind(typing.get_type_hints(cls)[name])
         text = f"{name}: {getattr(kind, '__name__', kind)}{' | None' if optional else ''}"
@@ -192,7 +288,7 @@ def check_overrides(config_class, overrides: dict, where: str = "override", fixe
     unknown = sorted(set(overrides) - set(allowed))
     if unknown:
         raise ParameterError(
-            f"{where}: unknown field(s) {unknown} of {config_class.__name__}; allowed: {', '.join(allowed)}"
+            f"{where}: unknown field(s) {_short(unknown)} of {config_class.__name__}; allowed: {', '.join(allowed)}"
         )
     for name in overrides:
         if fixed and name in fixed:
@@ -203,8 +299,8 @@ def parse_literal(text: str):
     """A command-line value: a Python literal (``4``, ``2e-3``, ``[100, 101]``, ``True``, ``None``, ``'x'``), or
     the text itself when it is not one (a mask list such as ``01;12``). Lists become tuples."""
     try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+        value = ast.literal_eval(text) if len(text) <= MAX_TEXT else text
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         value = text
     return tuple(value) if isinstance(value, list) else value
 

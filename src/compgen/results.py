@@ -5,7 +5,8 @@ library version, code fingerprint, git commit, jax version, device, wall time, d
 :func:`compgen.storage.write_arrays` (an ``.npz`` archive with a SHA-256 trailer); ``<hash>.json`` beside it
 repeats the metadata for people and tools (it is not read back). The root is :func:`compgen.storage.results_root`.
 
-A damaged entry (truncated, garbled, empty, or a ``.json`` whose ``.result`` is gone) is reported once with its
+A damaged entry (truncated, garbled, empty, a ``.json`` whose ``.result`` is gone, or an entry whose embedded
+section, config or code fingerprint is not the one its file name stands for) is reported once with its
 path, moved into ``<root>/<kind>/damaged/`` and treated as missing, so the run is computed again.
 
 The hash covers the config and :func:`code_fingerprint` of the modules the numbers depend on. The fingerprint
@@ -88,31 +89,60 @@ def config_hash(config, code=None) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
-def _git_commit() -> str:
-    folder = Path(compgen.__file__).parent
+def _checkout_commit(folder: Path) -> str | None:
+    """The commit of the git checkout whose tracked files include this package's source (``folder``), with
+    ``+dirty`` if the package's tracked files differ from it; ``None`` if the package is not tracked by a
+    repository, e.g. a copy of it placed inside another repository, or a package installed under a virtual
+    environment that lives inside one."""
+
+    def git(*args):
+        return subprocess.run(["git", *args], capture_output=True, text=True, timeout=5, cwd=folder)
+
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, cwd=folder)
-        if out.returncode != 0:
-            return "unknown"
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            cwd=folder,
-        ).stdout.strip()
-        return out.stdout.strip() + ("+dirty" if dirty else "")
+        top = git("rev-parse", "--show-toplevel", "HEAD")
+        lines = top.stdout.splitlines()
+        if top.returncode != 0 or len(lines) != 2:
+            return None
+        toplevel, head = Path(lines[0]).resolve(), lines[1]
+        if toplevel not in (folder.resolve(), *folder.resolve().parents):
+            return None
+        if git("ls-files", "--error-unmatch", "__init__.py").returncode != 0:
+            return None
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".").stdout.strip()
+        return head + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        return None
+
+
+def _source_commit() -> tuple[str, str]:
+    """``(commit, where it was read)`` of the compgen source that runs: from its git checkout (``"checkout"``);
+    else, for an installed package, the commit it was built from (``"build"``, written by ``setup.py`` into
+    ``compgen/_build_info.py``); else ``("unknown", "unknown")``."""
+    commit = _checkout_commit(Path(compgen.__file__).parent)
+    if commit:
+        return commit, "checkout"
+    try:
+        from compgen import _build_info  # only in a built (non-editable) package
+    except ImportError:
+        return "unknown", "unknown"
+    commit = getattr(_build_info, "COMMIT", None)
+    return (commit, "build") if commit else ("unknown", "unknown")
+
+
+def _git_commit() -> str:
+    """The commit of the compgen source that runs (:func:`_source_commit`), or ``"unknown"``."""
+    return _source_commit()[0]
 
 
 def provenance(wall_time_s: float, code=None, seconds: dict | None = None) -> dict:
     """Where and how a result was computed; ``seconds``: where the wall time went (:func:`compgen.runner.train`)."""
     device = jax.devices()[0]
+    commit, commit_from = _source_commit()
     return {
         "compgen_version": compgen.__version__,
         "code_fingerprint": code_fingerprint(code),
-        "git_commit": _git_commit(),
+        "git_commit": commit,
+        "git_commit_from": commit_from,
         "jax_version": jax.__version__,
         "device": f"{device.platform}:{device.device_kind}",
         "host": platform.node(),
@@ -145,21 +175,29 @@ def save(
 
 
 def _move_aside(files, reason: str, log) -> None:
-    """Move a damaged entry's files into ``damaged/`` beside them and say so once."""
+    """Move a damaged entry's files into ``damaged/`` beside them and say so once (on a read-only store, say
+    that they stay)."""
     present = [f for f in files if f.exists()]
     if not present:
         return
     folder = present[0].parent / "damaged"
-    folder.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     moved = []
-    for f in present:
-        target = folder / f"{f.name}.{stamp}"
-        try:
-            f.replace(target)
-            moved.append(str(target))
-        except FileNotFoundError:  # another process moved it first: it reports it
-            pass
+    try:
+        folder.mkdir(exist_ok=True)
+        for f in present:
+            target = folder / f"{f.name}.{stamp}"
+            try:
+                f.replace(target)
+                moved.append(str(target))
+            except FileNotFoundError:  # another process moved it first: it reports it
+                pass
+    except OSError as error:  # a read-only store: the entry stays where it is, and is not used
+        log(
+            f"[results] damaged entry {present[0].with_suffix('')}: {reason}; it could not be moved aside "
+            f"({error.strerror or error}) and is not used"
+        )
+        return
     if moved:
         log(
             f"[results] damaged entry {present[0].with_suffix('')}: {reason}; moved to {', '.join(moved)}; "
@@ -167,10 +205,23 @@ def _move_aside(files, reason: str, log) -> None:
         )
 
 
+def _mismatch(meta: dict, kind: str, config, code) -> str | None:
+    """Why a stored entry's own description does not match what was asked for, or ``None`` if it does."""
+    if meta.get("kind") != kind:
+        return f"it holds a run of section {meta.get('kind')!r}, not {kind!r}"
+    if meta.get("config") != config_dict(config):
+        return "it holds the run of another config (its file name does not match its contents)"
+    stored = meta.get("provenance", {}).get("code_fingerprint")
+    if stored != code_fingerprint(code):
+        return f"it was computed by other code (fingerprint {stored}, this code's {code_fingerprint(code)})"
+    return None
+
+
 def load(kind: str, config, root: Path | None = None, code=None, log=print):
     """``(arrays, meta)`` stored for ``config`` and the modules ``code``, or ``None`` if there is none.
 
-    A damaged entry is moved aside (see module docstring) and ``None`` is returned.
+    A damaged entry, or one whose embedded description (section, config, code fingerprint) is not what was asked
+    for, is moved aside (see module docstring) and ``None`` is returned.
     """
     entry, sidecar = paths(kind, config, root, code)
     if not entry.exists():
@@ -184,5 +235,9 @@ def load(kind: str, config, root: Path | None = None, code=None, log=print):
         _move_aside([entry, sidecar], str(error).replace(f"{entry}: ", ""), log)
         return None
     except FileNotFoundError:  # moved aside by another reader meanwhile
+        return None
+    wrong = _mismatch(meta, kind, config, code)
+    if wrong is not None:
+        _move_aside([entry, sidecar], wrong, log)
         return None
     return arrays, meta

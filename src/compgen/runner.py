@@ -14,23 +14,28 @@ non-finite for :data:`DIVERGED_STEPS` steps (or a whole chunk) stops with :class
 stored.
 
 Workers: ``python -m compgen.runner <section module> <configs.json>`` trains configs of the section that
-``<section module>.SECTION`` names (see :func:`run_workers`).
+``<section module>.SECTION`` names (see :func:`run_workers`); it deletes the job file once read and ends when
+its parent process dies. A config is trained under a lock in the store (:func:`compgen.storage.lock`), so two
+processes asked for it train it once; the store and checkpoint folders are checked before anything trains.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import functools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import NamedTuple
 
 import jax
@@ -38,10 +43,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from compgen import checkpoint, devices, meta, params, results, timing
+from compgen import checkpoint, devices, memory, meta, params, results, storage, timing
 
 DIVERGED_STEPS = 100  # consecutive non-finite outer updates after which a run is stopped
 DIVERGED_EXIT = 3  # a worker's exit status when one of its runs diverged
+PARAMETER_EXIT = 2  # a worker's exit status when a config was refused before training (compgen.memory)
 
 
 class TrainingDiverged(RuntimeError):
@@ -182,6 +188,7 @@ def train(section, cfg, log=print, saver=None):
     with clock.measure("setup"):
         runs = section.run_arrays([cfg])
         prog = program(section, cfg)
+        memory.check(section, cfg, prog, runs)  # traces the programs (jit reuses the traces), compiles nothing
         initial = jax.block_until_ready(prog.init(runs))
     n = len(cfg.seeds)
     show = lambda m, e: section.progress(m, e)
@@ -214,35 +221,54 @@ def flatten_history(history) -> dict:
 
 
 def checkpoint_interval(value=None) -> int:
+    """Chunks between checkpoints: ``value``, else ``$COMPGEN_CHECKPOINT_EVERY``, else 0 (off)."""
     if value is None:
-        text = os.environ.get("COMPGEN_CHECKPOINT_EVERY") or "0"
-        try:
-            value = int(text)
-        except ValueError:
-            raise params.ParameterError(
-                f"COMPGEN_CHECKPOINT_EVERY must be a non-negative integer (chunks between "
-                f"checkpoints, 0 = off), got {text!r}"
-            ) from None
+        return params.env_int("COMPGEN_CHECKPOINT_EVERY", 0, ge=0, meaning=" (chunks between checkpoints, 0 = off)")
     return params.check_int("checkpoint_every", value, ge=0)
 
 
-def train_and_store(section, configs, log=print, checkpoint_every=None):
+def check_store(section, checkpoint_every=None) -> None:
+    """Refuse a results store (or, with checkpoints on, a checkpoint folder) that cannot be written, before training."""
+    storage.check_writable(storage.results_root() / section.name, "COMPGEN_RESULTS")
+    if checkpoint_interval(checkpoint_every):
+        storage.check_writable(checkpoint.checkpoint_root() / section.name, "COMPGEN_CHECKPOINTS")
+
+
+def check_environment() -> None:
+    """Refuse a bad ``COMPGEN_*`` environment variable before anything is loaded or trained."""
+    checkpoint_interval()
+    default_workers(1)
+    params.env_flag(devices.SPLIT_ENV)
+
+
+def train_and_store(section, configs, log=print, checkpoint_every=None, force=False):
     """Train each of ``configs`` (one program each; same-shape ones share it) and store its result.
 
     With ``checkpoint_every`` = N > 0 (default ``$COMPGEN_CHECKPOINT_EVERY``, else 0 = off) a run saves its
     training state every N chunks under :func:`compgen.checkpoint.run_dir`, resumes from there when started
     again, and removes its checkpoints once its result is stored.
+
+    A config is trained and stored holding its lock in the store (:func:`compgen.storage.lock`, beside its entry),
+    so two processes never train it at once: the second waits, then finds it stored and does not train it
+    (unless ``force``).
     """
     every = checkpoint_interval(checkpoint_every)
     code = section.code
     for cfg in configs:
-        log(f"[train] {section.label(cfg)}")
-        folder = checkpoint.run_dir(section.name, [results.config_hash(cfg, code)]) if every else None
-        saver = checkpoint.Checkpointer(folder, every, log=log) if folder else None
-        history, seconds = train(section, cfg, log, saver)
-        results.save(section.name, cfg, flatten_history(history), seconds["wall"], code=code, seconds=seconds)
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+        label = section.label(cfg)
+        where = results.paths(section.name, cfg, code=code)[0].with_suffix(".lock")
+        waiting = lambda: log(f"[results] {label} is being trained by another process (lock {where}); waiting")
+        with storage.lock(where, waiting):
+            if not force and results.load(section.name, cfg, code=code, log=log) is not None:
+                log(f"[results] {label} was stored by another process meanwhile; it is not trained again")
+                continue
+            log(f"[train] {label}")
+            folder = checkpoint.run_dir(section.name, [results.config_hash(cfg, code)]) if every else None
+            saver = checkpoint.Checkpointer(folder, every, log=log) if folder else None
+            history, seconds = train(section, cfg, log, saver)
+            results.save(section.name, cfg, flatten_history(history), seconds["wall"], code=code, seconds=seconds)
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------------------------- many runs
@@ -263,7 +289,8 @@ def run(section, configs, force: bool = False, workers: int | None = None, log=p
     many host devices (not inside :func:`compgen.devices.split_tasks`, which splits every run in this process).
     """
     configs = list(configs)
-    checkpoint_interval(checkpoint_every)  # a bad value fails before anything trains
+    check_environment()  # a bad value fails before anything loads or trains
+    checkpoint_interval(checkpoint_every)
     loaded, todo = {}, []
     for c in configs:
         stored = None if force else results.load(section.name, c, code=section.code, log=log)
@@ -277,18 +304,20 @@ def run(section, configs, force: bool = False, workers: int | None = None, log=p
                 f"[results] reusing {section.label(c)}: run {results.config_hash(c, section.code)} ({prov['date']}, "
                 f"{prov['wall_time_s']:.0f} s on {prov['device']}, commit {prov['git_commit'][:8]})"
             )
+    if todo:  # a store that cannot take the results fails now, not after training
+        check_store(section, checkpoint_every)
     splits = {c: 1 if devices.task_mesh() is not None else devices.split_count(section, c) for c in todo}
     rest = [c for c in todo if splits[c] == 1]
     for c in todo:  # a split config trains alone, its tasks split over every core (devices.split_count)
         if splits[c] > 1:
-            run_workers(section, [[c]], 1, log, checkpoint_every, split=splits[c])
+            run_workers(section, [[c]], 1, log, checkpoint_every, split=splits[c], force=force)
     if rest:
         workers = default_workers(len(rest)) if workers is None else workers
         jobs = balance(rest, workers, section)
         if workers > 1 and len(jobs) > 1:
-            run_workers(section, jobs, workers, log, checkpoint_every)
+            run_workers(section, jobs, workers, log, checkpoint_every, force=force)
         else:
-            train_and_store(section, rest, log, checkpoint_every)
+            train_and_store(section, rest, log, checkpoint_every, force)
     for c in todo:
         stored = results.load(section.name, c, code=section.code, log=log)
         if stored is None:
@@ -303,14 +332,8 @@ def run(section, configs, force: bool = False, workers: int | None = None, log=p
 def default_workers(n_jobs: int) -> int:
     """``$COMPGEN_WORKERS`` if set, else one worker per CPU core on a CPU-only machine and 1 with an accelerator;
     at most ``n_jobs``."""
-    text = os.environ.get("COMPGEN_WORKERS")
-    if text:
-        try:
-            workers = int(text)
-        except ValueError:
-            workers = 0
-        if workers < 1:
-            raise params.ParameterError(f"COMPGEN_WORKERS must be a positive integer, got {text!r}")
+    workers = params.env_int("COMPGEN_WORKERS", None, ge=1, meaning=" (training processes at once)")
+    if workers is not None:
         return min(n_jobs, workers)
     if jax.default_backend() != "cpu":
         return 1
@@ -340,21 +363,31 @@ def balance(configs, workers: int, section) -> list:
     return jobs
 
 
-def _start(section, configs, slot, log, checkpoint_every, split=1):
-    handle = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-    job = {"configs": [dataclasses.asdict(c) for c in configs], "checkpoint_every": checkpoint_every, "split": split}
+def _start(section, configs, slot, log, checkpoint_every, split=1, force=False):
+    handle = tempfile.NamedTemporaryFile("w", prefix="compgen-job-", suffix=".json", delete=False)
+    job = {
+        "configs": [dataclasses.asdict(c) for c in configs],
+        "checkpoint_every": checkpoint_every,
+        "split": split,
+        "force": force,
+        "parent": os.getpid(),
+    }
     json.dump(job, handle)
     handle.close()
     env = None
     if split > 1:  # the worker makes one CPU host device per share of the tasks (read when its jax starts)
         env = {**os.environ, "XLA_FLAGS": devices.xla_flags_with_host_devices(split)}
-    proc = subprocess.Popen(
-        [sys.executable, "-u", "-m", "compgen.runner", section.module, handle.name],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-u", "-m", "compgen.runner", section.module, handle.name],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+    except BaseException:
+        os.unlink(handle.name)
+        raise
 
     last = []  # the worker's last line: its error, if it failed
 
@@ -368,25 +401,49 @@ def _start(section, configs, slot, log, checkpoint_every, split=1):
     return proc, thread, handle.name, last
 
 
-def run_workers(section, jobs, n_workers: int, log=print, checkpoint_every=None, poll_s: float = 0.5, split=1):
+def _stop(proc, grace_s: float = 5.0) -> None:
+    """End a worker: SIGTERM (see :func:`_end_with_parent`), SIGKILL if it is still there after ``grace_s``."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_workers(
+    section, jobs, n_workers: int, log=print, checkpoint_every=None, poll_s: float = 0.5, split=1, force=False
+):
     """Train ``jobs`` (lists of configs) in at most ``n_workers`` processes at once, costliest first, starting the
-    next job whenever a slot frees; with ``split`` > 1 each process splits its tasks over that many host devices."""
+    next job whenever a slot frees; with ``split`` > 1 each process splits its tasks over that many host devices.
+
+    If this process is stopped (an exception, ``KeyboardInterrupt``) its workers are ended; if it dies, they end
+    themselves (:func:`_end_with_parent`). Checkpoints they saved stay; their job files do not."""
     costs = [sum(section.cost(c) for c in job) for job in jobs]
     pending = sorted(range(len(jobs)), key=lambda i: -costs[i])
     running, failed = {}, []  # slot -> (job, proc, thread, file, last line)
-    while pending or running:
-        for slot in range(n_workers):
-            if slot not in running and pending:
-                job = pending.pop(0)
-                running[slot] = (job, *_start(section, jobs[job], slot, log, checkpoint_every, split))
-        time.sleep(poll_s)
-        for slot, (_job, proc, thread, name, last) in list(running.items()):
-            if proc.poll() is not None:
-                thread.join()
-                os.unlink(name)
-                if proc.returncode:
-                    failed.append((proc.returncode, last[0] if last else f"exit code {proc.returncode}"))
-                del running[slot]
+    try:
+        while pending or running:
+            for slot in range(n_workers):
+                if slot not in running and pending:
+                    job = pending.pop(0)
+                    running[slot] = (job, *_start(section, jobs[job], slot, log, checkpoint_every, split, force))
+            time.sleep(poll_s)
+            for slot, (_job, proc, thread, name, last) in list(running.items()):
+                if proc.poll() is not None:
+                    thread.join()
+                    Path(name).unlink(missing_ok=True)  # the worker removes it once read
+                    if proc.returncode:
+                        failed.append((proc.returncode, last[0] if last else f"exit code {proc.returncode}"))
+                    del running[slot]
+    finally:
+        for _job, proc, _thread, name, _last in running.values():
+            _stop(proc)
+            Path(name).unlink(missing_ok=True)
+    refused = [line.split(": ", 1)[1] for code, line in failed if code == PARAMETER_EXIT and ": " in line]
+    if refused:
+        raise params.ParameterError("; ".join(dict.fromkeys(refused)))
     diverged = [line.split(": ", 1)[1] for code, line in failed if code == DIVERGED_EXIT and ": " in line]
     if diverged:
         raise TrainingDiverged("; ".join(diverged))
@@ -401,10 +458,46 @@ def section_of(module_name: str):
     return importlib.import_module(module_name).SECTION
 
 
+class WorkerStopped(SystemExit):
+    """A worker told to stop (SIGTERM); it ends once unwound, without waiting for a computation under way."""
+
+
+def _end_with_parent(parent: int, grace_s: float = 2.0) -> None:
+    """Make this worker end when its ``parent`` process dies, leaving no temporary file.
+
+    SIGTERM (or SIGINT) raises :class:`WorkerStopped` (once), so a file being written is removed
+    (:func:`compgen.storage.write_atomic`) and the config's lock released. The parent's death sends SIGTERM (Linux:
+    ``PR_SET_PDEATHSIG``) and is also seen by a thread watching ``os.getppid()`` (everywhere), which ends the
+    process ``grace_s`` later if it is still running (a signal waits for the computation under way)."""
+
+    def stop(signum, _frame):
+        for name in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(name, signal.SIG_IGN)
+        raise WorkerStopped(128 + signum)
+
+    for name in (signal.SIGTERM, signal.SIGINT):  # Ctrl-C reaches the workers too: they stop the same way
+        signal.signal(name, stop)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(grace_s)
+        storage.drop_locks()
+        os._exit(128 + signal.SIGTERM)
+
+    threading.Thread(target=watch, daemon=True).start()  # also covers a parent that died before prctl
+
+
 def _worker(module_name: str, path: str) -> int:
-    section = section_of(module_name)
     with open(path) as handle:
         job = json.load(handle)
+    os.unlink(path)
+    _end_with_parent(job.get("parent", os.getppid()))
+    section = section_of(module_name)
     configs = [
         section.config(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}) for d in job["configs"]
     ]
@@ -413,12 +506,18 @@ def _worker(module_name: str, path: str) -> int:
         print(f"[devices] every meta-batch split over {jax.local_device_count()} {jax.default_backend()} device(s)")
     try:
         with devices.split_tasks() if split > 1 else contextlib.nullcontext():
-            train_and_store(section, configs, checkpoint_every=job["checkpoint_every"])
+            train_and_store(section, configs, checkpoint_every=job["checkpoint_every"], force=job.get("force", False))
     except TrainingDiverged as error:  # the driver re-raises it with this message
         print(f"TrainingDiverged: {error}", flush=True)
         return DIVERGED_EXIT
+    except params.ParameterError as error:  # likewise (a config that cannot fit, compgen.memory)
+        print(f"ParameterError: {error}", flush=True)
+        return PARAMETER_EXIT
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(_worker(sys.argv[1], sys.argv[2]))
+    try:
+        sys.exit(_worker(sys.argv[1], sys.argv[2]))
+    except WorkerStopped as stopped:  # unwound: the XLA computation under way would hold up a normal exit
+        os._exit(stopped.code)

@@ -12,7 +12,10 @@ the paper's and overrides fields: a config of ``model`` at ``preset`` is built (
 
 A figure's configs are a :class:`Grid` expanded by :func:`figure_configs`: its models, times the cartesian
 product of its ``axes`` (first axis outermost), times its ``cases`` (fields that vary together), each with
-its ``fixed`` fields. Fields that the grid varies cannot be overridden (they define the experiment).
+its ``fixed`` fields. Fields that the grid sets - its axes, cases and fixed fields - define the experiment and
+cannot be overridden, except :data:`BUDGET_FIELDS` (which seeds, how many steps). ``model`` picks one of the figure's
+models. Any other field may be overridden: the config then differs from the figure's, and so does its hash in the
+results store.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from types import MappingProxyType
 from compgen import params
 
 PRESET_NAMES = ("smoke", "quick", "paper")
+# Fields a figure's grid may set that a user may still override: they choose seeds and budget, not the experiment.
+BUDGET_FIELDS = ("seeds", "outer_steps", "eval_every")
 
 # The CPU presets' compilation: XLA's backend (LLVM) optimisation level 1 instead of its default (the config field
 # ``xla_opt_level``, passed to XLA per compiled program by :func:`compgen.runner.program`). At quick sizes on 2 CPU
@@ -63,11 +68,12 @@ class Grid:
                 yield {**self.fixed, **dict(zip(names, values)), **case}
 
     def varied(self) -> dict:
-        """{field: why} for the fields the grid varies (they cannot be overridden)."""
-        out = {name: f"the figure's axis {name}" for name in self.axes}
+        """{field: why} for the fields the grid sets (they cannot be overridden), :data:`BUDGET_FIELDS` apart."""
+        out = {name: f"its fixed value {value!r}" for name, value in self.fixed.items()}
+        out.update({name: f"the figure's axis {name}" for name in self.axes})
         for case in self.cases:
             out.update({name: "the figure's cases" for name in case})
-        return out
+        return {name: why for name, why in out.items() if name not in BUDGET_FIELDS}
 
 
 @dataclass(frozen=True)
@@ -171,13 +177,20 @@ def figure_configs(section: Section, figure: str, preset: str = "quick", models=
     grid = section.preset(preset).figures.get(figure)
     if grid is None:
         raise params.ParameterError(f"experiment must be one of {section.figures(preset)}, got {figure!r}")
+    chosen = models if models is not None else grid.models or (section.models[:1] if section.models else (None,))
+    if section.models and "model" in overrides:  # picks one of the figure's models
+        model = overrides.pop("model")
+        if model not in chosen:
+            raise params.ParameterError(
+                f"{section.name} {figure}: model must be one of the experiment's models {tuple(chosen)}, got {model!r}"
+            )
+        chosen = (model,)
     params.check_overrides(
         section.config,
         overrides,
         f"{section.name} {figure}",
         fixed={k: f"experiment {figure} ({why})" for k, why in grid.varied().items()},
     )
-    chosen = models if models is not None else grid.models or (section.models[:1] if section.models else (None,))
     configs = []
     for model in chosen:
         for point in grid.points():

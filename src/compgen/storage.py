@@ -9,6 +9,7 @@ foreign file. The results store and the checkpoints both use them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -18,7 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
+
 MAGIC = b"compgen-checkpoint-v1"
+MAX_READ_BYTES = 4 * 2**30  # what read_arrays decompresses at most (a paper run's checkpoint is well under 1 GiB)
 _TRAILER = len(MAGIC) + 8 + 32  # magic, payload length (uint64), sha256
 
 
@@ -42,11 +49,15 @@ def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a flushed temporary file and an atomic rename."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # an error or a stop (SystemExit, KeyboardInterrupt) mid-write leaves no temporary file
+        tmp.unlink(missing_ok=True)
+        raise
     folder = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(folder)  # make the rename itself durable
@@ -63,8 +74,9 @@ def write_arrays(path: Path, arrays: dict, compress: bool = False) -> None:
     write_atomic(path, payload + trailer)
 
 
-def read_arrays(path: Path) -> dict:
-    """The arrays of a file written by :func:`write_arrays`; :class:`CorruptFile` if it does not check out."""
+def read_arrays(path: Path, max_bytes: int = MAX_READ_BYTES) -> dict:
+    """The arrays of a file written by :func:`write_arrays`; :class:`CorruptFile` if it does not check out or would
+    decompress to more than ``max_bytes``."""
     data = Path(path).read_bytes()
     if len(data) < _TRAILER or data[-_TRAILER : -_TRAILER + len(MAGIC)] != MAGIC:
         raise CorruptFile(f"{path}: no checksum trailer (truncated, or not written by compgen)")
@@ -75,7 +87,80 @@ def read_arrays(path: Path) -> dict:
     if hashlib.sha256(payload).digest() != data[-32:]:
         raise CorruptFile(f"{path}: checksum mismatch")
     try:
-        with np.load(io.BytesIO(payload)) as archive:
+        with zipfile.ZipFile(io.BytesIO(payload)) as archive:
+            size = sum(member.file_size for member in archive.infolist())
+        if size > max_bytes:
+            raise CorruptFile(f"{path}: its arrays would take {size:,} bytes, more than the {max_bytes:,} allowed")
+        with np.load(io.BytesIO(payload), allow_pickle=False) as archive:
             return {k: archive[k] for k in archive.files}
+    except CorruptFile:
+        raise
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as error:
         raise CorruptFile(f"{path}: unreadable archive ({error})") from None
+
+
+@contextlib.contextmanager
+def lock(path: Path, on_wait=None):
+    """Hold an exclusive lock on the file ``path`` (created, then removed on release) for the ``with`` block.
+
+    Without waiting if it is free; else ``on_wait()`` is called once and the lock awaited. The operating system
+    releases it when its holder dies (``fcntl.flock``); where there is no ``fcntl`` (Windows) nothing is locked.
+    """
+    if fcntl is None:
+        yield
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        handle = open(path, "a")
+        try:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait is not None:
+                    on_wait()
+                    on_wait = None
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            with contextlib.suppress(FileNotFoundError):
+                if os.fstat(handle.fileno()).st_ino == os.stat(path).st_ino:
+                    break  # still the file at ``path``, not one that its previous holder removed meanwhile
+        except BaseException:
+            handle.close()
+            raise
+        handle.close()
+    _HELD.add(path)
+    try:
+        yield
+    finally:
+        _HELD.discard(path)
+        path.unlink(missing_ok=True)
+        handle.close()
+
+
+_HELD: set = set()  # the lock files this process holds (:func:`drop_locks`)
+
+
+def drop_locks() -> None:
+    """Remove the files of the locks this process holds, for a process that ends without unwinding (``os._exit``);
+    the locks themselves are released by the operating system as it ends."""
+    for path in list(_HELD):
+        path.unlink(missing_ok=True)
+
+
+def check_writable(folder: Path, variable: str) -> None:
+    """Create ``folder`` if needed and check that a file can be written in it; else a
+    :class:`compgen.params.ParameterError` naming the environment ``variable`` that chooses it, the path and why."""
+    from compgen.params import ParameterError
+
+    folder = Path(folder)
+    probe = folder / f".probe.{os.getpid()}.tmp"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
+        why = f"{blocker} is a file" if blocker is not None and not blocker.is_dir() else error.strerror or str(error)
+        raise ParameterError(
+            f"{variable}: cannot write in {folder}: {why}; point {variable} to a writable folder"
+        ) from None

@@ -4,8 +4,8 @@ A sweep file (TOML, or JSON with the same keys) names a section and either build
 :func:`compgen.section.make_config` or expands one of its experiments; every point of ``grid`` gives one config
 (or the experiment's configs), trained for every seed::
 
-    section = "hyperteacher"          # a section of `compgen list`
-    preset = "paper"                  # default preset; `compgen sweep --preset smoke` overrides it
+    section = "hyperteacher"          # a section of `compgen-cli list`
+    preset = "paper"                  # default preset; `compgen-cli sweep --preset smoke` overrides it
     seeds = [2020, 2021, 2022]
     # experiment = "fig3b"            # optional: expand this experiment with the fields below
     [fixed]                           # fields set at every grid point
@@ -27,7 +27,7 @@ Backends: ``local`` (one config after another; configs of equal shapes share a c
 (one config per local device at a time, :func:`compgen.devices.train_on_devices`) and ``ray`` (each config a
 task on a Ray cluster; ``pip install 'compgen[cluster]'``). A config is always trained by its own program, so
 the three store the same numbers. Runs already stored are skipped unless ``force``; a run that fails is
-reported and the others go on. Command line: ``compgen sweep FILE --backend local``.
+reported and the others go on. Command line: ``compgen-cli sweep FILE --backend local``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from compgen import checkpoint, devices, params, results, runner
+from compgen import checkpoint, devices, params, results, runner, storage
 from compgen.experiments import SECTIONS, get
 from compgen.section import PRESET_NAMES, figure_configs, make_config
 
@@ -155,6 +155,11 @@ def parse(data: dict, name: str = "sweep") -> Sweep:
     seeds = data.get("seeds")
     if seeds is not None:
         seeds = params.check_seeds(seeds, f"{name}: seeds")
+    if not grid and not data.get("cases"):
+        raise params.ParameterError(
+            f"{name}: [grid] must list at least one field to vary (or give [[cases]]); for one config use "
+            "`compgen-cli run`"
+        )
     return Sweep(
         name=name,
         section=data["section"],
@@ -205,6 +210,8 @@ def grid_points(sweep: Sweep, preset: str, overrides: dict | None = None) -> lis
             fields["seeds"] = sweep.seeds
         fields = {k: _tuples(v) for k, v in {**fields, **(overrides or {})}.items()}
         points.append((", ".join(f"{k}={v}" for k, v in combo.items()) or sweep.section, fields))
+    if not points:
+        raise params.ParameterError(f"{sweep.name}: exclude leaves out every grid point: nothing to train")
     return points
 
 
@@ -256,6 +263,7 @@ def run_sweep(
     """
     if backend not in BACKENDS:
         raise params.ParameterError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    runner.check_environment()
     runner.checkpoint_interval(checkpoint_every)
     sweep = load(sweep) if isinstance(sweep, (str, Path)) else sweep
     section = get(sweep.section)
@@ -268,6 +276,8 @@ def run_sweep(
             report.stored.append(point.config)
         else:
             todo.append(point)
+    if todo:
+        runner.check_store(section, checkpoint_every)
     log(
         f"[sweep] {sweep.name}: {len(todo)} config(s) to train with backend {backend!r}, "
         f"{len(report.stored)} already stored"
@@ -317,6 +327,27 @@ def _train_remote(section_name: str, config: dict, checkpoint_every, checkpoint_
         return {str(p.relative_to(store)): p.read_bytes() for p in Path(store).rglob("*") if p.is_file()}
 
 
+def store_returned(section, config, files: dict, root: Path, log=print) -> None:
+    """Write the files a remote worker returned for ``config`` into the store at ``root``: only the entry of that
+    config (``<section>/<hash>.result`` and ``.json``; any other name, a path with separators or ``..`` included, is
+    refused), each written atomically, and never over a valid entry already there."""
+    entry, sidecar = results.paths(section.name, config, root, section.code)
+    expected = {f"{section.name}/{entry.name}": entry, f"{section.name}/{sidecar.name}": sidecar}
+    unexpected = sorted(set(files) - set(expected))
+    if unexpected or not isinstance(files.get(f"{section.name}/{entry.name}"), bytes):
+        raise RuntimeError(
+            f"the worker returned {sorted(files)[:4]} instead of the entry {sorted(expected)} of its config: refused"
+        )
+    if results.load(section.name, config, root, section.code, log=log) is not None:
+        log(f"[sweep] {entry} is already stored: kept")
+        return
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    for name in sorted(files, key=lambda n: n.endswith(".json")):  # the .result first: a .json alone is damage
+        if not isinstance(files[name], bytes):
+            raise RuntimeError(f"the worker returned {name} as {type(files[name]).__name__}, not bytes: refused")
+        storage.write_atomic(expected[name], files[name])
+
+
 def _run_ray(section, points, report, checkpoint_every, log, address, gpus, cpus):
     try:
         import ray
@@ -332,9 +363,7 @@ def _run_ray(section, points, report, checkpoint_every, log, address, gpus, cpus
         (ref,), _ = ray.wait(list(pending), num_returns=1)
         point = pending.pop(ref)
         try:
-            for name, data in ray.get(ref).items():
-                (root / name).parent.mkdir(parents=True, exist_ok=True)
-                (root / name).write_bytes(data)
+            store_returned(section, point.config, ray.get(ref), root, log)
             if runner.load(section, point.config, log) is None:
                 raise RuntimeError(
                     "the worker stored the run under another config hash: is its compgen the "
@@ -350,7 +379,7 @@ def _run_ray(section, points, report, checkpoint_every, log, address, gpus, cpus
 
 
 def main(args, overrides) -> int:
-    """``compgen sweep``: exit status 0 if every run is stored, 1 if any failed, 2 for a bad file or option."""
+    """``compgen-cli sweep``: exit status 0 if every run is stored, 1 if any failed, 2 for a bad file or option."""
     try:
         if args.backend not in BACKENDS:
             raise params.ParameterError(f"--backend must be one of {BACKENDS}, got {args.backend!r}")

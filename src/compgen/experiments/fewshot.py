@@ -97,6 +97,11 @@ class MetaConfig(params.Config):
             raise params.ParameterError(
                 f"train_chunk ({self.train_chunk}) must divide meta_batch ({self.meta_batch}), or be None (all at once)"
             )
+        if self.outer_schedule == "constant" and self.warmup_steps:
+            raise params.ParameterError(
+                f"warmup_steps must be 0 with outer_schedule='constant' (only 'warmup_cosine' warms up), "
+                f"got {self.warmup_steps}"
+            )
         if self.outer_schedule == "warmup_cosine" and self.warmup_steps >= self.outer_steps:
             raise params.ParameterError(
                 f"warmup_steps ({self.warmup_steps}) must be below outer_steps "
@@ -222,7 +227,9 @@ def evaluate_run(env: Environment, cfg, run, state):
     Per set (NaN where ``run["eval_valid"]`` marks it empty): query loss, the environment's metrics and, for
     meta-learners, the support loss before and after adaptation, averaged over the set's tasks ((n_sets,)
     arrays). With ``probe`` and a latent: ``r2_ood`` (K,), ``r2_ood_pooled`` and ``r2_test_pooled`` of a ridge
-    decoder from the task representation to the latent, fitted on ``test`` and scored on ``ood``.
+    decoder from the task representation to the latent, fitted on ``test`` and scored on ``ood`` (NaN, unlike
+    an empty set's NaN above, where a latent entry is constant on ``ood``: no variance to explain, R² undefined;
+    :func:`compgen.metrics.r2_score`).
     """
     model, params_ = cfg.build_model(), state["meta"]
     tasks = run["eval_tasks"]

@@ -54,7 +54,7 @@ class WorldFields(params.Config):
     the start. ``world`` is the value the task functions take."""
 
     grid: int = positive(gl.GRID)
-    n_mazes: int = positive(gl.N_MAZES)
+    n_mazes: int = field(gl.N_MAZES, ge=1, le=100)
     n_object_types: int = positive(gl.N_OBJECT_TYPES)
     n_interactions: int = positive(gl.N_INTERACTIONS)
     n_distractors: int = field(gl.N_DISTRACTORS, ge=0)

@@ -50,7 +50,15 @@ class WorldFields(params.Config):
 
 def check_world(cfg):
     """Raise a ParameterError naming the field unless ``cfg``'s world sizes fit together (the objects and the
-    agent on distinct free cells of the layout)."""
+    agent on distinct free cells of the layout; at least two colours, and no more modules than colours, so that the
+    modules' preference vectors over the colours can be linearly independent)."""
+    if cfg.n_colours < 2:
+        raise params.ParameterError("n_colours must be at least 2 (one colour leaves nothing to prefer), got 1")
+    if cfg.n_modules > cfg.n_colours:
+        raise params.ParameterError(
+            f"n_modules must be at most n_colours ({cfg.n_colours}): each module is a preference vector over the "
+            f"colours, and more of them than colours are linearly dependent; got {cfg.n_modules}"
+        )
     most = min(pf.MAX_OBJECTS, len(pf.layout_tables(cfg.layout)[1]) - 1)
     if cfg.n_objects > most:
         raise params.ParameterError(

@@ -204,8 +204,9 @@ def evaluate_run(cfg, run, state):
     """Metrics of one run on fixed task sets (spec §1.5-1.6; :meth:`TeacherStudentConfig.eval_set_names`).
 
     Per set: the ½-MSE and relative loss on fixed inputs after inference, and the R² of decoding z from ẑ
-    with a ridge decoder fitted on ``train``. Module alignment uses that decoder. On the ``train`` tasks, what the
-    inferred latents do: ``latent_dims``, the number of directions in which ẑ differs across tasks
+    with a ridge decoder fitted on ``train`` (NaN for an entry of z that is constant on the set: no variance to
+    explain, R² undefined; :func:`compgen.metrics.r2_score`). Module alignment uses that decoder. On the ``train``
+    tasks, what the inferred latents do: ``latent_dims``, the number of directions in which ẑ differs across tasks
     (:func:`compgen.metrics.effective_dimensions`; ``teacher_latent_dims`` is z's, what identification gives), and
     ``latent_nonaffine``, the share of ẑ's variance that is not an affine function of z (0 under identification).
     """

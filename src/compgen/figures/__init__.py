@@ -58,12 +58,32 @@ class Runs:
         return tuple(sorted({s for cs in self.figures.values() for c in cs for s in c.seeds}))
 
 
+NOTEBOOK_PARAMETERS = ("preset", "force", "seeds", "repository")  # every chapter's parameters cell
+
+
+def check_parameters(names: dict, *extra: str) -> None:
+    """Check a notebook's parameters before anything runs: ``names`` is the notebook's ``globals()``, ``extra``
+    the parameters it has besides :data:`NOTEBOOK_PARAMETERS`. papermill only warns about a parameter the notebook
+    does not have (``-p presett smoke``); here it is a :class:`compgen.params.ParameterError`, and so is a bad
+    preset, force or seeds value."""
+    from compgen import params
+
+    params.check_notebook_parameters(names, NOTEBOOK_PARAMETERS + extra)
+    if names.get("preset") not in section.PRESET_NAMES:
+        raise params.ParameterError(f"preset must be one of {section.PRESET_NAMES}, got {names.get('preset')!r}")
+    params.parse_bool(names.get("force", False), "force")
+    params.seeds_parameter(names.get("seeds"))
+
+
 def chapter_configs(section_name: str, preset: str, seeds=None, figures=None, **overrides):
-    """``{figure: [configs]}`` of a section at a preset (every figure unless ``figures``); ``seeds`` (a list)
-    replaces every config's seeds."""
+    """``{figure: [configs]}`` of a section at a preset (every figure unless ``figures``); ``seeds`` (a list, or a
+    string holding one, as papermill passes ``-p seeds '[2020]'``) replaces every config's seeds."""
+    from compgen import params
+
     sec = experiments.get(section_name)
+    seeds = params.seeds_parameter(seeds)
     if seeds is not None:
-        overrides["seeds"] = tuple(seeds)
+        overrides["seeds"] = seeds
     names = figures or sec.figures(preset)
     return sec, {name: section.figure_configs(sec, name, preset, **overrides) for name in names}
 
@@ -181,6 +201,12 @@ def mean_std(values, digits=3) -> str:
     return f"{np.nanmean(values):.{digits}f} ± {np.nanstd(values):.{digits}f}"
 
 
+def _mean_or_na(values, digits=2) -> str:
+    """The mean of the defined (finite) ``values``, or ``"n/a"`` where none is (e.g. R² with nothing to explain)."""
+    values = np.asarray(values, float)
+    return f"{values[np.isfinite(values)].mean():.{digits}f}" if np.isfinite(values).any() else "n/a"
+
+
 def joined(values) -> str:
     """The distinct ``values``, sorted, joined by "/": ``joined([3, 1, 3]) == "1/3"``."""
     return "/".join(map(str, sorted(set(values))))
@@ -243,7 +269,7 @@ def learning_diagnosis(
         inner = [np.mean(final(out, f"inner_loss_{when}", ood)) for when in ("init", "final")]
         cells.append(f"{inner[0]:.3f} → {inner[1]:.3f}")
         r2 = out.get("eval/r2_ood_pooled")
-        cells.append("–" if r2 is None else " → ".join(f"{np.mean(np.asarray(r2)[:, i]):.2f}" for i in (0, -1)))
+        cells.append("–" if r2 is None else " → ".join(_mean_or_na(np.asarray(r2)[:, i]) for i in (0, -1)))
         name = getattr(cfg, row)
         rows.append(f"| {MODEL_LABELS.get(name, name) if row == 'model' else name} | " + " | ".join(cells) + " |")
     columns += list(extra)

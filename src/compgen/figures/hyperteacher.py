@@ -257,7 +257,8 @@ def _fig3cd_claims(runs: Runs, values):
                 (ca, a), (cb, b) = values[(m, first)], values[(m, second)]
                 ia, ib, seeds = _paired_seeds(ca, cb)
                 check = C.paired(a[ia], b[ib], R2_MARGIN)
-                ours = f"{a[ia].mean():.2f} vs {b[ib].mean():.2f}: {C.describe_difference(check)}"
+                means = [f"{v.mean():.2f}" if np.isfinite(v).all() else "n/a" for v in (a[ia], b[ib])]  # NaN: undefined
+                ours = f"{means[0]} vs {means[1]}: {C.describe_difference(check)}"
             found.append(FIG3CD.judge(check, ours, seeds, model=MODEL_LABELS[m], support=what))
     return found
 

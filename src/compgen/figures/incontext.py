@@ -120,7 +120,8 @@ def decodability(runs: Runs, paper: Runs, environment="hyperteacher") -> FigureR
     pool = _pool(runs, paper, environment)
     order = [m for m in (*HNETS, *LEARNERS) if (m, "random") in pool and "eval/r2_ood_pooled" in pool[(m, "random")][1]]
     values = [[final(pool[(m, s)][1], "r2_ood_pooled") for s in SPLITS] for m in order]
-    low = min(-0.5, min(float(np.min(v)) for row in values for v in row) - 0.05)
+    defined = [x for row in values for v in row for x in np.ravel(v) if np.isfinite(x)]  # NaN: R² undefined
+    low = min(-0.5, min(defined, default=0.0) - 0.05)
     fig = plots.grouped_bars(
         ["compositional", "non-compositional"],
         [LABELS[m] for m in order],

@@ -50,6 +50,7 @@ OBS_CHANNELS = N_OBJECT_TYPES + 2  # object types, walls, agent
 OBS_SIZE = GRID * GRID * OBS_CHANNELS  # 847
 N_DISTRACTORS = 4
 MIN_DISTANCE = 11  # the agent starts at least this many steps from the goal object
+MAX_GRID = 31  # the largest side a world may have: all-pairs shortest paths grow as side**4
 UNREACHABLE = 1_000_000  # distance sentinel for walls and disconnected pairs
 SPLITS = ("random", "non_compositional")
 FACTORS = ("quadrant", "interaction", "maze", "object type")
@@ -166,8 +167,8 @@ class GoalsWorld:
 
 
 def _check_grid(size):
-    if isinstance(size, bool) or int(size) != size or size < 5 or size % 2 == 0:
-        raise ValueError(f"grid (the side of the maze) must be an odd integer >= 5, got {size!r}")
+    if isinstance(size, bool) or int(size) != size or not 5 <= size <= MAX_GRID or size % 2 == 0:
+        raise ValueError(f"grid (the side of the maze) must be an odd integer from 5 to {MAX_GRID}, got {size!r}")
 
 
 def _check_count(value, name):
@@ -293,8 +294,8 @@ def maze_tables(walls, world=WORLD):
         if (starts == 0).any():
             g = goal_cells[np.argmax(starts == 0)]
             raise ValueError(
-                f"goal cell (row {g // grid}, col {g % grid}) in quadrant {q} has no free cell at "
-                f"shortest-path distance >= {world.min_distance}; choose another maze seed"
+                f"min_distance={world.min_distance} is too far: goal cell (row {g // grid}, col {g % grid}) in "
+                f"quadrant {q} has no free cell that many steps away; lower min_distance or choose another maze seed"
             )
     if free.sum() < world.n_distractors:
         raise ValueError(f"maze has {free.sum()} free cells, fewer than the {world.n_distractors} distractors")

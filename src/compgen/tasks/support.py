@@ -84,9 +84,10 @@ def parse_masks(spec: str, n_modules: int) -> np.ndarray:
             )
         else:
             tokens = list(part)
-        if not tokens or any(not t.isdigit() for t in tokens):
+        if not tokens or any(not (t.isascii() and t.isdigit()) or len(t) > 6 for t in tokens):
             raise ValueError(
-                f"spec entry {part!r} of {spec!r} must contain only module indices (digits, optionally comma-separated)"
+                f"spec entry {part[:20]!r} must contain only module indices (ASCII digits 0-9, optionally "
+                "comma-separated)"
             )
         row = np.zeros(n_modules, dtype=np.int32)
         for token in tokens:

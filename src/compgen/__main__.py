@@ -1,0 +1,8 @@
+"""``python -m compgen ...``: the command line of :mod:`compgen.cli`, the same as the ``compgen-cli`` script."""
+
+import sys
+
+from compgen.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
