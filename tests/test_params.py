@@ -198,7 +198,7 @@ BAD_INPUTS = [
     ("workers -1", ["teacher_student", "fig2c"], {"COMPGEN_WORKERS": "-1"}, "COMPGEN_WORKERS must be a positive"),
     ("workers abc", ["teacher_student", "fig2c"], {"COMPGEN_WORKERS": "abc"}, "COMPGEN_WORKERS must be a positive"),
     ("workers full-width", ["goals", "fig4ef"], {"COMPGEN_WORKERS": "\uff12"}, "COMPGEN_WORKERS must be a positive"),
-    ("checkpoints -1", ["goals", "fig4ef"], {"COMPGEN_CHECKPOINT_EVERY": "-1"}, "COMPGEN_CHECKPOINT_EVERY must be a non"),
+    ("checkpoints -1", ["goals", "fig4ef"], {"COMPGEN_CHECKPOINT_EVERY": "-1"}, "CHECKPOINT_EVERY must be a non"),
     ("split maybe", ["hyperteacher", "fig3b"], {"COMPGEN_SPLIT_TASKS": "maybe"}, "COMPGEN_SPLIT_TASKS must be 0"),
     ("store is a file", ["teacher_student", "fig2c"], {"COMPGEN_RESULTS": "FILE"}, "COMPGEN_RESULTS: cannot write"),
     ("store below a file", ["goals", "fig4ef"], {"COMPGEN_RESULTS": "FILE/sub"}, "COMPGEN_RESULTS: cannot write"),
@@ -258,7 +258,7 @@ def test_a_config_too_large_for_memory_is_refused_after_tracing_without_compilin
 SWEEP_BODIES = [
     ("empty grid", "[grid]\n", r"\[grid\] must list at least one field"),
     ("no grid", "", r"\[grid\] must list at least one field"),
-    ("all excluded", '[grid]\nmax_hot = [1, 2]\n[[exclude]]\nn_modules = 4\n', "exclude leaves out every grid point"),
+    ("all excluded", "[grid]\nmax_hot = [1, 2]\n[[exclude]]\nn_modules = 4\n", "exclude leaves out every grid point"),
 ]
 
 
