@@ -31,6 +31,81 @@ def test_the_ratio_reads_as_authors_over_ours_on_a_machine_as_fast_as_theirs():
     assert not bench.comparable(low * (1 - margin) - 1) and not bench.comparable(high * (1 + margin) + 1)
 
 
+H100 = "NVIDIA H100 80GB HBM3"  # jax.devices()[0].device_kind of the authors' GPU
+
+
+def test_a_run_prints_the_figures_taken_on_its_kind_of_device():
+    """A CPU run prints the authors' CPU figures, an H100 run their H100 figures and our earlier H100 reading."""
+    name = "hyperteacher anil paper (M=4, K=2)"
+    (cpu_s, cpu_gb), (gpu_s, gpu_gb) = bench.AUTHORS["hyperteacher anil"], bench.AUTHORS_H100["hyperteacher anil"]
+    gemm = sum(bench.AUTHORS_GEMM) / 2
+    on_cpu = bench._authors_cells(name, cpu_s / 2, gemm, kind="cpu")
+    assert f"{cpu_s:.2f} ({cpu_gb:.1f} GB)" in on_cpu and "2.00×" in on_cpu
+    assert f"{gpu_s:.4f}" not in on_cpu and "0.0229" not in on_cpu  # neither the H100 figure nor our earlier one
+    on_h100 = bench._authors_cells(name, gpu_s / 4, gemm_gflops=1.0, kind=H100)  # a GPU's GEMM does not matter
+    assert f"{gpu_s:.4f} ({gpu_gb:.1f} GB)" in on_h100 and "4.00×" in on_h100 and "0.0229" in on_h100
+    assert f"{cpu_s:.2f}" not in on_h100
+    assert "9ef2244" not in bench.table_header("cpu") and "9ef2244" in bench.table_header(H100)
+    assert "peak RSS GB" in bench.table_header("cpu") and "peak dev GB" in bench.table_header(H100)
+    assert bench.earlier("teacher_student paper, 1 run", H100) == ("9ef2244", 0.0086)
+    assert bench.earlier("teacher_student paper, 1 run", "cpu") is None
+    assert "–" in bench._authors_cells(name, 1.0, 1.0, kind="NVIDIA A100-SXM4-40GB")  # no figures on that device
+    assert set(bench.AUTHORS_H100) == set(bench.AUTHORS) and set(bench.AUTHORS) < set(bench.OURS_H100_9EF2244)
+
+
+@pytest.mark.parametrize("kind", ["cpu", H100])
+def test_the_table_prints_each_device_its_own_rows(monkeypatch, capsys, kind):
+    gpu = kind == H100
+    result = {"runs": 1, "chunk_steps": 100 if gpu else 2, "s_per_step": 0.02 if gpu else 1.0, "compile_s": 30.0}
+    result.update(gflops=100.0, peak_rss_gb=3.0, peak_device_gb=5.0 if gpu else None, device_kind=kind)
+    result.update(gemm_gflops=400.0, batched_gemm_gflops=100.0)
+    monkeypatch.setattr(bench, "device_kind", lambda: kind)
+    monkeypatch.setattr(bench, "case_process", lambda name, cap: dict(result, cap=cap))
+    bench.main(["--only", "hyperteacher hnet_linear paper (M=4, K=2)"])
+    out = capsys.readouterr().out
+    (row,) = [line for line in out.splitlines() if line.startswith("| hyperteacher hnet_linear paper (M=4, K=2) ")]
+    cells = [cell.strip() for cell in row.split("|")[1:-1]]
+    assert cells[2] == ("100" if gpu else "2")  # the chunk
+    assert cells[6] == ("5.00" if gpu else "3.00")  # the device's peak, else the process's
+    assert ("0.0121 (1.7 GB)" in cells, "2.27 (2.7 GB)" in cells) == (gpu, not gpu)
+    assert ("0.0139" in cells) == gpu and (bench.AUTHORS_H100_MACHINE in out) == gpu
+    assert (bench.AUTHORS_MACHINE in out) == (not gpu)
+
+
+def test_the_timed_chunk_is_the_runners_up_to_a_cap():
+    """The bench times the chunk :func:`compgen.runner.run_chunks` runs (eval_every outer steps, or the whole run if
+    shorter), at most the cap; every case's chunk on a CPU is a loop, not one step."""
+    from compgen import experiments, runner
+    from compgen.section import make_config
+
+    cfg = make_config(experiments.get("teacher_student"), "smoke")
+    first = []
+    runner.run_chunks(lambda s, n: (first.append(n), (s, {}))[1], None, cfg.outer_steps, cfg.eval_every, log=str)
+    assert bench.chunk_steps(cfg, 10**6) == first[0] == cfg.eval_every < cfg.outer_steps
+    assert bench.chunk_steps(cfg, 5) == min(cfg.eval_every, 5) == 5
+    short = make_config(experiments.get("teacher_student"), "smoke", outer_steps=7)
+    assert bench.chunk_steps(short, 10**6) == 7
+    for name, (section, preset, model, overrides, cap, _) in bench.CASES.items():
+        model = "hnet_linear" if model == "tasks" else model  # task generation samples the tasks of this config
+        case_cfg = make_config(experiments.get(section), preset, model, **overrides)
+        assert bench.default_cap(name, "cpu") == cap and bench.default_cap(name, "gpu") == bench.ACCELERATOR_STEPS
+        assert bench.chunk_steps(case_cfg, cap) == min(case_cfg.eval_every, cap) >= 2, name
+
+
+def test_a_smoke_case_times_a_chunk_of_the_runners_length():
+    import jax
+    import numpy as np
+
+    section, cfg, runs, program = bench._program("teacher_student", "smoke", None, {"seeds": (100,)})
+    steps = bench.chunk_steps(cfg, 10**6)
+    s_per_step, compile_s, compiled, state = bench._time_chunks(program, runs, steps, repeats=1)
+    assert s_per_step > 0 and compile_s > 0
+    _, metrics = compiled(runs, state)
+    assert {np.shape(m)[0] for m in jax.tree.leaves(metrics)} == {steps}
+    result = bench._case("teacher_student", "smoke", None, {"seeds": (100,)}, 5, 1)
+    assert result["chunk_steps"] == 5 and result["runs"] == 1
+
+
 def test_paper_cases_run_with_huge_pages_and_a_split_case_with_host_devices(monkeypatch):
     monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
     assert "GLIBC_TUNABLES" not in bench.case_environment("hyperteacher maml quick")

@@ -122,3 +122,71 @@ def test_train_chunk_adapts_a_large_meta_batch_a_few_tasks_at_a_time_on_a_cpu_on
     assert devices.train_chunk(128, chosen=32, backend="gpu") == 32  # a config's train_chunk wins
     with devices.tasks_split_over(type("Mesh", (), {"size": 32})()):  # each of 32 devices adapts 4 tasks
         assert devices.train_chunk(128, backend="cpu") == 4
+
+
+# --------------------------------------------------------------------------------------------- the device's knobs
+
+
+def _every_config():
+    from compgen import experiments, section
+
+    for name in experiments.SECTIONS:
+        sec = experiments.get(name)
+        for preset in section.PRESET_NAMES:
+            for figure in sec.figures(preset):
+                for cfg in section.figure_configs(sec, figure, preset):
+                    yield sec, preset, cfg
+
+
+def test_no_preset_carries_a_device_knob_and_no_cpu_choice_reaches_a_gpu():
+    """Presets hold the science; remat, train_chunk and xla_opt_level are chosen for the device a program runs on."""
+    count = 0
+    for sec, preset, cfg in _every_config():
+        assert all(getattr(cfg, knob, None) is None for knob in devices.KNOBS), (sec.name, preset, cfg)
+        gpu = devices.resolve(sec, cfg, backend="gpu")
+        assert getattr(gpu, "xla_opt_level", None) is None and getattr(gpu, "train_chunk", None) is None
+        assert getattr(gpu, "remat", False) is False
+        assert devices.train_chunk(getattr(cfg, "meta_batch", 1), getattr(gpu, "train_chunk", None), "gpu") is None
+        cpu = devices.resolve(sec, cfg, backend="cpu")
+        if preset != "paper":  # what every smoke and quick run was trained with before the knobs left the presets
+            assert (getattr(cpu, "xla_opt_level", None), getattr(cpu, "remat", False)) == (1, False)
+            assert getattr(cpu, "train_chunk", None) is None
+        count += 1
+    assert count > 500
+
+
+def test_the_cpu_keeps_its_measured_choices_and_a_forced_knob_is_kept():
+    from compgen import experiments, section
+
+    prefs = experiments.get("preferences")
+    linear = section.figure_configs(prefs, "fig4c", "paper", model="hnet_linear")[0]
+    assert devices.resolve(prefs, linear, backend="cpu").train_chunk == 32  # CPU_TRAIN_CHUNKS
+    assert devices.resolve(prefs, linear, backend="gpu").train_chunk is None
+    assert devices.resolve(prefs, linear, backend="cpu").xla_opt_level is None  # paper-sized: XLA's default
+    forced = section.figure_configs(prefs, "fig4c", "paper", model="hnet_linear", train_chunk=4, remat=True)[0]
+    gpu = devices.resolve(prefs, forced, backend="gpu")
+    assert (gpu.train_chunk, gpu.remat) == (4, True)
+    assert devices.lighter(gpu, forced) == []  # nothing the user forced is changed to make it fit
+
+
+def test_a_config_that_does_not_fit_runs_lighter_and_is_stored_as_given(monkeypatch):
+    """On a device with too little memory, remat and then smaller chunks are tried before the config is refused."""
+    from compgen import experiments, memory, params, runner, section
+
+    sec = experiments.get("hyperteacher")
+    cfg = section.figure_configs(
+        sec, "fig3b", "smoke", model="anil", meta_batch=32, outer_steps=2, eval_every=2, eval_tasks=4, eval_chunk=1
+    )[0]
+    runs = sec.run_arrays([cfg])
+    full = memory.estimate(devices.resolve(sec, cfg), runner.program(sec, devices.resolve(sec, cfg)), runs)
+    lightest = devices.lighter(devices.resolve(sec, cfg), cfg)[-1]
+    small = memory.estimate(lightest, runner.program(sec, lightest), runs)
+    assert small.peak < full.peak
+    monkeypatch.setattr(memory, "device_bytes", lambda: (small.peak + full.peak) // 2)
+    lines = []
+    prog, knobs = runner.fitting_program(sec, cfg, runs, lines.append)
+    assert knobs["remat"] is True or knobs["train_chunk"] is not None
+    assert lines and "[memory]" in lines[0]
+    monkeypatch.setattr(memory, "device_bytes", lambda: small.peak // 4)
+    with pytest.raises(params.ParameterError, match="too large for this machine"):
+        runner.fitting_program(sec, cfg, runs, lines.append)

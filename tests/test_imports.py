@@ -13,9 +13,11 @@ LAYERS = [
     (
         "compgen",
         "compgen.params",
+        "compgen.precision",
         "compgen.rng",
         "compgen.initializers",
         "compgen.storage",
+        "compgen.memory",
         "compgen.devices",
         "compgen.allocator",
         "compgen.timing",

@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 
@@ -94,9 +95,9 @@ def test_clear_errors(tmp_path):
     with pytest.raises(ValueError, match=r"preset must be one of \['smoke', 'quick', 'paper'\], got 'huge'"):
         sweeps.load(write('section = "teacher_student"\npreset = "huge"'))
     with pytest.raises(ValueError, match=r"--set: unknown field\(s\) \['step'\]; allowed: .*'outer_steps'"):
-        sweeps.expand(sweeps.load(write('section = "teacher_student"')), overrides={"step": 3})
+        sweeps.expand(sweeps.load(write('section = "teacher_student"\n[grid]\nn_in = [4]')), overrides={"step": 3})
     with pytest.raises(ValueError, match=r"backend must be one of \('local', 'devices', 'ray'\), got 'slurm'"):
-        sweeps.run_sweep(write('section = "teacher_student"'), backend="slurm")
+        sweeps.run_sweep(write('section = "teacher_student"\n[grid]\nn_in = [4]'), backend="slurm")
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["sweep", str(write('section = "teacher_student"')), "--backend", "slurm"])
     assert exit_info.value.code == 2
@@ -207,9 +208,21 @@ def test_devices_backend_matches_local(local_store, tmp_path):
         timeout=600,
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "over 2 device(s)" in out.stdout  # one config per device at a time
+    # one config per device at a time: the 2 host devices of XLA_FLAGS on a CPU, the accelerators elsewhere
+    cpu = jax.default_backend() == "cpu"
+    assert f"over {2 if cpu else jax.local_device_count()} device(s)" in out.stdout, out.stdout
     config = report.trained[0]
-    _assert_same(_stored_arrays(tmp_path / "store", config), _stored_arrays(store, config))
+    a, b = _stored_arrays(tmp_path / "store", config), _stored_arrays(store, config)
+    if cpu:  # XLA's CPU programs are deterministic: the same bytes in another process, on another device
+        _assert_same(a, b)
+    else:
+        # On a GPU two processes may differ in the last bits: XLA picks each product's kernel by timing it in the
+        # process (autotuning) and some reductions sum with atomics, in no fixed order; the README's "Running on a
+        # GPU" says when bytes are identical there. Training carries round-off on: the tolerance of
+        # tests/test_runner.py's split-tasks run, the same numbers summed in another order.
+        assert sorted(a) == sorted(b)
+        for name in a:
+            np.testing.assert_allclose(a[name], b[name], rtol=2e-3, atol=1e-5, equal_nan=True, err_msg=name)
 
 
 @pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")  # Ray starts its processes with fork + exec

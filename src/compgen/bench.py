@@ -1,8 +1,11 @@
 """Benchmarks (`make bench`): seconds per outer step, compile time, peak memory, throughput.
 
-Each case runs in its own subprocess so that its peak resident memory is its own. A case compiles
-a chunk of ``steps`` outer steps, runs it once untimed (the first execution also pays for touching
-its memory for the first time), then ``repeats`` times, and reports the median per-step time.
+Each case runs in its own subprocess so that its peak memory is its own. A case times the loop the runner runs: it
+compiles a chunk of outer steps under one ``lax.scan``, as long as the runner's (``cfg.eval_every``,
+:func:`compgen.runner.train`) up to a cap (:func:`chunk_steps`; ``--steps``, else the case's default on a CPU and
+:data:`ACCELERATOR_STEPS` on an accelerator), runs it once untimed (the first execution also pays for touching its
+memory for the first time), then ``repeats`` times, and reports the median per-step time. Peak memory is the
+device's (``memory_stats``) where it reports one, else the process's peak resident memory (a CPU).
 
 Every paper case runs with glibc's transparent huge pages (:mod:`compgen.allocator`), as ``compgen-cli``
 and ``make`` run the paper's sizes. The paper rows of the hyperteacher (and some of the other sections) are measured
@@ -13,6 +16,7 @@ core, as :func:`compgen.runner.run` trains a paper-sized run by default
 split is what uses a multi-core CPU.
 
     python -m compgen.bench            # the table
+    python -m compgen.bench --only "hyperteacher anil" --steps 50   # some cases, chunks of at most 50 outer steps
     python -m compgen.bench --case "hyperteacher anil paper (M=4, K=2)"   # one case, as JSON
     python -m compgen.bench --book book   # where an executed book's time went, per chapter
     python -m compgen.bench --profile "preferences hnet_linear quick"   # one case's XLA thunks, by kind
@@ -44,7 +48,8 @@ from compgen import allocator, storage
 
 SPLIT_SUFFIX = ", tasks split"  # cases run with the meta-batch split over one host device per core
 CASES = {
-    # name: (section, preset, model (None: the section has no models), overrides, steps per timed chunk, repeats)
+    # name: (section, preset, model (None: the section has no models), overrides, the timed chunk's cap on a CPU
+    # (chunk_steps), timed chunks)
     "teacher_student paper, 1 run": ("teacher_student", "paper", None, {"seeds": (100,)}, 2, 3),
     f"teacher_student paper, 1 run{SPLIT_SUFFIX}": ("teacher_student", "paper", None, {"seeds": (100,)}, 2, 3),
     "teacher_student quick, 1 run": ("teacher_student", "quick", None, {"seeds": (100,)}, 50, 5),
@@ -53,9 +58,14 @@ CASES = {
 # The hyperteacher at the configuration of the reference timings (M = 4, K = 2, 128 tasks, 256 + 256 shots)
 # and at quick, one seed, for each model.
 _HT_PAPER = {"n_modules": 4, "max_hot": 2, "seeds": (2020,)}
+# A paper chunk has 2 outer steps on a CPU (a real loop: XLA removes a loop of one step), timed twice but MAML's
+# (the slowest step, about 10 s in the hyperteacher), timed once: `make bench` takes about a minute longer than with
+# the one-step chunks it timed before.
+_PAPER_REPEATS = {"hnet_linear": 2, "hnet_deepmlp": 2, "anil": 2, "maml": 1}
 for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
-    CASES[f"hyperteacher {_model} paper (M=4, K=2)"] = ("hyperteacher", "paper", _model, _HT_PAPER, 1, 3)
-    CASES[f"hyperteacher {_model} paper (M=4, K=2){SPLIT_SUFFIX}"] = ("hyperteacher", "paper", _model, _HT_PAPER, 1, 3)
+    _case_args = ("hyperteacher", "paper", _model, _HT_PAPER, 2, _PAPER_REPEATS[_model])
+    CASES[f"hyperteacher {_model} paper (M=4, K=2)"] = _case_args
+    CASES[f"hyperteacher {_model} paper (M=4, K=2){SPLIT_SUFFIX}"] = _case_args
 for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
     CASES[f"hyperteacher {_model} quick"] = ("hyperteacher", "quick", _model, {"seeds": (2020,)}, 20, 3)
 # The grid worlds: task generation alone (one meta-batch of tasks with their demonstrations), and one outer step
@@ -64,9 +74,9 @@ for _section in ("preferences", "goals"):
     for _preset in ("paper", "quick"):
         CASES[f"{_section} task generation, {_preset}"] = (_section, _preset, "tasks", {"seeds": (2020,)}, 5, 5)
     for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
-        CASES[f"{_section} {_model} paper"] = (_section, "paper", _model, {"seeds": (2020,)}, 1, 2)
+        CASES[f"{_section} {_model} paper"] = (_section, "paper", _model, {"seeds": (2020,)}, 2, _PAPER_REPEATS[_model])
     for _model in ("hnet_linear", "anil"):
-        CASES[f"{_section} {_model} paper{SPLIT_SUFFIX}"] = (_section, "paper", _model, {"seeds": (2020,)}, 1, 2)
+        CASES[f"{_section} {_model} paper{SPLIT_SUFFIX}"] = (_section, "paper", _model, {"seeds": (2020,)}, 2, 2)
     for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
         CASES[f"{_section} {_model} quick"] = (_section, "quick", _model, {"seeds": (2020,)}, 20, 3)
 # The authors' implementation at the paper configuration, measured on this project's idle 2-core machine, alternating
@@ -88,6 +98,55 @@ AUTHORS = {
 AUTHORS_MACHINE = "measured 2026-11-25 on a 2-core CPU whose 1024² GEMM read 357-485 GFLOP/s in the same session"
 AUTHORS_GEMM = (357.0, 485.0)  # that machine's GEMM readings (our cases' column) during the authors' runs, GFLOP/s
 COMPARABLE = 0.15  # a ratio is printed only where this run's GEMM is within 15 % of that reading (the spread of runs)
+# The authors' figures on a GPU, in seconds per step and peak device GB, as above; provenance in AUTHORS_H100_MACHINE.
+AUTHORS_H100 = {
+    "hyperteacher hnet_linear": (0.0121, 1.7),
+    "hyperteacher anil": (0.0490, 8.2),
+    "hyperteacher maml": (0.0522, 13.9),
+    "preferences hnet_linear": (0.0083, 0.9),
+    "preferences anil": (0.0710, 11.3),
+    "goals hnet_linear": (0.0080, 0.6),
+    "goals anil": (0.0480, 1.6),
+}
+AUTHORS_H100_MACHINE = (
+    "measured 2026-11-26 on one NVIDIA H100 80GB HBM3 with jax 0.11.2 (CUDA): their jitted FewshotExperiment.step in "
+    "their own training loop (asynchronous dispatch), the median per step over 10, their data sampling included; peak "
+    "device memory from memory_stats"
+)
+# Ours on that H100 in the same session, at commit 9ef2244, timed in a one-step chunk (median of 3), s per outer step:
+# the earlier reading, printed beside the rows of a run on an H100 for comparison.
+OURS_H100_9EF2244 = {
+    "hyperteacher hnet_linear": 0.0139,
+    "hyperteacher anil": 0.0229,
+    "hyperteacher maml": 0.0588,
+    "preferences hnet_linear": 0.0186,
+    "preferences anil": 0.0215,
+    "goals hnet_linear": 0.0075,
+    "goals anil": 0.0233,
+    "teacher_student": 0.0086,
+}
+# Figures taken elsewhere, by the device they were taken on: a run prints those whose key its device kind
+# (jax.devices()[0].device_kind: "cpu" on any CPU) contains, case aside (:func:`on_device`).
+AUTHORS_BY_DEVICE = {"cpu": (AUTHORS, AUTHORS_MACHINE), "H100": (AUTHORS_H100, AUTHORS_H100_MACHINE)}
+EARLIER_BY_DEVICE = {"H100": ("9ef2244", OURS_H100_9EF2244)}
+ACCELERATOR_STEPS = 100  # the timed chunk's default cap on a GPU or TPU, where a paper step takes milliseconds
+
+
+def on_device(figures: dict, kind: str):
+    """The entry of ``figures`` (:data:`AUTHORS_BY_DEVICE`, :data:`EARLIER_BY_DEVICE`) whose key the device kind
+    ``kind`` contains, case aside, else ``None``."""
+    return next((value for key, value in figures.items() if key.lower() in kind.lower()), None)
+
+
+def chunk_steps(cfg, cap: int) -> int:
+    """Outer steps in the bench's timed chunk: those of the runner's chunk (``cfg.eval_every``, or the whole run if
+    it is shorter; :func:`compgen.runner.run_chunks`), at most ``cap``."""
+    return min(cfg.eval_every, cfg.outer_steps, cap)
+
+
+def default_cap(name: str, backend: str) -> int:
+    """The cap on case ``name``'s chunk without ``--steps``: its own on a CPU, :data:`ACCELERATOR_STEPS` elsewhere."""
+    return CASES[name][4] if backend == "cpu" else ACCELERATOR_STEPS
 
 
 def _time_chunks(program, runs, steps, repeats):
@@ -123,16 +182,19 @@ def _program(section_name, preset, model, overrides):
     return section, cfg, runs, (None if model == "tasks" else runner.program(section, cfg))
 
 
-def _case(section_name, preset, model, overrides, steps, repeats):
-    """One config's outer step (its seeds vmapped), or (``model == "tasks"``) a few-shot world's task generation."""
+def _case(section_name, preset, model, overrides, cap, repeats):
+    """One config's outer step (its seeds vmapped) in a chunk of :func:`chunk_steps` of them, or
+    (``model == "tasks"``) a few-shot world's task generation."""
     import jax
 
     section, cfg, runs, program = _program(section_name, preset, model, overrides)
+    steps = chunk_steps(cfg, cap)
     if model != "tasks":
         s_per_step, compile_s, _, _ = _time_chunks(program, runs, steps, repeats)
         flops = section.cost(cfg) / cfg.outer_steps  # every seed of the config, one outer step
         return {
             "runs": len(cfg.seeds),
+            "chunk_steps": steps,
             "s_per_step": s_per_step,
             "compile_s": compile_s,
             "gflops": flops / s_per_step / 1e9,
@@ -156,7 +218,8 @@ def _case(section_name, preset, model, overrides, steps, repeats):
         start = time.perf_counter()
         jax.block_until_ready(compiled(jax.random.key(i)))
         times.append((time.perf_counter() - start) / steps)
-    return {"runs": 1, "s_per_step": sorted(times)[len(times) // 2], "compile_s": compile_s, "gflops": float("nan")}
+    median = sorted(times)[len(times) // 2]
+    return {"runs": 1, "chunk_steps": steps, "s_per_step": median, "compile_s": compile_s, "gflops": float("nan")}
 
 
 # thunk kinds that multiply matrices: XLA's dot thunks and the YNNPACK fusions (a product and what XLA fused into it)
@@ -188,9 +251,10 @@ def op_profile(events, steps: int) -> list:
     return sorted(rows, key=lambda r: -r[2])
 
 
-def profile_case(name: str, steps: int = 20) -> str:
-    """Markdown: the thunks of one chunk of ``steps`` outer steps of case ``name``, traced, by kind
-    (:func:`op_profile`), with the untraced and traced step times and the products' share of the thunks' time."""
+def profile_case(name: str, cap: int | None = None) -> str:
+    """Markdown: the thunks of one chunk of case ``name`` (:func:`chunk_steps`, at most ``cap`` outer steps, default
+    :func:`default_cap`), traced, by kind (:func:`op_profile`), with the untraced and traced step times and the
+    products' share of the thunks' time."""
     import gzip
     import tempfile
 
@@ -200,6 +264,7 @@ def profile_case(name: str, steps: int = 20) -> str:
     if model == "tasks":
         raise SystemExit(f"--profile needs a case that trains a model, got {name!r}")
     section, cfg, runs, program = _program(section_name, preset, model, overrides)
+    steps = chunk_steps(cfg, cap or default_cap(name, jax.default_backend()))
     plain, _, compiled, state = _time_chunks(program, runs, steps, repeats)
     with tempfile.TemporaryDirectory() as folder:
         with jax.profiler.trace(folder, create_perfetto_trace=True):
@@ -214,8 +279,9 @@ def profile_case(name: str, steps: int = 20) -> str:
     products = sum(r[2] for r in rows if r[0] in PRODUCT_KINDS)
     flops = section.cost(cfg) / cfg.outer_steps
     lines = [
-        f"{name}: {plain * 1e3:.2f} ms per outer step untraced ({flops / plain / 1e9:.0f} GFLOP/s; a 1024² GEMM "
-        f"{_gemm_gflops():.0f} in this process), {traced * 1e3:.2f} traced (first to last thunk); "
+        f"{name}, a chunk of {steps} outer steps: {plain * 1e3:.2f} ms per outer step untraced "
+        f"({flops / plain / 1e9:.0f} GFLOP/s; a 1024² GEMM {_gemm_gflops():.0f} in this process), "
+        f"{traced * 1e3:.2f} traced (first to last thunk); "
         f"{sum(r[1] for r in rows):.0f} thunks per step taking {total:.2f} ms summed over the executor's threads "
         f"({total / (traced * 1e3):.2f} threads busy on average), "
         f"{products / total:.0%} of it in matrix products ({', '.join(PRODUCT_KINDS)}), which alone run the step's "
@@ -280,26 +346,53 @@ def case_environment(name):
     return env
 
 
-def run_case(name):
+def peak_device_gb(device):
+    """The peak memory ``device`` has held in this process, GB, where it reports one (``memory_stats``, an
+    accelerator), else ``None`` (a CPU)."""
+    peak = (device.memory_stats() or {}).get("peak_bytes_in_use")
+    return None if peak is None else peak / 1e9
+
+
+def run_case(name, cap=None):
+    """Case ``name``, its chunk at most ``cap`` outer steps (default :func:`default_cap`): a dict for the table."""
     import contextlib
+
+    import jax
 
     from compgen import devices
 
+    section_name, preset, model, overrides, _, repeats = CASES[name]
+    cap = cap or default_cap(name, jax.default_backend())
     with devices.split_tasks() if name.endswith(SPLIT_SUFFIX) else contextlib.nullcontext():
-        result = _case(*CASES[name])
+        result = _case(section_name, preset, model, overrides, cap, repeats)
     result["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    result["peak_device_gb"] = peak_device_gb(jax.devices()[0])
+    result["device_kind"] = jax.devices()[0].device_kind
     result["gemm_gflops"] = _gemm_gflops()
     result["batched_gemm_gflops"] = _batched_gemm_gflops()
     return result
 
 
-def authors(name):
-    """The authors' ``(s per step, peak GB)`` for a paper-configuration case (plain, or split as ``compgen-cli``
-    trains a paper-sized run by default), else ``None``."""
+def _figure_key(name):
+    """Case ``name``'s key in the figures taken elsewhere ("section model", or the section without models), or
+    ``None`` if it is not at the paper configuration (plain, or split as ``compgen-cli`` trains a paper run)."""
     section, preset, model = CASES[name][:3]
-    if preset != "paper":
-        return None
-    return AUTHORS.get(f"{section} {model}")
+    return " ".join(filter(None, (section, model))) if preset == "paper" else None
+
+
+def authors(name, kind="cpu"):
+    """The authors' ``(s per step, peak GB)`` for a paper-configuration case on a device of kind ``kind``
+    (:data:`AUTHORS_BY_DEVICE`), else ``None``."""
+    found = on_device(AUTHORS_BY_DEVICE, kind)
+    return None if found is None else found[0].get(_figure_key(name))
+
+
+def earlier(name, kind):
+    """``(commit, s per step)``: our earlier reading of a paper-configuration case on a device of kind ``kind``
+    (:data:`EARLIER_BY_DEVICE`), else ``None``."""
+    commit, figures = on_device(EARLIER_BY_DEVICE, kind) or (None, {})
+    seconds = figures.get(_figure_key(name))
+    return None if seconds is None else (commit, seconds)
 
 
 def comparable(gemm_gflops) -> bool:
@@ -308,14 +401,75 @@ def comparable(gemm_gflops) -> bool:
     return low * (1 - COMPARABLE) <= gemm_gflops <= high * (1 + COMPARABLE)
 
 
-def _authors_cells(name, s_per_step, gemm_gflops):
-    """The authors' figure and the ratio authors ÷ ours; the ratio is left out where this machine's GEMM differs."""
-    found = authors(name)
+def _seconds(s):
+    return f"{s:.2f}" if s >= 0.1 else f"{s:.4f}"
+
+
+def _authors_cells(name, s_per_step, gemm_gflops, kind="cpu"):
+    """The authors' figure on this kind of device and the ratio authors ÷ ours, and on a device with an earlier
+    reading of ours (:data:`EARLIER_BY_DEVICE`) that reading. An accelerator's kind names its chip; a CPU's does not,
+    so on a CPU the ratio is left out where this machine's GEMM differs from that of the authors' figures."""
+    found = authors(name, kind)
     if found is None:
-        return f"{'–':>18s} | {'–':>14s}"
-    seconds, memory = found
-    ratio = f"{seconds / s_per_step:13.2f}×" if comparable(gemm_gflops) else f"{'– (GEMM ≠)':>14s}"
-    return f"{f'{seconds:.2f} ({memory:.1f} GB)':>18s} | {ratio}"
+        cells = f"{'–':>24s} | {'–':>14s}"
+    else:
+        seconds, memory = found
+        same = comparable(gemm_gflops) or "cpu" not in kind.lower()
+        ratio = f"{seconds / s_per_step:13.2f}×" if same else f"{'– (GEMM ≠)':>14s}"
+        cells = f"{f'{_seconds(seconds)} ({memory:.1f} GB)':>24s} | {ratio}"
+    if on_device(EARLIER_BY_DEVICE, kind) is not None:
+        reading = earlier(name, kind)
+        cells += f" | {_seconds(reading[1]) if reading else '–':>29s}"
+    return cells
+
+
+def table_header(kind):
+    """The table's header on a device of kind ``kind``: the peak memory column is the device's on an accelerator,
+    and a column of our earlier reading is added where there is one (:data:`EARLIER_BY_DEVICE`)."""
+    peak = "peak RSS GB" if "cpu" in kind.lower() else "peak dev GB"
+    header = (
+        f"| {'case':56s} | runs | chunk | s/outer step | s/run-step | compile s | {peak} | GFLOP/s | GEMM GFLOP/s "
+        "| batched GEMM GFLOP/s | authors s/step (peak GB) | authors ÷ ours |"
+    )
+    found = on_device(EARLIER_BY_DEVICE, kind)
+    if found is not None:
+        header += f" ours at {found[0]}, 1-step chunk |"
+    return header
+
+
+def table_row(name, r, kind):
+    """Case ``name``'s row from its result ``r`` (:func:`run_case`) on a device of kind ``kind``."""
+    peak = r["peak_rss_gb"] if "cpu" in kind.lower() else r["peak_device_gb"]  # None: the device reports none
+    peak = float("nan") if peak is None else peak
+    return (
+        f"| {name:56s} | {r['runs']:4d} | {r['chunk_steps']:5d} | {r['s_per_step']:12.4f} "
+        f"| {r['s_per_step'] / r['runs']:10.4f} | {r['compile_s']:9.1f} | {peak:11.2f} | {r['gflops']:7.1f} "
+        f"| {r['gemm_gflops']:12.1f} | {r['batched_gemm_gflops']:20.1f} "
+        f"| {_authors_cells(name, r['s_per_step'], r['gemm_gflops'], kind)} |"
+    )
+
+
+def table_notes(kind):
+    """What the table's figures taken elsewhere are, on a device of kind ``kind``."""
+    found = on_device(AUTHORS_BY_DEVICE, kind)
+    if found is None:
+        return f"\nNo figures of the authors' code were taken on a {kind}."
+    if "cpu" in kind.lower():
+        notes = (
+            f"\nThe authors' figures were {AUTHORS_MACHINE}, with our plain-process step alternating with theirs (a "
+            "split row compares them with the split step, compgen's default at the paper's sizes). A ratio "
+            "against them is exact only between figures taken in one run on one machine, so it is printed only where "
+            f"this run's GEMM column reads within {COMPARABLE:.0%} of theirs ('– (GEMM ≠)' elsewhere)."
+        )
+    else:
+        notes = f"\nThe authors' figures were {found[1]}."
+    reading = on_device(EARLIER_BY_DEVICE, kind)
+    if reading is not None:
+        notes += (
+            f" The last column is our step at commit {reading[0]} on that device in the same session, timed in a "
+            "one-step chunk (the median of 3): the earlier reading, for comparison."
+        )
+    return notes
 
 
 RUN_PARTS = ("compile", "setup", "train", "evaluate")  # where a run's seconds go (compgen.runner.train)
@@ -376,6 +530,24 @@ def book_time_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def device_kind() -> str:
+    """The kind of the device the cases run on (``jax.devices()[0].device_kind``), asked of a subprocess so that
+    this one does not take the accelerator's memory from the cases."""
+    code = "import jax; print(jax.devices()[0].device_kind)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def case_process(name, cap=None):
+    """Case ``name`` in its own process (:func:`case_environment`): its result (:func:`run_case`), or the last line
+    of its error."""
+    command = [sys.executable, "-m", "compgen.bench", "--case", name, *(["--steps", str(cap)] if cap else [])]
+    out = subprocess.run(command, capture_output=True, text=True, env=case_environment(name))
+    if out.returncode != 0:
+        return (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--case", choices=sorted(CASES), help="run one case and print JSON")
@@ -383,7 +555,12 @@ def main(argv=None):
     parser.add_argument("--book", metavar="DIR", help="where the executed notebooks of DIR spent their time")
     parser.add_argument("--store", metavar="DIR", help="results store for --book (default: $COMPGEN_RESULTS)")
     parser.add_argument("--profile", choices=sorted(CASES), metavar="CASE", help="one case's XLA thunks, by kind")
-    parser.add_argument("--steps", type=int, default=20, help="outer steps of the chunk --profile traces")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        help=f"at most this many outer steps in a timed chunk, which is otherwise the runner's (eval_every) up to "
+        f"the case's default on a CPU and {ACCELERATOR_STEPS} on an accelerator",
+    )
     args = parser.parse_args(argv)
     if args.profile:
         print(profile_case(args.profile, args.steps))
@@ -400,42 +577,22 @@ def main(argv=None):
         )
         return 0
     if args.case:
-        print(json.dumps(run_case(args.case)))
+        print(json.dumps(run_case(args.case, args.steps)))
         return 0
+    kind = device_kind()
     print(
         f"tasks split: {os.cpu_count()} host devices, allocator "
         f"{tcmalloc() or 'glibc (install libtcmalloc-minimal4 for tcmalloc)'}; every paper case with glibc's "
         f"{allocator.HUGE_PAGES}"
     )
-    header = (
-        f"| {'case':56s} | runs | s/outer step | s/run-step | compile s | peak RSS GB | GFLOP/s | GEMM GFLOP/s "
-        "| batched GEMM GFLOP/s | authors s/step (peak) | authors ÷ ours |"
-    )
+    header = table_header(kind)
+    print(f"device: {kind}")
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
     for name in [n for n in CASES if args.only in n]:
-        out = subprocess.run(
-            [sys.executable, "-m", "compgen.bench", "--case", name],
-            capture_output=True,
-            text=True,
-            env=case_environment(name),
-        )
-        if out.returncode != 0:
-            print(f"| {name:56s} | failed: {out.stderr.strip().splitlines()[-1]} |")
-            continue
-        r = json.loads(out.stdout.strip().splitlines()[-1])
-        print(
-            f"| {name:56s} | {r['runs']:4d} | {r['s_per_step']:12.4f} | {r['s_per_step'] / r['runs']:10.4f} "
-            f"| {r['compile_s']:9.1f} | {r['peak_rss_gb']:11.2f} | {r['gflops']:7.1f} | {r['gemm_gflops']:12.1f} "
-            f"| {r['batched_gemm_gflops']:20.1f} | {_authors_cells(name, r['s_per_step'], r['gemm_gflops'])} |",
-            flush=True,
-        )
-    print(
-        f"\nThe authors' figures were {AUTHORS_MACHINE}, with our plain-process step alternating with theirs (a split "
-        "row compares them with the split step, compgen's default at the paper's sizes). A ratio "
-        "against them is exact only between figures taken in one run on one machine, so it is printed only where "
-        f"this run's GEMM column reads within {COMPARABLE:.0%} of theirs ('– (GEMM ≠)' elsewhere)."
-    )
+        r = case_process(name, args.steps)
+        print(table_row(name, r, kind) if isinstance(r, dict) else f"| {name:56s} | failed: {r} |", flush=True)
+    print(table_notes(kind))
     return 0
 
 

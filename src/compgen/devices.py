@@ -14,6 +14,9 @@
   only the config and the machine, a run's numbers do not depend on what else is trained beside it.
 * :func:`train_chunk` decides how many tasks each device adapts at once: on a CPU, 8 of a large meta-batch
   (the chunk's inner loops then stay in the caches), elsewhere all of them, unless the config says.
+* :func:`resolve` fills the device knobs a config leaves to the device (``None``): ``xla_opt_level``, ``remat`` and
+  ``train_chunk``. Presets hold the science and never set them; a user may still force one (``--set remat=True``).
+  :func:`lighter` lists what to try, in order, when a config's programs do not fit the device's memory.
 
 On a CPU, ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` (set before jax is imported;
 :func:`host_devices_flag`) makes N host devices, which is also how the tests check this without
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import os
 import threading
 
@@ -80,6 +84,72 @@ def split_count(section, cfg, cores=None, backend=None) -> int:
 # 2.2 -> 1.6 s (hyperteacher) and 0.45 -> 0.37 s (goals), MAML's 14.7 -> 11.1 s, and the peak memory 2-6x lower.
 CPU_TRAIN_CHUNK = 8
 CPU_CHUNK_MIN_BATCH = 64  # smaller meta-batches (every quick preset) are adapted all at once
+
+
+# Measured exceptions to CPU_TRAIN_CHUNK, by (section, model): the preferences linear hnet's per-task products are
+# narrow (490 -> 64), and at the paper's meta-batch its step took 0.93-1.30 s 8 tasks at a time against 0.84 s 32 at a
+# time (2 cores, November 2026).
+CPU_TRAIN_CHUNKS = {("preferences", "hnet_linear"): 32}
+# The CPU's compilation for configs below SPLIT_MIN_FLOP (every smoke and quick config): XLA's backend (LLVM)
+# optimisation level 1 instead of its default. On 2 cores it compiled the quick book's programs 10-40 % faster with
+# steps as fast (the quick book's compilation 16.8 -> 10.1 process-minutes); at the paper's sizes it made ANIL's and the
+# goals hypernetwork's steps 10-18 % slower, so larger configs keep XLA's default (November 2026).
+CPU_SMALL_OPT_LEVEL = 1
+KNOBS = ("xla_opt_level", "remat", "train_chunk")  # config fields a device chooses when the config leaves them None
+
+
+def resolve(section, cfg, backend=None):
+    """``cfg`` with the :data:`KNOBS` it leaves to the device (``None``) chosen for ``backend`` (default: jax's):
+
+    * ``xla_opt_level``: on a CPU, :data:`CPU_SMALL_OPT_LEVEL` below :data:`SPLIT_MIN_FLOP` per seed and step;
+      else (larger configs, accelerators) ``None``, XLA's default;
+    * ``remat``: off (a device turns it on only when the config does not fit it otherwise, :func:`lighter`);
+    * ``train_chunk``: on a CPU the measured :data:`CPU_TRAIN_CHUNKS` of a large meta-batch; else ``None``, which
+      :func:`train_chunk` reads when the step is traced (8 at a time on a CPU, all at once elsewhere).
+
+    A forced value (not ``None``) is kept. The choices change float32 round-off at most, never the science, so the
+    results store keys a run by the config as given."""
+    backend = jax.default_backend() if backend is None else backend
+    fields = {f.name for f in dataclasses.fields(cfg)}
+    choice = {}
+    if "xla_opt_level" in fields and cfg.xla_opt_level is None and backend == "cpu":
+        if section.cost(cfg) / (cfg.outer_steps * len(cfg.seeds)) < SPLIT_MIN_FLOP:
+            choice["xla_opt_level"] = CPU_SMALL_OPT_LEVEL
+    if "remat" in fields and cfg.remat is None:
+        choice["remat"] = False
+    if "train_chunk" in fields and cfg.train_chunk is None and backend == "cpu":
+        tuned = CPU_TRAIN_CHUNKS.get((section.name, getattr(cfg, "model", None)))
+        if tuned and cfg.meta_batch >= CPU_CHUNK_MIN_BATCH and cfg.meta_batch % tuned == 0:
+            choice["train_chunk"] = tuned
+    return _with(cfg, choice)
+
+
+def lighter(cfg, given, most: int = 6) -> list:
+    """Lighter versions of the resolved ``cfg`` to try, in order, when it does not fit the device: with ``remat``,
+    then adapting fewer tasks at once (halving, up to ``most`` times), as far as ``given`` (the config as the user
+    gave it) left each knob to the device."""
+    out, fields = [], {f.name for f in dataclasses.fields(cfg)}
+    if "remat" in fields and given.remat is None and not cfg.remat:
+        cfg = _with(cfg, {"remat": True})
+        out.append(cfg)
+    if "train_chunk" in fields and given.train_chunk is None:
+        chunk = cfg.train_chunk or cfg.meta_batch
+        for _ in range(most):
+            if chunk % 2 or chunk < 2:
+                break
+            chunk //= 2
+            out.append(_with(cfg, {"train_chunk": chunk}))
+    return out
+
+
+def _with(cfg, values):
+    """``cfg`` with ``values`` set, without validating again (each choice is valid by construction)."""
+    if not values:
+        return cfg
+    copy = object.__new__(type(cfg))
+    for f in dataclasses.fields(cfg):
+        object.__setattr__(copy, f.name, values.get(f.name, getattr(cfg, f.name)))
+    return copy
 
 
 def train_chunk(meta_batch: int, chosen=None, backend=None) -> int | None:

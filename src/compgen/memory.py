@@ -17,6 +17,11 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
+try:
+    from jax.extend.core import jaxprs_in_params
+except ImportError:  # older jax
+    from jax.core import jaxprs_in_params
+
 from compgen import params
 
 GB = 1e9
@@ -56,7 +61,7 @@ def _largest(jaxpr) -> tuple[int, tuple]:
             size = _nbytes(var.aval)
             if size > best[0]:
                 best = (size, tuple(var.aval.shape))
-        for sub in jax.core.jaxprs_in_params(eqn.params):
+        for sub in jaxprs_in_params(eqn.params):
             best = max(best, _largest(sub), key=lambda b: b[0])
     return best
 

@@ -73,13 +73,15 @@ def shape_key(section, cfg):
 
 
 def compiler_options(cfg) -> dict | None:
-    """XLA options for ``cfg``'s programs: its ``xla_opt_level`` (:data:`compgen.section.CPU_COMPILE`), if set."""
+    """XLA options for ``cfg``'s programs: its ``xla_opt_level`` (:func:`compgen.devices.resolve`), if set."""
     level = getattr(cfg, "xla_opt_level", None)
     return None if level is None else {"xla_backend_optimization_level": level}
 
 
 def program(section, cfg) -> Program:
-    """The jitted program of ``cfg`` (shared by every config of the same :func:`shape_key`)."""
+    """The jitted program of ``cfg`` with the device's knobs (:func:`compgen.devices.resolve`; shared by every config
+    of the same :func:`shape_key`)."""
+    cfg = devices.resolve(section, cfg)
     key = (section.name, shape_key(section, cfg), devices.task_mesh_id())
     if key not in _PROGRAMS:
         mesh = devices.task_mesh()  # traced with the split it was built under, wherever it is first called
@@ -182,13 +184,13 @@ def train(section, cfg, log=print, saver=None):
     Every array of ``history`` has a leading seed axis; with ``section.keep_params`` it also holds the final
     meta-parameters, flattened per seed (``history["final"]["meta"]``, (seeds, P)). ``seconds``: the run's
     ``wall`` time and its parts (:class:`compgen.timing.Stopwatch`): ``compile``, ``setup`` (task arrays and
-    initial state), ``train`` (the chunks of outer steps) and ``evaluate``.
+    initial state), ``train`` (the chunks of outer steps) and ``evaluate``; and the device's ``knobs`` it ran with
+    (:func:`fitting_program`).
     """
     start, clock = time.perf_counter(), timing.Stopwatch()
     with clock.measure("setup"):
         runs = section.run_arrays([cfg])
-        prog = program(section, cfg)
-        memory.check(section, cfg, prog, runs)  # traces the programs (jit reuses the traces), compiles nothing
+        prog, knobs = fitting_program(section, cfg, runs, log)
         initial = jax.block_until_ready(prog.init(runs))
     n = len(cfg.seeds)
     show = lambda m, e: section.progress(m, e)
@@ -207,7 +209,28 @@ def train(section, cfg, log=print, saver=None):
     history = jax.tree.map(lambda a: np.moveaxis(np.asarray(a), 1, 0)[:n] if np.ndim(a) > 1 else np.asarray(a), history)
     if section.keep_params:
         history["final"] = {"meta": np.asarray(jax.vmap(lambda p: ravel_pytree(p)[0])(state["meta"]))[:n]}
-    return history, {"wall": round(time.perf_counter() - start, 3), **clock.seconds()}
+    return history, {"wall": round(time.perf_counter() - start, 3), **clock.seconds(), "knobs": knobs}
+
+
+def fitting_program(section, cfg, runs, log=print):
+    """``(program, knobs)``: the program of ``cfg`` with the device's knobs (:func:`compgen.devices.resolve`), or of
+    the first lighter version (:func:`compgen.devices.lighter`) whose traced programs fit the device's memory
+    (:func:`compgen.memory.check`: traces, compiles nothing; jit reuses the traces). A config that fits in no version
+    is a :class:`compgen.params.ParameterError`."""
+    chosen = devices.resolve(section, cfg)
+    refusal = None
+    for candidate in (chosen, *devices.lighter(chosen, cfg)):
+        prog = program(section, candidate)
+        try:
+            memory.check(section, candidate, prog, runs)
+        except params.ParameterError as error:
+            refusal = refusal or error
+            continue
+        knobs = {k: getattr(candidate, k) for k in devices.KNOBS if hasattr(candidate, k)}
+        if candidate is not chosen:
+            log(f"[memory] {section.label(cfg)} fits the device with {knobs}")
+        return prog, knobs
+    raise refusal
 
 
 def flatten_history(history) -> dict:
@@ -266,7 +289,10 @@ def train_and_store(section, configs, log=print, checkpoint_every=None, force=Fa
             folder = checkpoint.run_dir(section.name, [results.config_hash(cfg, code)]) if every else None
             saver = checkpoint.Checkpointer(folder, every, log=log) if folder else None
             history, seconds = train(section, cfg, log, saver)
-            results.save(section.name, cfg, flatten_history(history), seconds["wall"], code=code, seconds=seconds)
+            knobs = seconds.pop("knobs")
+            results.save(
+                section.name, cfg, flatten_history(history), seconds["wall"], code=code, seconds=seconds, knobs=knobs
+            )
             if folder is not None:
                 shutil.rmtree(folder, ignore_errors=True)
 

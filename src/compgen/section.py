@@ -32,15 +32,6 @@ PRESET_NAMES = ("smoke", "quick", "paper")
 # Fields a figure's grid may set that a user may still override: they choose seeds and budget, not the experiment.
 BUDGET_FIELDS = ("seeds", "outer_steps", "eval_every")
 
-# The CPU presets' compilation: XLA's backend (LLVM) optimisation level 1 instead of its default (the config field
-# ``xla_opt_level``, passed to XLA per compiled program by :func:`compgen.runner.program`). At quick sizes on 2 CPU
-# cores it compiles the book's programs 10-40 % faster with steps as fast (hyperteacher: linear hnet 12.2 -> 7.8 s,
-# ANIL 10.4 -> 6.0 s for its three programs; the hyperteacher chapter 9.6 -> 8.5 min in an A/B; the quick book from
-# a fresh clone 46.2 -> 36.5 min, compilation 16.8 -> 10.1 process-minutes; November 2026); at the paper's
-# sizes it made ANIL's and the goals hypernetwork's steps 10-18 % slower, so ``paper`` keeps XLA's default. The level
-# changes float round-off, hence the numbers: it is a field of the config, in every run's hash.
-CPU_COMPILE = dict(xla_opt_level=1)
-
 
 def _frozen(mapping):
     return MappingProxyType(dict(mapping or {}))

@@ -155,10 +155,10 @@ def parse(data: dict, name: str = "sweep") -> Sweep:
     seeds = data.get("seeds")
     if seeds is not None:
         seeds = params.check_seeds(seeds, f"{name}: seeds")
-    if not grid and not data.get("cases"):
+    if not grid and not data.get("cases") and experiment is None:
         raise params.ParameterError(
-            f"{name}: [grid] must list at least one field to vary (or give [[cases]]); for one config use "
-            "`compgen-cli run`"
+            f"{name}: [grid] must list at least one field to vary (or give [[cases]] or an experiment); for one "
+            "config use `compgen-cli run`"
         )
     return Sweep(
         name=name,

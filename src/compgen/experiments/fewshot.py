@@ -83,14 +83,14 @@ class MetaConfig(params.Config):
     eval_every: int = positive(1000)
     eval_tasks: int = positive(1024)
     eval_chunk: int = positive(64)  # tasks solved at once during evaluation (memory only)
-    # tasks each device adapts at once per outer step; None: compgen.devices.train_chunk decides (8 on a CPU at the
-    # paper's meta-batch, all at once elsewhere)
+    # tasks each device adapts at once per outer step; None: the device decides (compgen.devices.resolve and
+    # train_chunk: 8 on a CPU at the paper's meta-batch, all at once elsewhere)
     train_chunk: int | None = field(None, ge=1)
     probe: bool = True
     ridge_lambda: float = field(1.0, gt=0)
     ridge_cg_iters: int | None = field(10, ge=1)
     seeds: tuple = (2020, 2021, 2022)
-    xla_opt_level: int | None = field(None, ge=0, le=3)  # None: XLA's default (compgen.section.CPU_COMPILE)
+    xla_opt_level: int | None = field(None, ge=0, le=3)  # None: the device decides (compgen.devices.resolve)
 
     def check(self):
         if self.train_chunk is not None and self.meta_batch % self.train_chunk:
@@ -119,7 +119,9 @@ class FewshotConfig(MetaConfig):
     num_hidden: int = positive(3)
     inner_steps: int = positive(10)
     inner_batch: int | None = field(None, ge=1)  # None: the whole support set every inner step
-    remat: bool = True  # recompute inner steps in the meta-backward: about half the memory (meta.inner_adapt)
+    # recompute inner steps in the meta-backward: less memory (meta.inner_adapt); None: the device decides (off unless
+    # the config does not fit otherwise, compgen.devices.lighter)
+    remat: bool | None = None
     inner_lr: float = field(0.1, gt=0)
     inner_weight_decay: float = field(1e-4, ge=0)
     gradient: str = field("second_order", choices=meta.GRADIENT_MODES)

@@ -25,7 +25,7 @@ from compgen import initializers, meta, metrics, models, params, runner
 from compgen.experiments import fewshot
 from compgen.models import hypernetwork, mlp
 from compgen.params import field, positive
-from compgen.section import CPU_COMPILE, Grid, Preset
+from compgen.section import Grid, Preset
 from compgen.tasks import goals as gl
 
 EVAL_SETS = ("valid", "test", "ood")  # no auxiliary OOD sets in this world (spec §4.2)
@@ -316,10 +316,7 @@ PRESETS = {
     "paper": Preset(
         "the paper's configuration (spec §4.3); GPU",
         # B = 128, 200k steps, shots 1/1, outer weight decay 1e-2, inner weight decay 1e-4, constant lr
-        # remat off for every model (see the hyperteacher's paper preset); here also for ANIL, whose step was 11 %
-        # faster without it on 2 CPU cores, 8 tasks at a time (1.34-1.40 s against 1.51-1.56 s, in the same 0.96 GB)
         common=dict(
-            remat=False,
             num_hidden=2,
             meta_batch=128,
             outer_steps=200_000,
@@ -348,13 +345,11 @@ PRESETS = {
         # padded to the longest one of the seeds' mazes (17 steps for 2020-2022). Both splits are the paper's.
         common=dict(
             QUICK_WORLD,
-            **CPU_COMPILE,
             outer_steps=2000,
             meta_batch=16,
             demo_length=None,
             eval_every=500,
             eval_tasks=128,
-            remat=False,
         ),
         # outer learning rates 3x the paper's: every learner leaves its initial plateau within ~200 steps; the
         # paper's inner loops (10 steps, ANIL 100): with half of them (5, ANIL 20) the hypernetworks' lead was
@@ -373,7 +368,6 @@ PRESETS = {
     "smoke": Preset(
         "a few minutes, nearly all compilation; checks that everything runs, shows nothing",
         common=dict(
-            **CPU_COMPILE,
             outer_steps=6,
             meta_batch=2,
             demo_length=None,

@@ -20,7 +20,7 @@ from compgen import initializers, meta, metrics, models, params, runner
 from compgen.experiments import fewshot
 from compgen.models import hypernetwork, mlp
 from compgen.params import field, positive
-from compgen.section import CPU_COMPILE, Grid, Preset, model_table
+from compgen.section import Grid, Preset, model_table
 from compgen.tasks import hyperteacher as ht
 from compgen.tasks import support
 
@@ -137,11 +137,7 @@ _B = dict(split=("random", "non_compositional"))
 PRESETS = {
     "paper": Preset(
         "the paper's configuration (spec §2.6); GPU",
-        # remat (recompute the inner steps in the meta-backward; memory only, no number changes) is off but for ANIL,
-        # as in the authors' code: on 2 CPU cores without it the linear hnet's step took 2.3 s instead of 2.6 s (all
-        # tasks at once) and MAML's 10.1 s instead of 11.1 s (8 tasks at a time, compgen.devices.train_chunk, in 1.5
-        # GB; the authors' 14.1 GB); ANIL's was not faster without it (November 2026, README "Against the authors'
-        # code").
+        # remat, train_chunk and xla_opt_level are the device's choice (compgen.devices.resolve), not a preset's
         per_model=model_table(
             (
                 "hidden",
@@ -151,12 +147,11 @@ PRESETS = {
                 "outer_lr",
                 "clip_norm",
                 "outer_weight_decay",
-                "remat",
             ),
-            hnet_deepmlp=(128, 10, None, 0.3, 3e-3, 1.0, 1e-2, False),
-            hnet_linear=(128, 10, None, 0.3, 1e-3, 1.0, 1e-2, False),
-            anil=(512, 100, 64, 0.03, 1e-3, 2.0, 1e-4, True),
-            maml=(384, 10, None, 0.01, 1e-3, 2.0, 1e-4, False),
+            hnet_deepmlp=(128, 10, None, 0.3, 3e-3, 1.0, 1e-2),
+            hnet_linear=(128, 10, None, 0.3, 1e-3, 1.0, 1e-2),
+            anil=(512, 100, 64, 0.03, 1e-3, 2.0, 1e-4),
+            maml=(384, 10, None, 0.01, 1e-3, 2.0, 1e-4),
         ),
         figures={
             "fig3b": Grid(models=fewshot.MODELS, fixed=dict(n_modules=8, max_hot=2), axes=_B),
@@ -184,10 +179,8 @@ PRESETS = {
         # K = 4 (paper Table A4): at M = 4 the paper's hypernetwork lead is largest there. Every learner of Fig. 3B
         # takes the same budget, 4,000 outer steps of 8 tasks with 32 + 32 shots; at 2,000 steps of 16 tasks with
         # 64 + 64 shots the hypernetworks led by only 2-3 points (book/search/hyperteacher.json). The
-        # hypernetworks take 5 inner steps (paper 10). remat off: memory is no issue at this size, and
-        # recomputing the inner steps costs 3-10 % on a CPU core.
+        # hypernetworks take 5 inner steps (paper 10).
         common=dict(
-            **CPU_COMPILE,
             n_modules=4,
             max_hot=4,
             teacher_hidden=16,
@@ -200,7 +193,6 @@ PRESETS = {
             outer_lr=2e-3,
             eval_every=2000,
             eval_tasks=256,
-            remat=False,
         ),
         per_model={
             "hnet_linear": dict(hidden=32, templates_per_module=8, outer_lr=4e-3, inner_steps=5),
@@ -233,7 +225,6 @@ PRESETS = {
     "smoke": Preset(
         "seconds; checks that everything runs, shows nothing",
         common=dict(
-            **CPU_COMPILE,
             n_modules=4,
             outer_steps=20,
             meta_batch=4,

@@ -35,7 +35,7 @@ from compgen.experiments import fewshot, goals, hyperteacher
 from compgen.models import hypernetwork, mlp
 from compgen.models import incontext as icl
 from compgen.params import field, positive
-from compgen.section import CPU_COMPILE, Grid, Preset, make_config
+from compgen.section import Grid, Preset, make_config
 from compgen.tasks import goals as gl
 from compgen.tasks import hyperteacher as ht
 from compgen.tasks import support, teacher
@@ -301,12 +301,10 @@ PRESETS = {
         # (memory) and ~360k (bottleneck) parameters, beside the paper models at quick (MAML 59k to the nonlinear
         # hnet 0.92M); the goals quick budget, warm-up + cosine
         "2 CPU cores, minutes per run; the hyperteacher and goals quick task setups",
-        common=CPU_COMPILE,
         figures=_figures(_QUICK_HT, _QUICK_GOALS),
     ),
     "smoke": Preset(
         "seconds; checks that everything runs, shows nothing",
-        common=CPU_COMPILE,
         # the hyperteacher's smoke schedule is constant, so its comparison has no warm-up
         figures=_figures(
             dict({k: v for k, v in _SMOKE_LEARNERS.items() if k != "warmup_steps"}, hnet_hidden=16, n_templates=8),

@@ -21,7 +21,7 @@ from compgen import initializers, meta, metrics, models, params, runner
 from compgen.experiments import fewshot
 from compgen.models import hypernetwork, mlp
 from compgen.params import field, positive
-from compgen.section import CPU_COMPILE, Grid, Preset
+from compgen.section import Grid, Preset
 from compgen.tasks import preferences as pf
 from compgen.tasks import support, teacher
 
@@ -187,13 +187,10 @@ PRESETS = {
     "paper": Preset(
         "the paper's configuration (spec §3.5); GPU",
         # spec §3.5; B = 128, 100k steps, outer weight decay 1e-2 for every model
-        # remat off but for ANIL, as at the hyperteacher's paper preset (the reasons there)
-        common=dict(remat=False),
         per_model={
             "hnet_deepmlp": dict(
                 hidden=64, num_hidden=2, templates=32, inner_steps=10, inner_lr=0.1, outer_lr=3e-4, clip_norm=2.0
             ),
-            # on a CPU 8 tasks at a time (the default) made its step slower: 0.93-1.30 s, against 0.84 at 32
             "hnet_linear": dict(
                 hidden=64,
                 num_hidden=3,
@@ -202,7 +199,6 @@ PRESETS = {
                 inner_lr=0.1,
                 outer_lr=3e-4,
                 clip_norm=1.0,
-                train_chunk=32,
             ),
             "anil": dict(
                 hidden=512,
@@ -212,7 +208,6 @@ PRESETS = {
                 inner_lr=0.01,
                 outer_lr=3e-4,
                 clip_norm=2.0,
-                remat=True,
             ),
             "maml": dict(hidden=368, num_hidden=3, inner_steps=10, inner_lr=0.01, outer_lr=1e-3, clip_norm=2.0),
         },
@@ -228,7 +223,6 @@ PRESETS = {
         # 7-9), at 800 outer steps (Fig. 4B) and 2,000 (Fig. 4C and A8) so that the section fits 10 minutes on 2 cores.
         common=dict(
             QUICK_WORLD,
-            **CPU_COMPILE,
             outer_steps=800,
             meta_batch=8,
             shots_support=16,
@@ -238,8 +232,6 @@ PRESETS = {
             eval_tasks=256,
             outer_schedule="warmup_cosine",
             warmup_steps=100,
-            remat=False,
-            train_chunk=None,  # the paper's 32 (linear hnet) does not divide these meta-batches: compgen's default
         ),
         per_model={
             "hnet_linear": dict(hidden=64, templates=16, outer_lr=5e-3),
@@ -262,7 +254,6 @@ PRESETS = {
     "smoke": Preset(
         "seconds; checks that everything runs, shows nothing",
         common=dict(
-            **CPU_COMPILE,
             outer_steps=20,
             meta_batch=4,
             shots_support=2,
@@ -271,7 +262,6 @@ PRESETS = {
             eval_tasks=16,
             eval_chunk=16,
             seeds=(2020,),
-            train_chunk=None,
         ),
         per_model={
             "hnet_linear": dict(hidden=16, templates=8),

@@ -20,7 +20,7 @@ import optax
 
 from compgen import initializers, meta, metrics, params, rng, runner
 from compgen.params import field, positive
-from compgen.section import CPU_COMPILE, Grid, Preset, Section
+from compgen.section import Grid, Preset, Section
 from compgen.tasks import support, teacher
 
 INNER_SCHEDULES = ("constant", "cosine")
@@ -62,7 +62,7 @@ class TeacherStudentConfig(params.Config):
     ridge_lambda: float = field(0.01, gt=0)
     ridge_cg_iters: int | None = field(10, ge=1)
     seeds: tuple = (100, 101, 102)
-    xla_opt_level: int | None = field(None, ge=0, le=3)  # None: XLA's default (compgen.section.CPU_COMPILE)
+    xla_opt_level: int | None = field(None, ge=0, le=3)  # None: the device decides (compgen.devices.resolve)
 
     def check(self):
         if self.warmup_steps >= self.outer_steps:
@@ -318,7 +318,6 @@ PRESETS = {
         "seconds; checks that everything runs, shows nothing",
         common=dict(
             _CPU_INNER_LOOP,
-            **CPU_COMPILE,
             outer_steps=40,
             meta_batch=4,
             batch=16,
@@ -342,7 +341,6 @@ PRESETS = {
         "2 CPU cores, minutes; Fig. 2D and Table A1 in a smaller world (n = 8 inputs, h = 8 teacher units)",
         common=dict(
             _CPU_INNER_LOOP,
-            **CPU_COMPILE,
             n_in=8,
             teacher_hidden=8,
             outer_steps=4000,
