@@ -19,9 +19,6 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 # JAX's persistent compilation cache for notebooks and tests (not for `make bench`, which times compilation):
 # a program compiled once, by any notebook, test or worker process, is loaded instead of compiled again.
 JAX_CACHE := JAX_COMPILATION_CACHE_DIR=$(CURDIR)/_build/jax-cache
-# glibc's transparent huge pages for notebooks at the paper's sizes (compgen.allocator says why and why not at
-# quick; glibc reads it when a process starts, so it is set here for the notebooks and their worker processes).
-MALLOC := $(if $(filter paper,$(PRESET)),GLIBC_TUNABLES=glibc.malloc.hugetlb=1)
 ifneq ($(filter-out smoke quick paper,$(PRESET))$(words $(PRESET)),1)
   $(error PRESET='$(PRESET)' is not a preset; use one of: smoke | quick | paper)
 endif
@@ -91,7 +88,7 @@ define execute_rules
 $(1)/%.ipynb: book/%.py $$(SRC) $(1)/.params | $$(INSTALL_STAMP)
 	@mkdir -p $$(@D)
 	$$(BIN)/jupytext --to ipynb --output - $$< \
-	  | XLA_PYTHON_CLIENT_PREALLOCATE=false $$(JAX_CACHE) $$(MALLOC) $(3) $$(BIN)/papermill - $$@ \
+	  | XLA_PYTHON_CLIENT_PREALLOCATE=false $$(JAX_CACHE) $(3) $$(BIN)/papermill - $$@ \
 	      --cwd book -k python3 --language python --no-progress-bar --log-output $$($(2))
 	$$(BIN)/python tools/tidy_notebook.py $$@
 

@@ -190,3 +190,28 @@ def test_a_config_that_does_not_fit_runs_lighter_and_is_stored_as_given(monkeypa
     monkeypatch.setattr(memory, "device_bytes", lambda: small.peak // 4)
     with pytest.raises(params.ParameterError, match="too large for this machine"):
         runner.fitting_program(sec, cfg, runs, lines.append)
+
+
+def test_huge_pages_follow_the_config_size_on_a_cpu_and_reach_the_worker_that_trains_it(monkeypatch):
+    from compgen import allocator, experiments, runner, section
+
+    sec = experiments.get("hyperteacher")
+    paper = section.figure_configs(sec, "fig3b", "paper", model="hnet_linear")[0]
+    quick = section.figure_configs(sec, "fig3b", "quick", model="hnet_linear")[0]
+    assert devices.huge_pages(sec, paper, "cpu") and not devices.huge_pages(sec, quick, "cpu")
+    assert not devices.huge_pages(sec, paper, "gpu")
+    started = []
+
+    class Started(Exception):
+        pass
+
+    def popen(*args, env=None, **kwargs):
+        started.append(env)
+        raise Started
+
+    monkeypatch.setattr(runner.subprocess, "Popen", popen)
+    for cfg in (paper, quick):
+        with pytest.raises(Started):
+            runner._start(sec, [cfg], 0, print, None)
+    assert allocator.has_huge_pages(started[0])
+    assert started[1].get("GLIBC_TUNABLES") == os.environ.get("GLIBC_TUNABLES")  # a quick worker's is left alone

@@ -7,8 +7,9 @@ Measured on 2 cores, one plain process, ``python -m compgen.bench --case ...`` a
 variable (November 2026): at the paper configuration MAML 24.7 → 22.4 s and ANIL 4.09 → 3.69 s per step
 (hyperteacher), goals' ANIL 6.16 → 5.07 s, the linear hypernetwork unchanged, the same peak memory; at ``quick``
 ANIL and MAML are unchanged and the linear hypernetwork 1-11 % slower (4.15 → 4.40 ms over four pairs). So it is
-used for the paper's sizes only: ``make`` sets it for notebooks at ``PRESET=paper``, ``compgen-cli`` restarts
-itself with it for a paper run or sweep, and the bench for its paper cases. It needs no root and changes no number
+used for the paper's sizes only (:func:`compgen.devices.huge_pages`, by the config's size, on a CPU): the runner
+starts a worker that trains such a config with it, ``compgen-cli`` restarts itself with it for such a run or sweep,
+and the bench sets it for its paper cases. It needs no root and changes no number
 (only where memory comes from).
 glibc reads ``GLIBC_TUNABLES`` once, when a process starts, hence the restart; other allocators and systems
 ignore it.

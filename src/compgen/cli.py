@@ -119,6 +119,8 @@ def _run(args):
         runner.check_environment()
     except params.ParameterError as error:
         raise _fail(error) from None
+    if args.restart:
+        _huge_pages_for(sec, configs)
     try:
         if args.split_tasks:
             import jax
@@ -145,20 +147,29 @@ def _run(args):
     return 0
 
 
+def _huge_pages_for(section, configs):
+    """Restart this process with glibc's huge pages if one of ``configs`` trains with them here
+    (:func:`compgen.devices.huge_pages`): as ``python -m compgen.cli ARGS``, whichever command ran."""
+    from compgen import allocator, devices
+
+    if any(devices.huge_pages(section, c) for c in configs):
+        allocator.restart_with_huge_pages("compgen.cli", sys.argv[1:])
+
+
 def main(argv=None):
     args = parser().parse_args(argv)
+    args.restart = argv is None  # a command line (not a call from Python) may restart itself, see _huge_pages_for
     if args.command == "list":
         return _list()
-    if argv is None and args.preset in (None, "paper"):  # a paper-sized run or sweep (None: the sweep file's preset)
-        from compgen import allocator  # glibc's huge pages, which it reads when a process starts
-
-        # as `python -m compgen.cli ARGS`, whichever of compgen-cli, python -m compgen or python -m compgen.cli ran
-        allocator.restart_with_huge_pages("compgen.cli", sys.argv[1:])
     if args.command == "sweep":
-        from compgen import sweeps
+        from compgen import experiments, sweeps
 
         try:
             overrides = dict(params.parse_assignment(text) for text in args.set)
+            if args.restart and args.backend == "local" and not args.dry_run:
+                sweep = sweeps.load(args.file)
+                points = sweeps.expand(sweep, args.preset, overrides)
+                _huge_pages_for(experiments.get(sweep.section), [p.config for p in points if p.config is not None])
         except params.ParameterError as error:
             raise _fail(error) from None
         return sweeps.main(args, overrides)

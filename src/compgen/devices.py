@@ -16,7 +16,8 @@
   (the chunk's inner loops then stay in the caches), elsewhere all of them, unless the config says.
 * :func:`resolve` fills the device knobs a config leaves to the device (``None``): ``xla_opt_level``, ``remat`` and
   ``train_chunk``. Presets hold the science and never set them; a user may still force one (``--set remat=True``).
-  :func:`lighter` lists what to try, in order, when a config's programs do not fit the device's memory.
+  :func:`lighter` lists what to try, in order, when a config's programs do not fit the device's memory, and
+  :func:`huge_pages` picks the allocator of the process that trains it.
 
 On a CPU, ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` (set before jax is imported;
 :func:`host_devices_flag`) makes N host devices, which is also how the tests check this without
@@ -122,6 +123,14 @@ def resolve(section, cfg, backend=None):
         if tuned and cfg.meta_batch >= CPU_CHUNK_MIN_BATCH and cfg.meta_batch % tuned == 0:
             choice["train_chunk"] = tuned
     return _with(cfg, choice)
+
+
+def huge_pages(section, cfg, backend=None) -> bool:
+    """Whether a process that trains ``cfg`` uses glibc's transparent huge pages (:mod:`compgen.allocator`): on a
+    CPU, for a config of at least :data:`SPLIT_MIN_FLOP` per seed and step (the paper's sizes; at quick sizes they
+    made the linear hypernetwork 1-11 % slower)."""
+    backend = jax.default_backend() if backend is None else backend
+    return backend == "cpu" and section.cost(cfg) / (cfg.outer_steps * len(cfg.seeds)) >= SPLIT_MIN_FLOP
 
 
 def lighter(cfg, given, most: int = 6) -> list:

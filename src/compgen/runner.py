@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from compgen import checkpoint, devices, memory, meta, params, results, storage, timing
+from compgen import allocator, checkpoint, devices, memory, meta, params, results, storage, timing
 
 DIVERGED_STEPS = 100  # consecutive non-finite outer updates after which a run is stopped
 DIVERGED_EXIT = 3  # a worker's exit status when one of its runs diverged
@@ -400,9 +400,11 @@ def _start(section, configs, slot, log, checkpoint_every, split=1, force=False):
     }
     json.dump(job, handle)
     handle.close()
-    env = None
+    env = dict(os.environ)
     if split > 1:  # the worker makes one CPU host device per share of the tasks (read when its jax starts)
-        env = {**os.environ, "XLA_FLAGS": devices.xla_flags_with_host_devices(split)}
+        env["XLA_FLAGS"] = devices.xla_flags_with_host_devices(split)
+    if any(devices.huge_pages(section, c) for c in configs):  # glibc reads it when the worker starts
+        env = allocator.environment(env)
     try:
         proc = subprocess.Popen(
             [sys.executable, "-u", "-m", "compgen.runner", section.module, handle.name],
