@@ -7,6 +7,8 @@ Fitting ẑ with only a few Adam steps can only over-estimate the best OOD loss,
 thresholds are checked on the naive ẑ and on the fitted ẑ, and the fit must not be worse than naive.
 """
 
+import functools
+
 import jax
 import numpy as np
 import pytest
@@ -16,22 +18,29 @@ from compgen.tasks import support
 
 FAST = dict(num_inputs=256, fit_inputs=128, fit_steps=60, restarts=0)
 ZERO = 1e-10  # "zero to float precision" for a loss
+# An exact student must equal its teacher to float32 round-off: full float32 products on any backend, in the tests
+# (tests/conftest.py, full_precision) and in the module's fixtures, which are built before a test's fixture.
+pytestmark = pytest.mark.usefixtures("full_precision")
+HIGHEST = functools.partial(jax.default_matmul_precision, "highest")
 
 
 @pytest.fixture(scope="module")
 def two_modules():
-    return ce.disconnected_two_modules(jax.random.key(0), num_tasks=4, **FAST)
+    with HIGHEST():
+        return ce.disconnected_two_modules(jax.random.key(0), num_tasks=4, **FAST)
 
 
 @pytest.fixture(scope="module")
 def permutation():
-    return ce.disconnected_permutation(jax.random.key(1), num_tasks=6, **FAST)
+    with HIGHEST():
+        return ce.disconnected_permutation(jax.random.key(1), num_tasks=6, **FAST)
 
 
 @pytest.fixture(scope="module")
 def lookup():
     # Table A9 column 1 (compositional and connected); default teacher shapes, so init compiles once
-    return ce.overparameterised_lookup(jax.random.key(2), ood_masks="02;135", **FAST)
+    with HIGHEST():
+        return ce.overparameterised_lookup(jax.random.key(2), ood_masks="02;135", **FAST)
 
 
 def test_two_modules_fits_training_tasks_and_fails_ood(two_modules):

@@ -6,6 +6,10 @@ import pytest
 
 from compgen import meta
 
+# Meta-gradients against finite differences and fast paths against naive ones, to float32 round-off: full
+# float32 products on any backend (tests/conftest.py, full_precision).
+pytestmark = pytest.mark.usefixtures("full_precision")
+
 
 def _tiny_problem():
     """A fast weight w adapted on a support loss that depends on the meta-parameter phi."""

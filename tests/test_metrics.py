@@ -7,6 +7,7 @@ from compgen import metrics
 from compgen.tasks import teacher
 
 
+@pytest.mark.usefixtures("full_precision")  # compares two formulations: full float32 on any backend
 def test_alignment_is_one_for_remixed_and_permuted_teacher():
     params = teacher.init_teacher(jax.random.key(0), n_modules=6, n_hidden=16)
     modules = params["modules"]
@@ -18,6 +19,7 @@ def test_alignment_is_one_for_remixed_and_permuted_teacher():
     assert float(metrics.module_alignment(modules, student, decoder)) > 0.999
 
 
+@pytest.mark.usefixtures("full_precision")  # compares two formulations: full float32 on any backend
 def test_alignment_with_extra_student_units_and_modules():
     params = teacher.init_teacher(jax.random.key(0), n_modules=6, n_hidden=16)
     modules = params["modules"]
@@ -35,6 +37,7 @@ def test_alignment_is_low_for_random_student():
     assert float(metrics.module_alignment(modules, student, decoder)) < 0.6
 
 
+@pytest.mark.usefixtures("full_precision")  # compares two formulations: full float32 on any backend
 def test_r2_is_one_for_exactly_linear_features():
     features = jax.random.normal(jax.random.key(0), (200, 12))
     true_map = jax.random.normal(jax.random.key(1), (12, 6))
@@ -54,6 +57,7 @@ def test_r2_is_about_zero_for_unrelated_features():
     assert np.all(np.asarray(r2) < 0.05)
 
 
+@pytest.mark.usefixtures("full_precision")  # compares two formulations: full float32 on any backend
 def test_ridge_intercept_recovers_offset():
     features = jax.random.normal(jax.random.key(0), (300, 3))
     targets = features @ jnp.array([[1.0], [2.0], [-1.0]]) + 5.0

@@ -26,6 +26,14 @@ import sys
 from compgen import params
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad option reported in one line (argparse prints its usage above it) like every other error."""
+
+    def error(self, message):
+        print(f"error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def _fail(error) -> SystemExit:
     print(f"error: {error}", file=sys.stderr)
     return SystemExit(2)
@@ -58,9 +66,7 @@ def _add_checkpoint_every(command):
 def parser() -> argparse.ArgumentParser:
     from compgen.experiments import SECTIONS
 
-    top = argparse.ArgumentParser(
-        prog="compgen-cli", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    top = _Parser(prog="compgen-cli", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list sections, experiments, presets and config fields")
     run = sub.add_parser("run", help="run one experiment of a section")

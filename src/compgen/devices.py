@@ -16,7 +16,7 @@
   (the chunk's inner loops then stay in the caches), elsewhere all of them, unless the config says.
 * :func:`resolve` fills the device knobs a config leaves to the device (``None``): ``xla_opt_level``, ``remat`` and
   ``train_chunk``. Presets hold the science and never set them; a user may still force one (``--set remat=True``).
-  :func:`lighter` lists what to try, in order, when a config's programs do not fit the device's memory, and
+  :func:`lighter` lists what to try, in order, when a config's programs do not fit an accelerator's memory, and
   :func:`huge_pages` picks the allocator of the process that trains it.
 
 On a CPU, ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` (set before jax is imported;
@@ -133,10 +133,15 @@ def huge_pages(section, cfg, backend=None) -> bool:
     return backend == "cpu" and section.cost(cfg) / (cfg.outer_steps * len(cfg.seeds)) >= SPLIT_MIN_FLOP
 
 
-def lighter(cfg, given, most: int = 6) -> list:
-    """Lighter versions of the resolved ``cfg`` to try, in order, when it does not fit the device: with ``remat``,
-    then adapting fewer tasks at once (halving, up to ``most`` times), as far as ``given`` (the config as the user
-    gave it) left each knob to the device."""
+def lighter(cfg, given, most: int = 6, backend=None) -> list:
+    """Lighter versions of the resolved ``cfg`` to try, in order, when it does not fit an accelerator: with
+    ``remat``, then adapting fewer tasks at once (halving, up to ``most`` times), as far as ``given`` (the config as
+    the user gave it) left each knob to the device. None on a CPU, whose chunk is measured (:func:`train_chunk`): the
+    memory estimate is a lower bound, too weak to size a chunk by (a meta-batch of 10⁸ "fitted" 25 GB 3·10⁶ tasks at a
+    time, and XLA then asked for 173 GB)."""
+    backend = jax.default_backend() if backend is None else backend
+    if backend == "cpu":
+        return []
     out, fields = [], {f.name for f in dataclasses.fields(cfg)}
     if "remat" in fields and given.remat is None and not cfg.remat:
         cfg = _with(cfg, {"remat": True})

@@ -134,8 +134,9 @@ def _git_commit() -> str:
     return _source_commit()[0]
 
 
-def provenance(wall_time_s: float, code=None, seconds: dict | None = None) -> dict:
-    """Where and how a result was computed; ``seconds``: where the wall time went (:func:`compgen.runner.train`)."""
+def provenance(wall_time_s: float, code=None, seconds: dict | None = None, knobs: dict | None = None) -> dict:
+    """Where and how a result was computed; ``seconds``: where the wall time went, ``knobs``: the device's choices
+    it ran with (:func:`compgen.runner.train`)."""
     device = jax.devices()[0]
     commit, commit_from = _source_commit()
     return {
@@ -145,10 +146,12 @@ def provenance(wall_time_s: float, code=None, seconds: dict | None = None) -> di
         "git_commit_from": commit_from,
         "jax_version": jax.__version__,
         "device": f"{device.platform}:{device.device_kind}",
+        "matmul_precision": jax.config.jax_default_matmul_precision or "default",  # compgen.precision
         "host": platform.node(),
         "wall_time_s": round(float(wall_time_s), 3),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         **({"seconds": dict(seconds)} if seconds else {}),
+        **({"knobs": dict(knobs)} if knobs else {}),
     }
 
 
@@ -160,12 +163,12 @@ def paths(kind: str, config, root: Path | None = None, code=None):
 
 
 def save(
-    kind: str, config, arrays: dict, wall_time_s: float, root: Path | None = None, code=None, seconds=None
+    kind: str, config, arrays: dict, wall_time_s: float, root: Path | None = None, code=None, seconds=None, knobs=None
 ) -> Path:
     """Store ``arrays`` (a flat dict of name -> array) for ``config`` computed by the modules ``code``."""
     entry, sidecar = paths(kind, config, root, code)
     entry.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"kind": kind, "config": config_dict(config), "provenance": provenance(wall_time_s, code, seconds)}
+    meta = {"kind": kind, "config": config_dict(config), "provenance": provenance(wall_time_s, code, seconds, knobs)}
     text = json.dumps(meta, indent=2)
     packed = {k: np.asarray(v) for k, v in arrays.items()}
     packed["__meta__"] = np.frombuffer(text.encode(), np.uint8)

@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from compgen import allocator, checkpoint, devices, memory, meta, params, results, storage, timing
+from compgen import allocator, checkpoint, devices, memory, meta, params, precision, results, storage, timing
 
 DIVERGED_STEPS = 100  # consecutive non-finite outer updates after which a run is stopped
 DIVERGED_EXIT = 3  # a worker's exit status when one of its runs diverged
@@ -213,16 +213,16 @@ def train(section, cfg, log=print, saver=None):
 
 
 def fitting_program(section, cfg, runs, log=print):
-    """``(program, knobs)``: the program of ``cfg`` with the device's knobs (:func:`compgen.devices.resolve`), or of
-    the first lighter version (:func:`compgen.devices.lighter`) whose traced programs fit the device's memory
+    """``(program, knobs)``: the program of ``cfg`` with the device's knobs (:func:`compgen.devices.resolve`), or, on
+    an accelerator, of the first lighter version (:func:`compgen.devices.lighter`) whose traced programs fit its memory
     (:func:`compgen.memory.check`: traces, compiles nothing; jit reuses the traces). A config that fits in no version
     is a :class:`compgen.params.ParameterError`."""
     chosen = devices.resolve(section, cfg)
     refusal = None
     for candidate in (chosen, *devices.lighter(chosen, cfg)):
         prog = program(section, candidate)
-        try:
-            memory.check(section, candidate, prog, runs)
+        try:  # a lighter version, chosen by a lower bound, must fit twice over
+            memory.check(section, candidate, prog, runs, memory.device_bytes() // (1 if candidate is chosen else 2))
         except params.ParameterError as error:
             refusal = refusal or error
             continue
@@ -262,6 +262,7 @@ def check_environment() -> None:
     checkpoint_interval()
     default_workers(1)
     params.env_flag(devices.SPLIT_ENV)
+    precision.requested()
 
 
 def train_and_store(section, configs, log=print, checkpoint_every=None, force=False):

@@ -45,6 +45,7 @@ def test_embedding_normalisation_has_norm_sqrt_t_and_constant_scale_in_gradients
     np.testing.assert_allclose(jac, np.eye(4) * 2.0 / 5.0, rtol=1e-6)
 
 
+@pytest.mark.usefixtures("full_precision")  # compares two formulations: full float32 on any backend
 def test_hypernetwork_output_is_invariant_to_embedding_scale():
     model = make_model("hnet_linear", 5, 3, 8, 3, 6)
     params = model.init(jax.random.key(1))

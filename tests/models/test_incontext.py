@@ -14,6 +14,10 @@ from compgen.models import incontext as I
 from compgen.section import make_config
 from compgen.tasks import goals as gl
 
+# Every test compares two formulations of one prediction (an order, a padding, a written-out transformer) to
+# float32 round-off: full float32 products on any backend (tests/conftest.py, full_precision).
+pytestmark = pytest.mark.usefixtures("full_precision")
+
 
 def _task(n_support=12, n_query=5, seed=0):
     keys = jax.random.split(jax.random.key(seed), 4)

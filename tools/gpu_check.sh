@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# tools/gpu_check.sh: check compgen on a GPU machine in under 8 minutes, with nothing but the machine's image.
+#
+#   bash tools/gpu_check.sh          # on the GPU machine, from the repository root
+#   bash tools/gpu_check.sh --cpu    # a small version of the same checks, here on a CPU (a few minutes)
+#
+# It expects the image's python3 (3.12) with jax (CUDA), flax, optax, numpy, matplotlib, pytest and pytest-xdist,
+# and no internet. compgen is used from this checkout (PYTHONPATH=$PWD/src), not installed. Each step runs under
+# `timeout`, writes its log to $OUT (default /tmp/gpu_check) and goes into the summary table printed at the end:
+#   device   jax's devices, versions, nvidia-smi
+#   wheels   installs .whl/*.whl (the notebook stack, below) into $SITE (default /tmp/site), if the folder exists
+#   tests    the unit tests, JOBS (default 8) pytest-xdist workers sharing the GPU; the book's own tests skip
+#            themselves when jupytext or beautifulsoup4 is missing
+#   chapter  book/$CHAPTER.py (default teacher_student) at preset smoke: jupytext, then papermill, into a fresh
+#            results store under $OUT; then the device and precision the stored runs record
+#   bench    python -m compgen.bench --only "$BENCH_ONLY" (default "paper": every paper-configuration row); rows
+#            print as they finish, so a bench stopped by its timeout still leaves the rows it measured
+# The steps together never run longer than BUDGET_S seconds (default 470): a step's limit is cut to what is left.
+# Overrides (environment): OUT, SITE, JOBS, BUDGET_S, DEVICE_TIMEOUT, WHEELS_TIMEOUT, TESTS_TIMEOUT,
+# CHAPTER_TIMEOUT, BENCH_TIMEOUT, TESTS (the pytest arguments), CHAPTER, BENCH_ONLY, PYTHON (default python3).
+# COMPGEN_MATMUL_PRECISION and XLA_FLAGS pass through (README, "Running on a GPU"). Exit status: 0 if no step
+# failed or timed out.
+#
+# The notebook stack as wheels (.whl/ is in .gitignore; the device tool carries it with carry=[".whl"]): on a machine
+# with internet, for the image's Python 3.12 on x86_64 Linux, from the repository root, the versions of
+# requirements-lock.txt, each package's wheel alone (its needs are in the list; `pip show` Requires, checked in
+# .venv):
+#
+#   for spec in papermill==2.7.0 jupytext==1.19.6 mdit-py-plugins==0.7.0 nbclient==0.11.0 nbformat==5.11.1 \
+#       fastjsonschema==2.22.3 jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 \
+#       rpds-py==2026.9.1 attrs==26.1.0 jupyter_client==8.10.0 jupyter_core==5.9.1 platformdirs==4.14.7 \
+#       traitlets==5.16.1 pyzmq==27.3.0 tornado==6.6.1 ipykernel==7.4.0 comm==0.2.3 debugpy==1.8.22 \
+#       nest-asyncio2==1.7.4 matplotlib-inline==0.2.2 ipython==9.18.1 ipython_pygments_lexers==1.1.1 \
+#       jedi==0.20.1 parso==0.8.7 pexpect==4.9.0 ptyprocess==0.7.0 prompt_toolkit==3.0.53 wcwidth==0.9.4 \
+#       stack-data==0.6.3 executing==2.3.0 asttokens==3.0.2 pure_eval==0.2.4 click==8.5.1 entrypoints==0.4.2 \
+#       requests==2.34.2 charset-normalizer==3.5.2 idna==3.20 urllib3==2.8.0 certifi==2026.10.18 \
+#       tenacity==9.2.1 tqdm==4.70.1 beautifulsoup4==4.15.0 soupsieve==4.1.2; do
+#     python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#       --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+#       -d .whl "$spec"
+#   done
+#
+# Left out, because the image has them (flax, orbax-checkpoint, matplotlib and pytest need them): PyYAML,
+# markdown-it-py, mdurl, pygments, packaging, python-dateutil, typing_extensions, psutil. papermill declares aiohttp
+# on Python 3.12 but never imports it. pyzmq, tornado, rpds-py, charset-normalizer and wcwidth come compiled (cp312
+# or abi3 wheels), the rest pure Python: 45 wheels, 16 MB, downloaded and installed with `--target` in a dry run
+# (2026-11-26). beautifulsoup4 and soupsieve serve only tests/tools/test_check_book.py.
+
+set -uo pipefail
+
+MODE=gpu
+case "${1:-}" in
+  "") ;;
+  --cpu) MODE=cpu ;;
+  -h | --help)
+    sed -n '2,/^$/p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+  *)
+    echo "usage: bash tools/gpu_check.sh [--cpu]" >&2
+    exit 2
+    ;;
+esac
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 2
+OUT=${OUT:-/tmp/gpu_check}
+SITE=${SITE:-/tmp/site}
+PYTHON=${PYTHON:-python3}
+BUDGET_S=${BUDGET_S:-470}
+CHAPTER=${CHAPTER:-teacher_student}
+mkdir -p "$OUT" || exit 2
+export OUT SITE PYTHON CHAPTER MODE
+export PYTHONPATH="$ROOT/src${PYTHONPATH:+:$PYTHONPATH}"
+# Several processes share one GPU (pytest-xdist workers, a notebook's kernel): none may take most of its memory.
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
+export MPLBACKEND=Agg
+
+if [[ $MODE == gpu ]]; then
+  JOBS=${JOBS:-8}
+  DEVICE_TIMEOUT=${DEVICE_TIMEOUT:-40}
+  WHEELS_TIMEOUT=${WHEELS_TIMEOUT:-30}
+  TESTS_TIMEOUT=${TESTS_TIMEOUT:-270}
+  CHAPTER_TIMEOUT=${CHAPTER_TIMEOUT:-90}
+  BENCH_TIMEOUT=${BENCH_TIMEOUT:-120}
+  TESTS=${TESTS:-tests}
+  BENCH_ONLY=${BENCH_ONLY:-paper}
+else
+  # This machine: the library's venv, a few tests, one quick bench case.
+  JOBS=${JOBS:-0}
+  DEVICE_TIMEOUT=${DEVICE_TIMEOUT:-60}
+  WHEELS_TIMEOUT=${WHEELS_TIMEOUT:-10}
+  TESTS_TIMEOUT=${TESTS_TIMEOUT:-120}
+  CHAPTER_TIMEOUT=${CHAPTER_TIMEOUT:-150}
+  BENCH_TIMEOUT=${BENCH_TIMEOUT:-90}
+  TESTS=${TESTS:-tests/test_precision.py tests/test_book_layout.py tests/tools/test_check_book.py \
+    tests/models/test_incontext.py::test_transformer_equals_a_masked_joint_sequence \
+    tests/test_sweeps.py::test_devices_backend_matches_local}
+  BENCH_ONLY=${BENCH_ONLY:-hyperteacher hnet_linear quick}
+fi
+
+START=$SECONDS
+STEPS=()
+STATUS=()
+TIMES=()
+
+# run_step NAME LIMIT COMMAND...: COMMAND under `timeout` (LIMIT seconds, cut to what is left of BUDGET_S), its
+# output in $OUT/NAME.log; records ok, FAILED (status), TIMEOUT or skipped.
+run_step() {
+  local name=$1 limit=$2 log="$OUT/$1.log" rc begin status
+  shift 2
+  local left=$((BUDGET_S - (SECONDS - START)))
+  ((limit > left)) && limit=$left
+  begin=$SECONDS
+  if ((limit < 10)); then
+    status="skipped (budget spent)"
+    echo "[$name] $status"
+  else
+    local shown="$*"
+    shown=$(tr -s ' \n' '  ' <<<"$shown")
+    echo "[$name] up to ${limit}s: ${shown:0:150}"
+    timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
+    rc=$?
+    case $rc in
+      0) status=ok ;;
+      124 | 137) status="TIMEOUT (${limit}s)" ;;
+      *) status="FAILED ($rc)" ;;
+    esac
+    tail -n 3 "$log" | sed "s/^/[$name]   /"
+  fi
+  STEPS+=("$name")
+  STATUS+=("$status")
+  TIMES+=("$((SECONDS - begin))")
+}
+
+skip_step() {
+  STEPS+=("$1")
+  STATUS+=("skipped ($2)")
+  TIMES+=(0)
+  echo "[$1] skipped: $2"
+}
+
+# ---------------------------------------------------------------------------------------------------------------
+if [[ $MODE == cpu ]]; then
+  run_step syntax 30 bash -c 'bash -n tools/gpu_check.sh && echo "bash -n: ok" &&
+    if command -v shellcheck >/dev/null; then shellcheck tools/gpu_check.sh && echo "shellcheck: ok";
+    else echo "shellcheck is not installed"; fi'
+fi
+
+# (a) the device
+# shellcheck disable=SC2016  # expanded by the inner bash, from the exported variables
+run_step device "$DEVICE_TIMEOUT" bash -c '
+  "$PYTHON" - <<EOF
+import sys
+import jax, flax, optax, numpy
+import compgen
+print("python", sys.version.split()[0], "| jax", jax.__version__, "| flax", flax.__version__, "| optax",
+      optax.__version__, "| numpy", numpy.__version__)
+print("backend", jax.default_backend(), "| devices", jax.devices())
+print("matmul precision", jax.config.jax_default_matmul_precision or "default", "| XLA_FLAGS", repr(__import__("os").environ.get("XLA_FLAGS", "")))
+if "$MODE" == "gpu" and jax.default_backend() != "gpu":
+    sys.exit("no GPU: jax runs on " + jax.default_backend())
+EOF
+  status=$?
+  if command -v nvidia-smi >/dev/null; then nvidia-smi; fi
+  exit $status'
+
+# (b) the notebook stack, as wheels carried in .whl/
+shopt -s nullglob
+WHEELS=(.whl/*.whl)
+shopt -u nullglob
+if [[ $MODE == cpu ]]; then
+  skip_step wheels "--cpu: this environment"
+elif ((${#WHEELS[@]} == 0)); then
+  skip_step wheels "no .whl/ folder"
+else
+  run_step wheels "$WHEELS_TIMEOUT" "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    --upgrade --target "$SITE" "${WHEELS[@]}"
+  export PYTHONPATH="$SITE:$PYTHONPATH"
+fi
+
+# (c) the unit tests
+# shellcheck disable=SC2086  # TESTS is a list of pytest arguments
+run_step tests "$TESTS_TIMEOUT" env JAX_COMPILATION_CACHE_DIR="$OUT/jax-cache" \
+  "$PYTHON" -m pytest -v -p no:cacheprovider -n "$JOBS" --dist loadfile --durations=10 -rfEs $TESTS
+
+# (d) one chapter at preset smoke, through papermill, into a fresh results store
+if "$PYTHON" -c 'import papermill, jupytext, ipykernel' 2>/dev/null; then
+  # shellcheck disable=SC2016  # expanded by the inner bash, from the exported variables
+  run_step chapter "$CHAPTER_TIMEOUT" bash -c '
+    set -eo pipefail
+    rm -rf "$OUT/results" && mkdir -p "$OUT/results"
+    export COMPGEN_RESULTS="$OUT/results" COMPGEN_WORKERS=${COMPGEN_WORKERS:-1} JAX_COMPILATION_CACHE_DIR="$OUT/jax-cache"
+    "$PYTHON" -m jupytext --to ipynb --output - "book/$CHAPTER.py" |
+      "$PYTHON" -m papermill - "$OUT/$CHAPTER.ipynb" --cwd book -k python3 --language python \
+        --no-progress-bar --log-output -p preset smoke
+    "$PYTHON" - <<EOF
+import collections, json, pathlib
+seen = collections.Counter()
+for sidecar in pathlib.Path("$OUT/results").glob("*/*.json"):
+    p = json.loads(sidecar.read_text())["provenance"]
+    seen[(p["device"], p.get("matmul_precision", "?"))] += 1
+assert seen, "the chapter stored no run"
+for (device, precision), n in sorted(seen.items()):
+    print(f"{n} stored run(s) on {device}, matmul precision {precision}")
+EOF'
+else
+  skip_step chapter "no papermill/jupytext/ipykernel"
+fi
+
+# (e) the bench (no compilation cache: it times compilation)
+run_step bench "$BENCH_TIMEOUT" "$PYTHON" -m compgen.bench --only "$BENCH_ONLY"
+if [[ ${STATUS[-1]} == ok ]] && grep -q "| failed:" "$OUT/bench.log"; then
+  STATUS[-1]="FAILED (a case)"
+fi
+
+# ---------------------------------------------------------------------------------------------------------------
+{
+  echo
+  echo "tools/gpu_check.sh${1:+ $1} on $(hostname) at $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo +dirty); logs in $OUT"
+  printf '| %-8s | %-32s | %7s |\n' step status seconds
+  printf '|%s|%s|%s|\n' ---------- ---------------------------------- ---------
+  for i in "${!STEPS[@]}"; do
+    printf '| %-8s | %-32s | %7s |\n' "${STEPS[$i]}" "${STATUS[$i]}" "${TIMES[$i]}"
+  done
+  printf '| %-8s | %-32s | %7s |\n' total "" "$((SECONDS - START))"
+} | tee "$OUT/summary.md"
+
+for s in "${STATUS[@]}"; do
+  [[ $s == ok || $s == skipped* ]] || exit 1
+done
+exit 0
