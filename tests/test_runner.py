@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compgen import params, results, runner, storage
+from compgen import devices, params, results, runner, storage
 from compgen.experiments import hyperteacher as HT
 from compgen.experiments import teacher_student as ts
 from compgen.section import make_config
@@ -161,11 +161,12 @@ def test_a_stored_run_says_where_its_wall_time_went(store):
 
 
 def test_a_configs_xla_level_reaches_its_programs_and_separates_them():
-    """``xla_opt_level`` becomes the XLA compile option of the config's programs (none when None, XLA's default):
-    configs that differ in it are different programs, each training to finite numbers."""
-    fast, default = _tiny(), _tiny(xla_opt_level=None)
+    """``xla_opt_level`` becomes the XLA compile option of the config's programs (a CPU's choice when None,
+    compgen.devices.resolve): configs that differ in it are different programs, each training to finite numbers."""
+    fast, default = _tiny(xla_opt_level=1), _tiny(xla_opt_level=3)
     assert runner.compiler_options(fast) == {"xla_backend_optimization_level": 1}
-    assert runner.compiler_options(default) is None
+    assert runner.compiler_options(devices.resolve(S, _tiny(), backend="cpu")) == runner.compiler_options(fast)
+    assert runner.compiler_options(devices.resolve(S, _tiny(), backend="gpu")) is None
     assert runner.program(S, fast) is not runner.program(S, default)
     for cfg in (fast, default):
         history, _ = runner.train(S, cfg, log=lambda _: None)
@@ -179,7 +180,6 @@ def test_a_large_run_trains_alone_with_its_tasks_split_and_stores_the_unsplit_nu
 ):
     """A config that ``devices.split_count`` splits trains in a worker of two host devices, before the rest; its
     numbers equal the unsplit run's up to float32 round-off, and a config below the threshold is untouched."""
-    from compgen import devices
 
     large, small = _tiny(), _tiny(masks="01;1", distribution="continuous")
     runner.run(S, [large], workers=1, log=lambda _: None)

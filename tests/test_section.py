@@ -7,7 +7,7 @@ import pytest
 from compgen import experiments, params
 from compgen.experiments import hyperteacher as HT
 from compgen.experiments import teacher_student as ts
-from compgen.section import CPU_COMPILE, PRESET_NAMES, Grid, differences_from_paper, figure_configs, make_config
+from compgen.section import PRESET_NAMES, Grid, differences_from_paper, figure_configs, make_config
 
 
 def test_grid_expands_axes_outermost_then_cases():
@@ -95,11 +95,16 @@ def test_model_table_reads_rows_as_per_model_fields():
 
 
 @pytest.mark.parametrize("name", tuple(experiments.SECTIONS))
-def test_the_cpu_presets_compile_at_their_level_and_paper_at_xlas_default(name):
+def test_a_cpu_compiles_the_small_presets_at_level_1_and_paper_at_xlas_default(name):
+    """No preset sets ``xla_opt_level``; a CPU chooses it by size (compgen.devices.resolve), as the presets did."""
+    from compgen import devices
+
     section = experiments.get(name)
     for preset in ("smoke", "quick", "paper"):
-        levels = {c.xla_opt_level for f in section.figures(preset) for c in figure_configs(section, f, preset)}
-        assert levels == ({None} if preset == "paper" else {CPU_COMPILE["xla_opt_level"]}), preset
+        configs = [c for f in section.figures(preset) for c in figure_configs(section, f, preset)]
+        assert {c.xla_opt_level for c in configs} == {None}
+        levels = {devices.resolve(section, c, backend="cpu").xla_opt_level for c in configs}
+        assert levels == ({None} if preset == "paper" else {devices.CPU_SMALL_OPT_LEVEL}), preset
 
 
 @pytest.mark.parametrize("preset", PRESET_NAMES)
