@@ -60,6 +60,12 @@ SPLIT_MIN_FLOP = 3e9
 SPLIT_ENV = "COMPGEN_SPLIT_TASKS"  # "0" turns the default split off, "1" (or unset) keeps it; nothing else
 
 
+def paper_sized(section, cfg) -> bool:
+    """Whether ``cfg`` costs at least :data:`SPLIT_MIN_FLOP` per seed and outer step (the section's analytic cost):
+    the size from which a CPU splits its tasks, compiles at XLA's default level and uses huge pages."""
+    return section.cost(cfg) / (cfg.outer_steps * len(cfg.seeds)) >= SPLIT_MIN_FLOP
+
+
 def split_count(section, cfg, cores=None, backend=None) -> int:
     """Over how many CPU host devices :func:`compgen.runner.run` splits ``cfg``'s tasks by default: the number of
     cores if the backend is a CPU with several, the config costs at least :data:`SPLIT_MIN_FLOP` per seed and step,
@@ -73,7 +79,7 @@ def split_count(section, cfg, cores=None, backend=None) -> int:
         or cores < 2
         or not meta_batch
         or meta_batch % cores
-        or section.cost(cfg) / (cfg.outer_steps * len(cfg.seeds)) < SPLIT_MIN_FLOP
+        or not paper_sized(section, cfg)
     ):
         return 1
     return cores
@@ -114,7 +120,7 @@ def resolve(section, cfg, backend=None):
     fields = {f.name for f in dataclasses.fields(cfg)}
     choice = {}
     if "xla_opt_level" in fields and cfg.xla_opt_level is None and backend == "cpu":
-        if section.cost(cfg) / (cfg.outer_steps * len(cfg.seeds)) < SPLIT_MIN_FLOP:
+        if not paper_sized(section, cfg):
             choice["xla_opt_level"] = CPU_SMALL_OPT_LEVEL
     if "remat" in fields and cfg.remat is None:
         choice["remat"] = False
@@ -130,7 +136,7 @@ def huge_pages(section, cfg, backend=None) -> bool:
     CPU, for a config of at least :data:`SPLIT_MIN_FLOP` per seed and step (the paper's sizes; at quick sizes they
     made the linear hypernetwork 1-11 % slower)."""
     backend = jax.default_backend() if backend is None else backend
-    return backend == "cpu" and section.cost(cfg) / (cfg.outer_steps * len(cfg.seeds)) >= SPLIT_MIN_FLOP
+    return backend == "cpu" and paper_sized(section, cfg)
 
 
 def lighter(cfg, given, most: int = 6, backend=None) -> list:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import math
+import os
 import types
 import typing
 
@@ -135,7 +136,7 @@ def check_notebook_parameters(names, allowed):
         raise ParameterError(f"unknown notebook parameter(s) {unknown}; this notebook takes: {', '.join(allowed)}")
 
 
-def _ascii_int(name, text):
+def _ascii_int(text):
     if not (text.isascii() and text.strip().lstrip("+-").isdigit()) or len(text) > 20:
         raise ValueError
     return int(text)
@@ -144,13 +145,11 @@ def _ascii_int(name, text):
 def env_int(name, default, ge=0, meaning=""):
     """The integer in environment variable ``name`` (ASCII digits, at least ``ge``), ``default`` if it is unset or
     empty; else a :class:`ParameterError` naming the variable."""
-    import os
-
     text = os.environ.get(name, "")
     if not text:
         return default
     try:
-        value = _ascii_int(name, text)
+        value = _ascii_int(text)
     except ValueError:
         value = None
     if value is None or value < ge:
@@ -162,8 +161,6 @@ def env_int(name, default, ge=0, meaning=""):
 def env_flag(name, default=True):
     """The switch in environment variable ``name``: "1" on, "0" off, unset or empty the default; anything else is a
     :class:`ParameterError`."""
-    import os
-
     text = os.environ.get(name, "")
     if not text:
         return default
