@@ -46,7 +46,7 @@ SMOKE        := _build/smoke
 SMOKE_STATIC := $(addprefix $(SMOKE)/,_config.yml _toc.yml \
                   $(shell find book -type f -not -path '*/.*' -not -name '*.py' -not -name '*.ipynb'))
 
-.PHONY: help install execute book check-book test test-unit test-book lint bench sweep clean distclean FORCE
+.PHONY: help install execute book check-book test test-unit test-book lint bench sweep twin-env twin clean distclean FORCE
 
 help: ## list the targets
 	@echo "usage: make <target> [PRESET=smoke|quick|paper] [PARAMS=\"-p name value ...\"]"
@@ -154,10 +154,26 @@ sweep: $(INSTALL_STAMP) ## train the runs of a sweep file not yet stored: make s
 	$(BIN)/compgen-cli sweep $(SWEEP) --backend $(BACKEND) \
 	  $(if $(filter command line environment,$(origin PRESET)),--preset $(PRESET)) $(SWEEP_ARGS)
 
+# Twin runs with the authors' implementation (tools/twin.py): REFERENCE is a checkout of
+# smonsays/modular-hyperteacher at the commit tools/twin.py names; it stays outside this repository.
+REFERENCE ?=
+TWIN_VENV := .venv-twin
+TWIN_SEEDS ?= --seeds 2020 2021 2022 --seeds 31 32 33
+CHAPTER ?= hyperteacher
+twin-env: ## a separate virtualenv (.venv-twin) with the reference's dependencies: make twin-env REFERENCE=<checkout>
+	@test -n "$(REFERENCE)" -a -f "$(REFERENCE)/run_fewshot.py" || { echo "usage: make twin-env REFERENCE=<checkout of smonsays/modular-hyperteacher>"; exit 2; }
+	$(PYTHON) -m venv $(TWIN_VENV)
+	$(TWIN_VENV)/bin/pip install -q -r tools/twin-requirements.txt
+	@echo "twin environment ready: $(TWIN_VENV) (reference at $(REFERENCE))"
+
+twin: $(INSTALL_STAMP) ## train a chapter's claim configs with the reference: make twin REFERENCE=<checkout> [CHAPTER=hyperteacher]
+	@test -x $(TWIN_VENV)/bin/python || { echo "run make twin-env REFERENCE=<checkout> first"; exit 2; }
+	$(BIN)/python tools/twin.py --reference "$(REFERENCE)" --python $(TWIN_VENV)/bin/python --chapter $(CHAPTER) $(TWIN_SEEDS)
+
 clean: ## remove executed notebooks and _build (keeps .venv and results/)
 	rm -rf _build book/*.ipynb book/.params
 
 distclean: clean ## also remove .venv, node_modules and _vendor
-	rm -rf $(VENV) node_modules _vendor .pytest_cache src/*.egg-info
+	rm -rf $(VENV) $(TWIN_VENV) node_modules _vendor .pytest_cache src/*.egg-info
 
 FORCE:
