@@ -33,6 +33,53 @@ def test_unknown_names_are_rejected_with_allowed_values(capsys):
         assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
+SHOW_FIG3B = ["show", "hyperteacher", "fig3b", "--preset", "smoke"]
+
+
+def test_show_prints_every_config_of_a_figure_with_its_hash_and_fields(capsys):
+    from compgen import experiments, results, section
+
+    sec = experiments.get("hyperteacher")
+    configs = section.figure_configs(sec, "fig3b", "smoke")
+    assert len(configs) == 8  # 4 models x 2 splits
+    assert cli.main(SHOW_FIG3B) == 0
+    out = capsys.readouterr().out
+    for cfg in configs:
+        assert f"{sec.label(cfg)}\n  hash {results.config_hash(cfg, sec.code)}\n" in out
+    assert out.count("\n  hash ") == 8 and out.count("    split = 'random'") == 4
+    assert "  * outer_steps = 20 (paper 200000)" in out  # smoke's budget, marked against the paper's
+
+
+def test_show_json_round_trips_the_configs(capsys):
+    import json
+
+    from compgen import experiments, section
+
+    sec = experiments.get("hyperteacher")
+    assert cli.main([*SHOW_FIG3B, "--json"]) == 0
+    dicts = json.loads(capsys.readouterr().out)
+    assert [sec.config(**d) for d in dicts] == section.figure_configs(sec, "fig3b", "smoke")
+
+
+def test_show_takes_set_and_rejects_a_bad_figure_in_one_line(capsys):
+    import json
+
+    assert cli.main([*SHOW_FIG3B, "--json", "--set", "outer_steps=7", "--set", "seeds=[1,2]"]) == 0
+    dicts = json.loads(capsys.readouterr().out)
+    assert len(dicts) == 8 and all(d["outer_steps"] == 7 and d["seeds"] == [1, 2] for d in dicts)
+    assert cli.main([*SHOW_FIG3B, "--set", "outer_steps=7"]) == 0
+    assert "  * outer_steps = 7 (paper 200000)" in capsys.readouterr().out
+    for argv, message in (
+        (["show", "hyperteacher", "fig9"], "experiment must be one of"),
+        (["show", "hyperteacher", "fig3b", "--preset", "huge"], "preset must be one of"),
+        ([*SHOW_FIG3B, "--set", "nope=1"], "nope"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(argv)
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and message in err and err.count("\n") == 1, err
+
+
 def test_run_and_sweep_take_the_same_set_and_checkpoint_options():
     top = cli.parser()
     for command in (["run", "teacher_student", "fig2c"], ["sweep", "sweeps/hyperteacher/compositional.toml"]):

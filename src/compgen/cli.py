@@ -4,6 +4,7 @@ The command is ``compgen-cli`` (not ``compgen``, a bash builtin that would run i
 runs the same.
 
     compgen-cli list
+    compgen-cli show hyperteacher fig3b --preset smoke --set seeds=[1,2]   # the configs it would train; --json
     compgen-cli run teacher_student fig2c --preset paper
     compgen-cli run teacher_student fig2d --preset quick --set seeds=[100] --set outer_steps=2000 --force
     compgen-cli run hyperteacher fig3b --preset paper --set seeds=[2020]
@@ -82,6 +83,16 @@ def parser() -> argparse.ArgumentParser:
         help="train in this one process with every meta-batch split over one CPU device per core, every run "
         "(without it a run at the paper's sizes is split in a worker of its own; see compgen.devices.split_count)",
     )
+    show = sub.add_parser(
+        "show",
+        help="print the configs an experiment trains at a preset: label, results-store hash and every field "
+        "(* = differs from the paper's config of its model)",
+    )
+    show.add_argument("section", help=f"one of {', '.join(SECTIONS)}")
+    show.add_argument("experiment", help="an experiment (figure) of the section (see `compgen-cli list`)")
+    show.add_argument("--preset", default="quick", help="smoke, quick or paper (default quick)")
+    _add_set(show, "override a config field, as for run (repeatable)")
+    show.add_argument("--json", action="store_true", help="print the configs as a JSON list of field dicts")
     sweep = sub.add_parser("sweep", help="run every config of a sweep file (sweeps/*.toml) with a backend")
     sweep.add_argument("file", help="a sweep file, e.g. sweeps/hyperteacher/compositional.toml")
     sweep.add_argument("--backend", default="local", help="local (default), devices or ray")
@@ -109,18 +120,56 @@ def _list():
     return 0
 
 
+def _configs(args):
+    """``(section, configs)`` of ``args.experiment`` at ``args.preset`` with the ``--set`` overrides (run and show)."""
+    from compgen import experiments, section
+
+    sec = experiments.get(args.section)
+    overrides = dict(params.parse_assignment(text) for text in args.set)
+    return sec, section.figure_configs(sec, args.experiment, args.preset, **overrides)
+
+
+def _show(args):
+    import dataclasses
+    import json
+
+    from compgen import results, section
+
+    try:
+        sec, configs = _configs(args)
+    except params.ParameterError as error:
+        raise _fail(error) from None
+    if args.json:
+        print(json.dumps([results.config_dict(c) for c in configs], indent=2))
+        return 0
+    # the paper's values of a config: the paper's config of its model in this figure (the paper grid's fixed fields),
+    # at the config's grid point (the fields of the shown grid's axes and cases)
+    grid, paper_grid = (sec.preset(p).figures.get(args.experiment) for p in (args.preset, "paper"))
+    point = {*grid.axes, *(name for case in grid.cases for name in case)}
+    print(
+        f"{sec.name} {args.experiment} at preset {args.preset}: {len(configs)} config(s); "
+        "* = differs from the paper's value"
+    )
+    for cfg in configs:
+        fields = {**(paper_grid.fixed if paper_grid else {}), **{k: getattr(cfg, k) for k in point}}
+        paper = section.make_config(sec, "paper", getattr(cfg, "model", None), **fields)
+        print(f"\n{sec.label(cfg)}\n  hash {results.config_hash(cfg, sec.code)}")
+        for f in dataclasses.fields(cfg):
+            ours, theirs = getattr(cfg, f.name), getattr(paper, f.name)
+            print(f"    {f.name} = {ours!r}" if ours == theirs else f"  * {f.name} = {ours!r} (paper {theirs!r})")
+    return 0
+
+
 def _run(args):
     if args.split_tasks:
         from compgen import devices  # before the section's import starts jax's backend: XLA reads the flag then
 
         os.environ["XLA_FLAGS"] = devices.xla_flags_with_host_devices(os.cpu_count() or 1)
-    from compgen import experiments, runner, section
+    from compgen import runner
     from compgen.figures import summary_table
 
     try:
-        sec = experiments.get(args.section)
-        overrides = dict(params.parse_assignment(text) for text in args.set)
-        configs = section.figure_configs(sec, args.experiment, args.preset, **overrides)
+        sec, configs = _configs(args)
         runner.checkpoint_interval(args.checkpoint_every)
         runner.check_environment()
     except params.ParameterError as error:
@@ -167,6 +216,8 @@ def main(argv=None):
     args.restart = argv is None  # a command line (not a call from Python) may restart itself, see _huge_pages_for
     if args.command == "list":
         return _list()
+    if args.command == "show":
+        return _show(args)
     if args.command == "sweep":
         from compgen import experiments, sweeps
 
