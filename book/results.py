@@ -61,4 +61,4 @@ from compgen.figures import glance
 
 figures.check_parameters(globals())
 
-figures.show(glance.page(preset, seeds, second_set="search/second_set.json"))
+figures.show(glance.page(preset, seeds, second_set="search/second_set.json", twins="search"))

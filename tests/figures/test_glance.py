@@ -13,7 +13,11 @@ def test_an_empty_store_gives_not_run_everywhere(store):
     assert set(found) == set(glance.CHAPTERS) and all(found.values())
     assert {c.verdict for group in found.values() for c in group} == {C.NOT_RUN}
     page = glance.page("smoke")
-    assert "preset **`smoke`**" in page and "were not run" in page and "| figure |" in page
+    assert "preset **`smoke`**" in page and "were not run" in page and '<table class="glance">' in page
+    # one row per claim, each with its wording behind a <details> summary and its figure linked into its chapter
+    every = [c for group in found.values() for c in group]
+    assert page.count("<tr><td>") == len(every) and page.count("<details><summary>") == len(every)
+    assert 'href="hyperteacher.html#fig3b"' in page
 
 
 @pytest.mark.parametrize("name", list(glance.CHAPTERS))
@@ -47,8 +51,8 @@ def test_the_second_seed_set_adds_a_column_with_its_verdicts(store, tmp_path):
     path = tmp_path / "second.json"
     path.write_text(json.dumps(record))
     page = glance.page("smoke", second_set=path)
-    assert "| figure | verdict | seeds 31, 32, 33 |" in page
-    assert page.count("✅ holds: +1.0 (3/3)") == 1 and "❌ not reproduced: +1.0 (3/3)" in page
+    assert "<th>seeds 31, 32, 33</th>" in page
+    assert page.count("✅ +1.0 (3/3)") == 1 and "❌ +1.0 (3/3)" in page
     assert "– not recorded" in page
     assert "0 also hold there" in page  # nothing holds on the book's seeds of an empty store
     assert "has changed since" not in page
@@ -63,3 +67,18 @@ def test_a_second_set_of_another_preset_or_older_code_is_flagged_or_ignored(stor
     path.write_text(json.dumps(_record(found, lambda c: C.HOLDS, fingerprints={"goals": "not-the-code"})))
     page = glance.page("smoke", second_set=path)
     assert "The training code of Compositional goals (§4.3) has changed since" in page
+
+
+def test_the_twin_column_shows_the_references_verdict_per_seed_set(store, tmp_path):
+    found = glance.claims("smoke")
+    first = found["hyperteacher"][0]
+    entry = lambda verdict: [{"figure": first.figure, "claim": first.claim, "verdict": verdict, "ours": "x"}]
+    record = {"preset": "smoke", "claims": {"1,2,3": entry(C.HOLDS), "31,32,33": entry(C.NOT_REPRODUCED)}, "runs": {}}
+    (tmp_path / "twin_hyperteacher.json").write_text(json.dumps(record))
+    page = glance.page("smoke", twins=tmp_path)
+    assert "<th>authors' code</th>" in page and "Chapters with twin runs: The hyperteacher" in page
+    assert '<a href="hyperteacher.html#twin-hyperteacher">✅ ❌</a>' in page
+    assert page.count("<td>–</td>") == sum(len(g) for g in found.values()) - 1  # no twin for the other claims
+    record["preset"] = "quick"  # a record of another preset is not shown
+    (tmp_path / "twin_hyperteacher.json").write_text(json.dumps(record))
+    assert "✅ ❌" not in glance.page("smoke", twins=tmp_path)

@@ -152,7 +152,9 @@ def test_the_tables_render_the_record_beside_our_verdicts(tmp_path, monkeypatch)
     ]
     table = twin_tables.claims_table(record, ours)
     assert table.count("\n") == len(ours) + 1 and "❌ ours 1" in table and "✅" in table
-    assert twin_tables.glance_cell(record, ours[0], "hyperteacher.html#twin").startswith("[✅](")
+    assert twin_tables.glance_cell(record, ours[0], "hyperteacher.html#twin").startswith(
+        '<a href="hyperteacher.html#twin">✅'
+    )
     assert twin_tables.glance_cell(None, ours[0], "x") == "–"
     runs = twin_tables.runs_table(record, {"anil": "ANIL"})
     assert "| fig3b | ANIL | random |" in runs

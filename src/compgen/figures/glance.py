@@ -3,18 +3,23 @@
 :func:`claims` reads each chapter's runs at a preset from the results store (nothing is trained) and computes
 the chapter's claims with the same functions its figures use; a claim whose runs are not stored is "not run".
 :func:`page` adds, when given the record of ``tools/second_set.py``, the verdicts of the same claims on a second
-seed set that the book neither tunes on nor shows.
+seed set that the book neither tunes on nor shows, and, from the records of ``tools/twin.py``, the verdicts of the
+authors' implementation at the same configs. Each chapter's claims are one compact table, one line per claim: the
+verdict marks and the numbers they read, with the claim's full wording, criterion and the paper's number one click
+away (a ``<details>`` element), so that the page reads at a glance in a 1,300-pixel-wide browser.
 """
 
 from __future__ import annotations
 
 import datetime
+import html
 import json
 from pathlib import Path
 
 from compgen import claims as C
 from compgen import experiments, results
 from compgen.figures import goals, hyperteacher, incontext, preferences, stored, teacher_student
+from compgen.figures import twin as twin_
 
 CHAPTERS = {
     "teacher_student": teacher_student,
@@ -65,9 +70,15 @@ def _second_set_matches(found: dict, record: dict) -> dict:
 def _second_set_cell(entry) -> str:
     if entry is None:
         return "– not recorded"
-    if entry["verdict"] == C.NOT_RUN:
+    return _verdict_cell(entry["verdict"], entry["ours"])
+
+
+def _verdict_cell(verdict: str, ours: str) -> str:
+    """A verdict mark and the numbers it read, shortest form: the paired difference where ``ours`` states one
+    (``"54.9 vs 47.3 %: +7.5 ± 0.6 pts (3/3 seeds)"`` -> ``"+7.5 ± 0.6 pts (3/3 seeds)"``)."""
+    if verdict == C.NOT_RUN:
         return C.MARKS[C.NOT_RUN]
-    return f"{C.MARKS[entry['verdict']].removesuffix(' at this preset')}: {entry['ours']}"
+    return f"{twin_.SHORT[verdict]} {ours.rsplit(': ', 1)[-1]}"
 
 
 def _second_set_summary(found: dict, record: dict, matches: dict) -> str:
@@ -102,10 +113,49 @@ def _commits(record: dict) -> str:
     return "commits " + "; ".join(f"`{c}` ({', '.join(names)})" for c, names in by_commit.items())
 
 
-def page(preset="quick", seeds=None, second_set=None) -> str:
-    """The page's markdown: how it was built, the counts of verdicts, and one table per chapter; with
+STYLE = """<style>
+body:has(table.glance) .bd-sidebar-secondary { display: none; }
+body:has(table.glance) .bd-page-width, body:has(table.glance) .bd-article-container { max-width: none; }
+table.glance { width: 100%; table-layout: fixed; font-size: 0.85em; margin: 0.4em 0 1.2em; }
+table.glance th, table.glance td { white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
+  padding: 0.15em 0.5em; vertical-align: top; }
+table.glance td:has(details[open]) { white-space: normal; }
+table.glance summary { overflow: hidden; text-overflow: ellipsis; cursor: pointer; }
+table.glance col.figure { width: 8%; } table.glance col.claim { width: 42%; }
+table.glance col.twin { width: 8%; }
+</style>"""
+
+
+def _claim_details(c) -> str:
+    """The claim's wording as a one-line summary; its criterion, the paper's number and ours when opened."""
+    seeds = ", ".join(map(str, c.seeds)) or "–"
+    body = (
+        f"<b>criterion</b>: {html.escape(c.criterion)}<br><b>paper</b>: {html.escape(c.paper)}<br>"
+        f"<b>ours</b>: {html.escape(c.ours)} (seeds {seeds})"
+    )
+    return f"<details><summary>{html.escape(c.claim)}</summary>{body}</details>"
+
+
+def _html_table(name: str, group: list, columns: list) -> str:
+    """One chapter's claims as a compact HTML table: figure, claim, then ``columns`` ((title, [cell per claim],
+    width class)), cells given as HTML."""
+    cols = '<col class="figure"><col class="claim">' + "".join(f'<col class="{w}">' for _, _, w in columns)
+    head = "<th>figure</th><th>claim (click for the criterion)</th>" + "".join(f"<th>{t}</th>" for t, _, _ in columns)
+    rows = []
+    for i, c in enumerate(group):
+        figure = f'<a href="{name}.html{c.anchor}">{html.escape(c.figure)}</a>' if c.anchor else html.escape(c.figure)
+        cells = "".join(f"<td>{cells[i]}</td>" for _, cells, _ in columns)
+        rows.append(f"<tr><td>{figure}</td><td>{_claim_details(c)}</td>{cells}</tr>")
+    body = "".join(rows)
+    table = f'<table class="glance"><colgroup>{cols}</colgroup>'
+    return f"{table}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def page(preset="quick", seeds=None, second_set=None, twins=None) -> str:
+    """The page's markdown: how it was built, the counts of verdicts, and one compact table per chapter; with
     ``second_set`` (the path of a record of ``tools/second_set.py`` at ``preset``), a column of the verdicts on
-    that record's seeds."""
+    that record's seeds; with ``twins`` (the folder of ``twin_<section>.json``, written by ``tools/twin.py``), a
+    column of the authors' implementation's verdicts at the same configs (one mark per seed set)."""
     found = claims(preset, seeds)
     every = [c for group in found.values() for c in group]
     counts = {v: sum(c.verdict == v for c in every) for v in (C.HOLDS, C.NOT_REPRODUCED, C.NOT_RUN)}
@@ -119,8 +169,31 @@ def page(preset="quick", seeds=None, second_set=None) -> str:
     matches = _second_set_matches(found, record) if record else None
     if record:
         parts.append(_second_set_summary(found, record, matches))
-    title = f"seeds {', '.join(map(str, record['seeds']))}" if record else None
+    twin_records = {name: twin_.load_twin(Path(twins) / f"twin_{name}.json") for name in found} if twins else {}
+    twin_records = {k: v for k, v in twin_records.items() if v is not None and v.get("preset") == preset}
+    if twins:
+        parts.append(_twin_summary(twin_records))
+    parts.append(STYLE)
     for name, group in found.items():
-        extra = (title, [_second_set_cell(e) for e in matches[name]]) if record else None
-        parts.append(f"**{TITLES[name]}**\n\n" + C.markdown_table(group, extra=extra))
+        book_seeds = ", ".join(map(str, sorted({s for c in group for s in c.seeds}))) or "the book's"
+        columns = [(f"seeds {book_seeds}", [_verdict_cell(c.verdict, c.ours) for c in group], "seeds")]
+        if record:
+            title = f"seeds {', '.join(map(str, record['seeds']))}"
+            columns.append((title, [_second_set_cell(e) for e in matches[name]], "seeds"))
+        if twins:
+            link = f"{name}.html#twin-{name.replace('_', '-')}"
+            cells = [twin_.glance_cell(twin_records.get(name), c, link) for c in group]
+            columns.append(("authors' code", cells, "twin"))
+        parts.append(f"**{TITLES[name]}**\n\n" + _html_table(name, group, columns))
     return "\n\n".join(parts)
+
+
+def _twin_summary(records: dict) -> str:
+    """What the column "authors' code" shows, and for which chapters a twin record exists."""
+    done = ", ".join(TITLES[name] for name in records) or "none yet"
+    return (
+        "The column **authors' code** gives the verdict of the same claim, judged by the same code, on the numbers "
+        "of the authors' implementation (`smonsays/modular-hyperteacher`) trained at the same configs "
+        "(`tools/twin.py`): one mark per seed set, the book's first, each linked to the chapter's twin table. "
+        f'Chapters with twin runs: {done}; "–" means no twin was run for that claim.'
+    )

@@ -43,13 +43,13 @@ def verdicts(record: dict | None, claim) -> dict:
 
 
 def glance_cell(record: dict | None, claim, link: str) -> str:
-    """The results page's cell: the reference's verdict on each seed set (``✅ ✅``), linked to the twin table;
-    "–" where no twin was recorded."""
+    """The results page's cell (HTML): the reference's verdict on each seed set (``✅ ✅``), linked to the twin
+    table; "–" where no twin was recorded."""
     found = verdicts(record, claim)
     if not found or all(v is None for v in found.values()):
         return "–"
     marks = " ".join(SHORT[v["verdict"]] if v else "–" for v in found.values())
-    return f"[{marks}]({link})"
+    return f'<a href="{link}">{marks}</a>'
 
 
 def _label(seeds: str) -> str:
