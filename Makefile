@@ -158,7 +158,8 @@ sweep: $(INSTALL_STAMP) ## train the runs of a sweep file not yet stored: make s
 # smonsays/modular-hyperteacher at the commit tools/twin.py names; it stays outside this repository.
 REFERENCE ?=
 TWIN_VENV := .venv-twin
-TWIN_SEEDS ?= --seeds 2020 2021 2022 --seeds 31 32 33
+# default: the chapter's own seeds and the second set, 31-33 (e.g. TWIN_SEEDS='--seeds 31 32 33' for one set)
+TWIN_SEEDS ?=
 CHAPTER ?= hyperteacher
 twin-env: ## a separate virtualenv (.venv-twin) with the reference's dependencies: make twin-env REFERENCE=<checkout>
 	@test -n "$(REFERENCE)" -a -f "$(REFERENCE)/run_fewshot.py" || { echo "usage: make twin-env REFERENCE=<checkout of smonsays/modular-hyperteacher>"; exit 2; }

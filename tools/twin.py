@@ -1,8 +1,9 @@
 """Twin runs: train a chapter's configs with the authors' implementation and judge its claims on their numbers.
 
     make twin-env REFERENCE=/path/to/modular-hyperteacher          # once: .venv-twin with the reference's deps
-    .venv/bin/python tools/twin.py --reference /path/to/modular-hyperteacher --chapter hyperteacher \\
-        --seeds 2020 2021 2022 --seeds 31 32 33
+    make twin REFERENCE=/path/to/modular-hyperteacher CHAPTER=hyperteacher
+    .venv/bin/python tools/twin.py --reference /path/to/modular-hyperteacher --chapter teacher_student \\
+        --seeds 100 101 102 --seeds 31 32 33                       # the same, seed sets named
 
 For every config of the chapter's claim figures at the preset (the book's configs, with each seed set in turn)
 and every seed, :func:`translate` writes the reference's config field by field (what has no counterpart is
@@ -37,8 +38,14 @@ DRIVER = ROOT / "tools" / "twin_driver.py"
 REPOSITORY = "smonsays/modular-hyperteacher"
 COMMIT = "2680b5c6a5fd88f1487a6f794cf70d20b7bc261e"
 TWIN_PYTHON = ROOT / ".venv-twin" / "bin" / "python"
+SECOND_SET = (31, 32, 33)  # the seeds of tools/second_set.py
 # The figures whose configs the claims read, per chapter the tool can twin (fig3e's K = 4 cell is fig3b's).
-CLAIM_FIGURES = {"hyperteacher": ("fig3cd", "fig3b", "fig3e")}
+CLAIM_FIGURES = {"hyperteacher": ("fig3cd", "fig3b", "fig3e"), "teacher_student": ("fig2c",)}
+# The nearest world the reference can express, where it cannot express a preset's: {(chapter, preset): {figure:
+# changes}}. The tool trains ours at that world too (same store, same runner), so the comparison is like for like.
+# run_theory.py trains train_step * n_task outer steps, evaluated every log_every steps in whole chunks, with a cosine
+# outer schedule and no warm-up: quick's 8,000 steps with a 400-step warm-up become 7,998 steps (1,333 x 6), no warm-up.
+MATCHED = {("teacher_student", "quick"): {"fig2c": dict(warmup_steps=0, outer_steps=7998, eval_every=1333)}}
 
 # ours -> the reference's flat config key (run_fewshot.py, configs/common.py), for fields whose value carries over
 # unchanged.
@@ -133,8 +140,10 @@ def translate(section_name: str, cfg, seed: int) -> Translation:
     """The reference's config for ``cfg`` (a config of ``section_name``) at ``seed``; every field of ``cfg`` is
     either carried over, speed-only, fixed by the reference at the same value, or raises :class:`NotExpressible`.
     """
+    if section_name == "teacher_student":
+        return translate_theory(cfg, seed)
     if section_name not in WORLD:
-        raise NotExpressible(f"the twin tool translates {sorted(WORLD)}, not {section_name!r}")
+        raise NotExpressible(f"the twin tool translates {sorted(WORLD) + ['teacher_student']}, not {section_name!r}")
     meta_model, learner = MODEL[cfg.model]
     ref = {"name": cfg.model, "seed": int(seed), "method": "maml", "first_order": False, "base_model": "mlp"}
     ref.update(optim_outer="adamw", optim_inner="adamw", ignore_nan_grads_outer=True, meta_model=meta_model)
@@ -181,6 +190,101 @@ def translate(section_name: str, cfg, seed: int) -> Translation:
     return Translation(ref, tuple(rows), tuple(unmatched))
 
 
+# --------------------------------------------------------------------------------------------- teacher-student
+
+THEORY_SAME = {  # ours -> run_theory.py's key, same value
+    "n_in": "n_input",
+    "teacher_hidden": "n_hidden",
+    "n_out": "n_output",
+    "n_modules": "n_task",
+    "hidden_factor": "n_hidden_student_factor",
+    "module_factor": "n_task_student_factor",
+    "meta_batch": "meta_batch_size",
+    "batch": "batch_size",
+    "inner_steps": "inner_step",
+    "inner_lr": "inner_learning_rate",
+    "outer_lr": "learning_rate",
+    "lr_final_fraction": "cosine_alpha",
+    "weight_decay": "weight_decay",
+    "eval_every": "log_every",
+    "eval_tasks": "eval_meta_batch_size",
+    "eval_inputs": "eval_batch_size",
+}
+THEORY_FIXED = {
+    "normalisation": ("code", "run_theory.py divides the exponential weights by their sum + 1"),
+    "inner_schedule": ("constant", "run_theory.py's inner Adam has a constant rate"),
+    "warmup_steps": (0, "run_theory.py's outer schedule is a cosine decay without warm-up"),
+    "ridge_lambda": (0.01, "run_theory.py's decoder is a ridge with l2_reg = 0.01"),
+}
+THEORY_OURS_ONLY = {
+    "input_sampler": "our inputs' random stream; the distribution, Uniform[-sqrt 3, sqrt 3], is the reference's",
+    "expect_connected": "a check of ours on the masks, no setting",
+    "ridge_cg_iters": "our ridge solver's iterations",
+    "xla_opt_level": "speed and memory only",
+}
+THEORY_SETTINGS = dict(  # run_theory.py's settings for the paper's teacher-student experiment (its __main__)
+    use_bias=False,
+    n_hidden_layers=1,
+    n_hidden_layers_student=1,
+    scheduler="cosine",
+    lr_step_every=0.3,
+    lr_step_factor=0.3,
+    embedding_init="constant",
+    problem="regression",
+    data_seed=42,
+    datatype="sparse",
+    n_hot_fraction=0.5,
+    frac_ood=0.0,
+    second_order=False,
+)
+
+
+def translate_theory(cfg, seed: int) -> Translation:
+    """run_theory.py's config for a teacher-student ``cfg`` at ``seed`` (see :func:`translate`)."""
+    ref = {"seed": int(seed), **THEORY_SETTINGS}
+    rows, unmatched = [], [ALWAYS_UNMATCHED[0]]
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if f.name in THEORY_SAME:
+            ref[THEORY_SAME[f.name]] = value
+            rows.append((f.name, value, THEORY_SAME[f.name], value))
+        elif f.name in THEORY_FIXED:
+            fixed, why = THEORY_FIXED[f.name]
+            if value != fixed:
+                raise NotExpressible(f"{f.name} = {value!r}: {why}")
+            rows.append((f.name, value, None, why))
+        elif f.name in THEORY_OURS_ONLY:
+            rows.append((f.name, value, None, THEORY_OURS_ONLY[f.name]))
+        elif f.name == "seeds":
+            rows.append(("seeds", seed, "seed", seed))
+        elif f.name == "masks":  # run_theory.py needs masks of one length: a one-hot "0" is written "0,0"
+            active = [np.flatnonzero(m).tolist() for m in cfg.mask_array()]
+            width = max(map(len, active))
+            ref["manual_task"] = ";".join(",".join(map(str, a + a[:1] * (width - len(a)))) for a in active)
+            rows.append((f.name, value, "manual_task", ref["manual_task"]))
+        elif f.name == "distribution":
+            ref["continuous_combinations"] = value == "continuous"
+            rows.append((f.name, value, "continuous_combinations", ref["continuous_combinations"]))
+        elif f.name == "outer_steps":
+            if value % cfg.n_modules or value % cfg.eval_every:
+                raise NotExpressible(
+                    f"outer_steps = {value}: run_theory.py trains train_step x n_task ({cfg.n_modules}) steps in whole "
+                    f"chunks of log_every (eval_every = {cfg.eval_every})"
+                )
+            ref["train_step"] = value // cfg.n_modules
+            rows.append((f.name, value, "train_step", ref["train_step"]))
+        else:
+            raise NotExpressible(f"{f.name} has no counterpart in run_theory.py and no stated reason")
+    unmatched.append(
+        (
+            "alignment's decoder",
+            "the reference's alignment (template_alignment_all_mean of its train-vs-OOD ridge on the training tasks) "
+            "is the twin of ours; its decoder is fitted on its own evaluation draw of training tasks",
+        )
+    )
+    return Translation(ref, tuple(rows), tuple(unmatched))
+
+
 def run_key(cfg, seed) -> str:
     """A stable key of one (config, seed): the config with that seed alone, and the reference commit."""
     from compgen import results
@@ -193,19 +297,15 @@ def run_key(cfg, seed) -> str:
 # --------------------------------------------------------------------------------------------- running
 
 
-def train_reference(reference: Path, python: Path, translation: Translation, log=print) -> dict:
+def train_reference(reference: Path, python: Path, translation: Translation, theory=False) -> dict:
     """Train one translated config with the reference (tools/twin_driver.py) and return its arrays."""
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "config.json"
         out = Path(tmp) / "result.npz"
         config.write_text(json.dumps(translation.config))
         env = {**os.environ, "TQDM_DISABLE": "1", "JAX_PLATFORMS": "cpu"}
-        done = subprocess.run(
-            [str(python), str(DRIVER), "--reference", str(reference), "--config", str(config), "--out", str(out)],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
+        command = [str(python), str(DRIVER), "--reference", str(reference), "--config", str(config), "--out", str(out)]
+        done = subprocess.run(command + (["--theory"] if theory else []), env=env, capture_output=True, text=True)
         if done.returncode:
             tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
             raise RuntimeError(f"the reference run failed (exit {done.returncode}): {tail[0]}")
@@ -213,23 +313,34 @@ def train_reference(reference: Path, python: Path, translation: Translation, log
             return {k: arrays[k] for k in arrays.files}
 
 
-def summarise(cfg, arrays: dict) -> dict:
-    """One reference run as JSON: per evaluation set the final query accuracy and loss, the OOD curve, our R² on
-    its adapted fast parameters and its own decoder R², and the wall time."""
+def _log(arrays, key):
+    return np.asarray(arrays.get(f"log/{key}", np.full(len(arrays["log_step"]), np.nan)), float)
+
+
+def summarise(chapter: str, cfg, arrays: dict) -> dict:
+    """One reference run as JSON: the final numbers the chapter's claims read, a curve and the wall time.
+
+    Hyperteacher: per evaluation set the final query accuracy and loss, our R² on the fast parameters it adapted
+    to the test and OOD tasks, and its own decoder R². Teacher-student: its module alignment
+    (``template_alignment_all_mean`` of its train-vs-OOD decoder on the training tasks) and loss."""
+    common = {"wall_s": round(float(arrays["wall_s"]), 1)}
+    steps = [int(s) for s in arrays["log_step"]]
+    if chapter == "teacher_student":
+        alignment = _log(arrays, "_train_train_vs_oodtemplate_alignment_all_mean")
+        return {
+            "final": {"alignment": float(alignment[-1]), "loss": float(_log(arrays, "_train_outer_loss")[-1])},
+            "curve": {"step": steps, "alignment": [round(float(v), 4) for v in alignment]},
+            **common,
+        }
     from compgen import metrics
 
-    names = cfg.eval_set_names()
-    log = lambda key: np.asarray(arrays.get(f"log/{key}", np.full(len(arrays["log_step"]), np.nan)), float)
     final = {
-        n: {"accuracy": float(log(f"{n}_acc_outer")[-1]), "loss": float(log(f"{n}_loss_outer")[-1])} for n in names
+        n: {"accuracy": float(_log(arrays, f"{n}_acc_outer")[-1]), "loss": float(_log(arrays, f"{n}_loss_outer")[-1])}
+        for n in cfg.eval_set_names()
     }
+    codes = {n: arrays[f"codes_{n}"].reshape(len(arrays[f"codes_{n}"]), -1) for n in ("test", "ood")}
     probe = metrics.linear_probe(
-        arrays["adapted_test"],
-        arrays["codes_test"].reshape(len(arrays["codes_test"]), -1),
-        arrays["adapted_ood"],
-        arrays["codes_ood"].reshape(len(arrays["codes_ood"]), -1),
-        cfg.ridge_lambda,
-        cfg.ridge_cg_iters,
+        arrays["adapted_test"], codes["test"], arrays["adapted_ood"], codes["ood"], cfg.ridge_lambda, cfg.ridge_cg_iters
     )
     decoder = [k for k in arrays if k.startswith("log/decoder_r2_")]
     return {
@@ -237,38 +348,84 @@ def summarise(cfg, arrays: dict) -> dict:
         "r2_ood_pooled": float(probe["r2_pooled"]),
         "reference_decoder_r2": float(np.mean([arrays[k][-1] for k in decoder])) if decoder else None,
         "curve": {
-            "step": [int(s) for s in arrays["log_step"]],
-            "ood_accuracy": [round(float(v), 4) for v in log("ood_acc_outer")],
-            "train_loss": [round(float(v), 4) for v in log("train_loss_outer")],
+            "step": steps,
+            "ood_accuracy": [round(float(v), 4) for v in _log(arrays, "ood_acc_outer")],
+            "train_loss": [round(float(v), 4) for v in _log(arrays, "train_loss_outer")],
         },
-        "wall_s": round(float(arrays["wall_s"]), 1),
+        **common,
     }
 
 
-def reference_output(cfg, runs: list) -> dict:
+def presentation(chapter: str, run: dict) -> dict:
+    """How a run appears in the twin tables: ``row`` (what the config is) and ``headline`` (its final numbers)."""
+    w = run["world"]
+    if chapter == "teacher_student":
+        row = {
+            "masks": w["masks"],
+            "distribution": w["distribution"],
+            "student": f"{w['hidden_factor']}x units, {w['module_factor']}x modules",
+            "steps × tasks": f"{w['outer_steps']:,} × {w['meta_batch']}",
+        }
+        return {"row": row, "headline": {"alignment": run["final"]["alignment"]}}
+    row = {
+        "model": run["model"],
+        "support": run["split"].replace("_", "-"),
+        "M, K": f"{w['n_modules']}, {w['max_hot']}",
+        "steps × tasks": f"{w['outer_steps']:,} × {w['meta_batch']}",
+    }
+    return {"row": row, "headline": {"OOD acc. %": 100 * run["final"]["ood"]["accuracy"], "R²": run["r2_ood_pooled"]}}
+
+
+WORLD_FIELDS = {
+    "hyperteacher": ("n_modules", "max_hot", "outer_steps", "meta_batch"),
+    "teacher_student": ("masks", "distribution", "hidden_factor", "module_factor", "outer_steps", "meta_batch"),
+}
+
+
+def reference_output(chapter: str, cfg, runs: list) -> dict:
     """The reference's runs of ``cfg`` (one summary per seed, in ``cfg.seeds`` order) laid out as our runs'
     outputs at their last evaluation, so that a chapter's ``claims`` reads them: ``eval/<metric>`` (seeds, 1,
-    n_sets) and ``eval/r2_ood_pooled`` (seeds, 1)."""
+    n_sets) and ``eval/r2_ood_pooled`` (seeds, 1); teacher-student ``eval/alignment`` (seeds, 1)."""
+    if chapter == "teacher_student":
+        return {"eval/alignment": np.array([[r["final"]["alignment"]] for r in runs])}
     names = cfg.eval_set_names()
     out = {f"eval/{m}": np.array([[[r["final"][n][m] for n in names]] for r in runs]) for m in ("accuracy", "loss")}
     out["eval/r2_ood_pooled"] = np.array([[r["r2_ood_pooled"]] for r in runs])
     return out
 
 
-def chapter_claims(chapter: str, preset: str, seeds, record: dict):
-    """The chapter's claims judged on the reference's runs in ``record`` (configs without every seed: not run)."""
-    from compgen import experiments
-    from compgen.figures import Runs, chapter_configs
+def claim_configs(chapter: str, preset: str, seeds):
+    """(section, {figure: configs}) of the chapter's claim figures at ``preset`` with ``seeds``, each moved to the
+    nearest world the reference expresses (:data:`MATCHED`) where it cannot express the preset's."""
+    from compgen.figures import chapter_configs
+
+    sec, by_figure = chapter_configs(chapter, preset, None if seeds is None else list(seeds), CLAIM_FIGURES[chapter])
+    changes = MATCHED.get((chapter, preset), {})
+    return sec, {f: [dataclasses.replace(c, **changes.get(f, {})) for c in cs] for f, cs in by_figure.items()}
+
+
+def judge(chapter: str, preset: str, seeds, outputs_of) -> list:
+    """The chapter's claims on ``outputs_of(config)`` (``None``: not run), with the chapter's own claims code."""
+    from compgen.figures import Runs
     from compgen.figures.glance import CHAPTERS
 
-    sec, by_figure = chapter_configs(chapter, preset, list(seeds), CLAIM_FIGURES[chapter])
-    outputs = {}
-    for cfgs in by_figure.values():
-        for cfg in cfgs:
-            found = [record["runs"].get(run_key(cfg, s)) for s in cfg.seeds]
-            outputs[cfg] = reference_output(cfg, found) if all(found) else None
-    assert sec is experiments.get(chapter)
+    sec, by_figure = claim_configs(chapter, preset, seeds)
+    outputs = {c: outputs_of(c) for cs in by_figure.values() for c in cs}
     return CHAPTERS[chapter].claims(Runs(sec, preset, by_figure, outputs))
+
+
+def reference_claims(chapter: str, preset: str, seeds, record: dict) -> list:
+    """The chapter's claims judged on the reference's runs in ``record`` (configs without every seed: not run)."""
+
+    def outputs_of(cfg):
+        found = [record["runs"].get(run_key(cfg, s)) for s in cfg.seeds]
+        return reference_output(chapter, cfg, found) if all(found) else None
+
+    return judge(chapter, preset, seeds, outputs_of)
+
+
+def _entries(claims) -> list:
+    return [{"figure": c.figure, "claim": c.claim, "verdict": c.verdict, "ours": c.ours} for c in claims]
 
 
 def _write(path: Path, record: dict) -> None:
@@ -283,66 +440,74 @@ def main(argv=None) -> int:
     parser.add_argument("--python", type=Path, default=TWIN_PYTHON, help="the twin virtualenv's python")
     parser.add_argument("--chapter", choices=sorted(CLAIM_FIGURES), default="hyperteacher")
     parser.add_argument("--preset", default="quick")
-    parser.add_argument("--seeds", type=int, nargs="+", action="append", required=True, help="a seed set (repeat)")
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", action="append", help="a seed set (repeat; default: the chapter's, and 31-33)"
+    )
     parser.add_argument("--out", type=Path, help="default: book/search/twin_<chapter>.json")
     parser.add_argument("--no-train", action="store_true", help="only judge the claims on the recorded runs")
     args = parser.parse_args(argv)
-    from compgen.figures import chapter_configs
-
-    out = args.out or ROOT / "book" / "search" / f"twin_{args.chapter}.json"
+    chapter = args.chapter
+    if not args.seeds:
+        _, by_figure = claim_configs(chapter, args.preset, None)
+        args.seeds = [sorted({s for cs in by_figure.values() for c in cs for s in c.seeds}), list(SECOND_SET)]
+    out = args.out or ROOT / "book" / "search" / f"twin_{chapter}.json"
     record = json.loads(out.read_text()) if out.exists() else {}
     record.update(
         about="The chapter's claim configs trained with the authors' implementation (tools/twin.py), judged by the "
         "chapter's own claims code on the reference's numbers.",
         reference={"repository": REPOSITORY, "commit": COMMIT},
-        chapter=args.chapter,
+        chapter=chapter,
         preset=args.preset,
         seed_sets=args.seeds,
+        matched_world=MATCHED.get((chapter, args.preset), {}),
     )
     record.setdefault("runs", {})
     for seeds in args.seeds:
-        _, by_figure = chapter_configs(args.chapter, args.preset, seeds, CLAIM_FIGURES[args.chapter])
+        _, by_figure = claim_configs(chapter, args.preset, seeds)
         configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
         for i, cfg in enumerate(configs):
             for seed in cfg.seeds:
                 key = run_key(cfg, seed)
                 if key in record["runs"] or args.no_train:
                     continue
-                translation = translate(args.chapter, cfg, seed)
+                translation = translate(chapter, cfg, seed)
                 start = time.perf_counter()
-                print(
-                    f"[twin {args.chapter}] config {i + 1}/{len(configs)} {cfg.model} {cfg.split} "
-                    f"M={cfg.n_modules} K={cfg.max_hot}, seed {seed} ...",
-                    flush=True,
-                )
-                summary = summarise(cfg, train_reference(args.reference, args.python, translation))
+                print(f"[twin {chapter}] config {i + 1}/{len(configs)}, seed {seed} ...", flush=True)
+                arrays = train_reference(args.reference, args.python, translation, chapter == "teacher_student")
                 figure = next(name for name, cs in by_figure.items() if cfg in cs)
                 record["runs"][key] = {
                     "figure": figure,
-                    "model": cfg.model,
-                    "split": cfg.split,
-                    "world": {k: getattr(cfg, k) for k in ("n_modules", "max_hot", "outer_steps", "meta_batch")},
+                    "model": getattr(cfg, "model", None),
+                    "split": getattr(cfg, "split", None),
+                    "world": {k: getattr(cfg, k) for k in WORLD_FIELDS[chapter]},
                     "seed": seed,
-                    **summary,
+                    **summarise(chapter, cfg, arrays),
                     "translation": {
                         "config": translation.config,
                         "fields": translation.fields,
                         "unmatched": translation.unmatched,
                     },
                 }
+                record["runs"][key].update(presentation(chapter, record["runs"][key]))
                 _write(out, record)
-                print(
-                    f"  OOD accuracy {100 * summary['final']['ood']['accuracy']:.1f} %, R² "
-                    f"{summary['r2_ood_pooled']:.2f}, {time.perf_counter() - start:.0f} s",
-                    flush=True,
-                )
+                shown = ", ".join(f"{k} {v:.3g}" for k, v in record["runs"][key]["headline"].items())
+                print(f"  {shown}, {time.perf_counter() - start:.0f} s", flush=True)
+    for run in record["runs"].values():
+        run.update(presentation(chapter, run))
+    sets = [",".join(map(str, seeds)) for seeds in args.seeds]
     record["claims"] = {
-        ",".join(map(str, seeds)): [
-            {"figure": c.figure, "claim": c.claim, "verdict": c.verdict, "ours": c.ours}
-            for c in chapter_claims(args.chapter, args.preset, seeds, record)
-        ]
-        for seeds in args.seeds
+        s: _entries(reference_claims(chapter, args.preset, seeds, record)) for s, seeds in zip(sets, args.seeds)
     }
+    if record["matched_world"]:  # ours at the same world, trained (or loaded) by the runner, judged the same way
+        from compgen import runner
+
+        ours = {}
+        for s, seeds in zip(sets, args.seeds):
+            sec, by_figure = claim_configs(chapter, args.preset, seeds)
+            configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
+            outputs = dict(zip(configs, runner.run(sec, configs))) if not args.no_train else {}
+            ours[s] = _entries(judge(chapter, args.preset, seeds, lambda c: outputs.get(c) or runner.load(sec, c)))
+        record["ours_matched"] = ours
     _write(out, record)
     print(f"{len(record['runs'])} reference runs in {out}")
     return 0

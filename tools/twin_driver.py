@@ -11,11 +11,14 @@ nothing from compgen. It calls the reference's own ``run_fewshot(cfg, logbook)``
   reference's own inner loop and keeps the adapted fast parameters and the task codes, from which tools/twin.py
   computes our R² metric; the reference's own decoder R² (``decoder_r2_*``) is logged beside it.
 
-Usage: twin_driver.py --reference DIR --config config.json --out result.npz
+Usage: twin_driver.py --reference DIR --config config.json --out result.npz [--theory]
+
 The config is the reference's flat ml_collections dict (as tools/twin.py translates it) plus the keys
-``eval_every`` and ``eval_tasks``. The result holds ``log/<key>`` (n_logs,) for every scalar logged, ``log_step``
-(n_logs,), ``adapted_test``/``adapted_ood`` (tasks, P) and ``codes_test``/``codes_ood`` (tasks, ...) of the last
-evaluation, and ``wall_s``.
+``eval_every`` and ``eval_tasks``. The result holds ``log/<key>`` (n_logs,) for every scalar logged,
+``log_step`` (n_logs,), ``adapted_test``/``adapted_ood`` (tasks, P) and ``codes_test``/``codes_ood``
+(tasks, ...) of the last evaluation, and ``wall_s``. With ``--theory`` the config is ``run_theory.py``'s dict,
+trained by that script's own ``run(cfg)``, whose ``wandb.log`` calls the stub records (``log/<key>``; nothing
+adapted).
 """
 
 from __future__ import annotations
@@ -30,11 +33,13 @@ import types
 import numpy as np
 
 
-def _stub_wandb():
-    """The reference imports wandb at module level and only uses it through the logbook and for histograms."""
+def _stub_wandb(recorder=None):
+    """The reference imports wandb at module level; run_fewshot.py uses it through the logbook and for
+    histograms, run_theory.py calls ``wandb.log`` directly (kept by ``recorder``)."""
     stub = types.ModuleType("wandb")
     stub.Histogram = lambda values: float(np.nanmean(values))
     stub.init = stub.finish = lambda *a, **k: None
+    stub.log = recorder.log if recorder is not None else (lambda *a, **k: None)
     sys.modules["wandb"] = stub
 
 
@@ -54,8 +59,11 @@ def main(argv=None):
     parser.add_argument("--reference", required=True)
     parser.add_argument("--config", required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--theory", action="store_true", help="train with run_theory.py (teacher-student)")
     args = parser.parse_args(argv)
     flat = json.loads(open(args.config).read())
+    if args.theory:
+        return theory(args.reference, flat, os.path.abspath(args.out))
     eval_every, eval_tasks = flat.pop("eval_every"), flat.pop("eval_tasks")
     out = os.path.abspath(args.out)
 
@@ -121,6 +129,22 @@ def main(argv=None):
     keys = sorted({k for entry in recorder.logs for k in entry})
     arrays = {f"log/{k}": np.array([entry.get(k, np.nan) for entry in recorder.logs]) for k in keys}
     np.savez(out, log_step=np.array(steps), wall_s=wall, **arrays, **adapted)
+
+
+def theory(reference, cfg, out):
+    """Train ``cfg`` with run_theory.py's ``run`` and save every logged scalar per evaluation."""
+    recorder = Recorder()
+    _stub_wandb(recorder)
+    os.chdir(reference)
+    sys.path.insert(0, os.path.abspath(reference))
+    import run_theory
+
+    start = time.perf_counter()
+    run_theory.run(cfg)
+    wall = time.perf_counter() - start
+    keys = sorted({k for entry in recorder.logs for k in entry})
+    arrays = {f"log/{k}": np.array([entry.get(k, np.nan) for entry in recorder.logs]) for k in keys}
+    np.savez(out, log_step=arrays["log/step"].astype(int), wall_s=wall, **arrays)
 
 
 if __name__ == "__main__":

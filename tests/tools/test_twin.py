@@ -71,8 +71,8 @@ def test_a_field_the_reference_fixes_otherwise_is_not_expressible():
     ):
         with pytest.raises(twin.NotExpressible, match=name):
             twin.translate("hyperteacher", dataclasses.replace(cfg, **change), 5)
-    with pytest.raises(twin.NotExpressible, match="teacher_student"):
-        twin.translate("teacher_student", cfg, 5)
+    with pytest.raises(twin.NotExpressible, match="preferences"):
+        twin.translate("preferences", cfg, 5)
 
 
 FAKE_DRIVER = textwrap.dedent(
@@ -80,7 +80,14 @@ FAKE_DRIVER = textwrap.dedent(
     # stands in for tools/twin_driver.py: the hypernetworks generalise, ANIL and MAML do not, under random support
     import argparse, json, numpy as np
     p = argparse.ArgumentParser(); [p.add_argument(a) for a in ("--reference", "--config", "--out")]
+    p.add_argument("--theory", action="store_true")
     a = p.parse_args(); c = json.load(open(a.config))
+    if a.theory:  # connected supports align (0.95), disconnected ones do not (0.6)
+        value = 0.95 if "0,5" in c["manual_task"] else 0.6
+        np.savez(a.out, log_step=np.array([c["log_every"]]), wall_s=1.0, **{
+            "log/_train_train_vs_oodtemplate_alignment_all_mean": np.array([value + 1e-3 * (c["seed"] % 5)]),
+            "log/_train_outer_loss": np.array([0.1])})
+        raise SystemExit
     hnet = "hnet" in c["meta_model"]
     ood = 0.6 if hnet and c["dataset_task_support"] == "random" else 0.4
     ood += 1e-3 * (c["seed"] % 7)
@@ -157,5 +164,45 @@ def test_the_tables_render_the_record_beside_our_verdicts(tmp_path, monkeypatch)
     )
     assert twin_tables.glance_cell(None, ours[0], "x") == "–"
     runs = twin_tables.runs_table(record, {"anil": "ANIL"})
-    assert "| fig3b | ANIL | random |" in runs
+    assert "| fig3b | ANIL | random | 4, 4 |" in runs
     assert any(what == "returned state" for what, _ in twin_tables.unmatched(record))
+
+
+def test_teacher_student_configs_translate_to_run_theory(monkeypatch):
+    _, by_figure = twin.claim_configs("teacher_student", "quick", [100])
+    connected = by_figure["fig2c"][0]
+    assert (connected.warmup_steps, connected.outer_steps, connected.eval_every) == (0, 7998, 1333)  # matched world
+    t = twin.translate("teacher_student", connected, 100)
+    assert [row[0] for row in t.fields] == [f.name for f in dataclasses.fields(connected)]
+    # one-hots are written "i,i" (run_theory.py needs masks of one length; a repeated index is the same module)
+    assert t.config["manual_task"] == "0,0;1,1;2,2;3,3;4,4;5,5;0,1;1,2;2,3;3,4;4,5;0,5"
+    assert (t.config["train_step"] * t.config["n_task"], t.config["log_every"]) == (7998, 1333)
+    assert t.config["second_order"] is False and t.config["continuous_combinations"] is False
+    chapter_world = chapter_configs("teacher_student", "quick", [100], ["fig2c"])[1]["fig2c"][0]
+    with pytest.raises(twin.NotExpressible, match="outer_steps = 8000"):  # 8,000 is no multiple of M = 6
+        twin.translate("teacher_student", chapter_world, 100)
+    with pytest.raises(twin.NotExpressible, match="warmup_steps = 400"):  # quick's own world has a warm-up
+        twin.translate("teacher_student", dataclasses.replace(chapter_world, outer_steps=7998, eval_every=1333), 100)
+
+
+def test_teacher_student_twins_judge_fig2c_on_both_implementations(tmp_path, monkeypatch, store):
+    driver = tmp_path / "fake_driver.py"
+    driver.write_text(FAKE_DRIVER)
+    monkeypatch.setattr(twin, "DRIVER", driver)
+    small = dict(inner_schedule="constant", inner_lr=1e-2, outer_steps=12, eval_every=6)
+    monkeypatch.setitem(twin.MATCHED, ("teacher_student", "smoke"), {"fig2c": small})
+    out = tmp_path / "twin.json"
+    args = ["--reference", str(tmp_path), "--python", sys.executable, "--chapter", "teacher_student"]
+    assert twin.main([*args, "--preset", "smoke", "--out", str(out), "--seeds", "3"]) == 0
+    record = json.loads(out.read_text())
+    n_configs = len(twin.claim_configs("teacher_student", "smoke", [3])[1]["fig2c"])
+    assert record["matched_world"] == {"fig2c": small} and len(record["runs"]) == n_configs
+    verdicts = {c["claim"]: c["verdict"] for c in record["claims"]["3"] if c["figure"] == "Fig. 2C"}
+    assert len(verdicts) == 2 and C.NOT_RUN not in verdicts.values()
+    discrete = next(v for claim, v in verdicts.items() if "discrete" in claim)
+    assert discrete == C.HOLDS  # the fake's connected discrete support aligns at 0.95, its disconnected one at 0.6
+    ours = record["ours_matched"]["3"]
+    assert {c["figure"] for c in ours} >= {"Fig. 2C"} and all(
+        c["verdict"] != C.NOT_RUN for c in ours if c["figure"] == "Fig. 2C"
+    )
+    assert "| alignment, seeds 3 |" in twin_tables.runs_table(record, {})

@@ -35,11 +35,7 @@ def verdicts(record: dict | None, claim) -> dict:
     """{seed set: the reference's claim entry (verdict, ours) or None} for one of our :class:`~compgen.claims.Claim`."""
     if record is None:
         return {}
-    found = {}
-    for seeds, entries in record.get("claims", {}).items():
-        match = [e for e in entries if e["figure"] == claim.figure and e["claim"] == claim.claim]
-        found[seeds] = match[0] if match else None
-    return found
+    return {seeds: _entry(entries, claim) for seeds, entries in record.get("claims", {}).items()}
 
 
 def glance_cell(record: dict | None, claim, link: str) -> str:
@@ -60,17 +56,20 @@ def _label(seeds: str) -> str:
 def claims_table(record: dict, ours: list, second_set: dict | None = None) -> str:
     """A markdown table, one row per claim of ``ours`` (the chapter's claims on its runs): our verdict and the
     reference's on each seed set of the record, with the numbers each verdict read. Our verdicts on a seed set
-    other than the chapter's come from ``second_set`` (the record of ``tools/second_set.py``), where it has them."""
+    other than the chapter's come from ``second_set`` (the record of ``tools/second_set.py``), where it has them;
+    where the twins ran at a matched world (the record's ``ours_matched``), ours are those at that world."""
     sets = seed_sets(record)
+    matched = record.get("ours_matched")
     head = ["figure", "claim"]
     for s in sets:
-        head += [f"ours, {_label(s)}", f"authors' code, {_label(s)}"]
+        head += [f"ours{', twin world' if matched else ''}, {_label(s)}", f"authors' code, {_label(s)}"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for claim in ours:
         theirs = verdicts(record, claim)
         cells = [claim.figure, claim.claim]
         for s in sets:
-            cells += [_cell(_ours(claim, s, second_set)), _cell(theirs.get(s))]
+            mine = _entry(matched[s], claim) if matched else _ours(claim, s, second_set)
+            cells += [_cell(mine), _cell(theirs.get(s))]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -81,10 +80,13 @@ def _ours(claim, seeds: str, second_set: dict | None):
     if seeds == ",".join(map(str, claim.seeds)):
         return {"verdict": claim.verdict, "ours": claim.ours}
     if second_set and seeds == ",".join(map(str, second_set["seeds"])):
-        for entry in second_set["claims"]:
-            if entry["figure"] == claim.figure and entry["claim"] == claim.claim:
-                return entry
+        return _entry(second_set["claims"], claim)
     return None
+
+
+def _entry(entries: list, claim):
+    """The entry of ``entries`` (dicts with figure and claim) for ``claim``, or ``None``."""
+    return next((e for e in entries if e["figure"] == claim.figure and e["claim"] == claim.claim), None)
 
 
 def _cell(entry) -> str:
@@ -94,34 +96,24 @@ def _cell(entry) -> str:
 
 
 def runs_table(record: dict, labels: dict) -> str:
-    """A markdown table of the reference's runs: one row per config (figure, model, support, world), per seed set
-    the mean final OOD accuracy (%) and our R² on its adapted fast parameters, and the reference's minutes."""
+    """A markdown table of the reference's runs: one row per config (its figure and ``row`` fields), per seed set
+    the mean ± sd (number of seeds) of each ``headline`` number, and the reference's minutes."""
     groups = defaultdict(list)
     for run in record["runs"].values():
-        w = run["world"]
-        key = (
-            run["figure"],
-            run["model"],
-            run["split"],
-            w["n_modules"],
-            w["max_hot"],
-            w["outer_steps"],
-            w["meta_batch"],
-        )
-        groups[key].append(run)
-    sets = [tuple(int(s) for s in seeds.split(",")) for seeds in seed_sets(record)] or [()]
-    head = ["figure", "model", "support", "M, K", "steps × tasks"]
+        groups[(run["figure"], tuple(run["row"].items()))].append(run)
+    sets = seed_sets(record)
+    first = next(iter(record["runs"].values()))
+    names = list(first["headline"])
+    head = ["figure", *first["row"]]
     for s in sets:
-        head += [f"OOD acc. %, {_label(','.join(map(str, s)))}", "R²"]
+        head += [f"{n}, {_label(s)}" if i == 0 else n for i, n in enumerate(names)]
     head.append("minutes")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for (figure, model, split, m, k, steps, batch), runs in groups.items():
-        cells = [figure, labels.get(model, model), split.replace("_", "-"), f"{m}, {k}", f"{steps:,} × {batch}"]
+    for (figure, row), runs in groups.items():
+        cells = [figure, *(labels.get(v, v) if k == "model" else str(v) for k, v in row)]
         for s in sets:
-            on = [r for r in runs if r["seed"] in s]
-            acc = [100 * r["final"]["ood"]["accuracy"] for r in on]
-            r2 = [r["r2_ood_pooled"] for r in on]
-            cells += [_mean_sd(acc, 1), _mean_sd(r2, 2)]
+            on = [r for r in runs if str(r["seed"]) in s.split(",")]
+            cells += [_mean_sd([r["headline"][n] for r in on], 1 if "%" in n else 2) for n in names]
         cells.append(f"{sum(r['wall_s'] for r in runs) / 60:.0f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -140,3 +132,32 @@ def unmatched(record: dict) -> list:
         for what, why in run["translation"]["unmatched"]:
             seen.setdefault(what, why)
     return list(seen.items())
+
+
+def appendix(path, preset: str, ours: list, second_set: dict | None, labels: dict) -> str:
+    """A chapter's twin appendix as markdown: the claims table (ours and the authors' code per seed set), the
+    reference's runs, and what the translation could not match. A record of another preset than the chapter's
+    is named, not compared."""
+    record = load_twin(path)
+    if record is None:
+        return f"No twin record (`{path}`): run `make twin REFERENCE=<checkout>` (see `tools/twin.py`)."
+    if record.get("preset") != preset:
+        return (
+            f"The twin record (`{path}`) was made at preset `{record.get('preset')}`; this build is at `{preset}`, "
+            "so the two are not compared here."
+        )
+    minutes = sum(r["wall_s"] for r in record["runs"].values()) / 60
+    lines = [
+        f"Reference: `{record['reference']['repository']}` at commit `{record['reference']['commit'][:12]}`; "
+        f"{len(record['runs'])} runs, {minutes:.0f} minutes of training on this machine's two cores.",
+        "",
+        claims_table(record, ours, second_set),
+        "",
+        runs_table(record, labels),
+        "",
+        "What the translation cannot match (every field of every config is listed, with the reference's key or "
+        "the reason, in the record):",
+        "",
+        *[f"- **{what}**: {why}." for what, why in unmatched(record)],
+    ]
+    return "\n".join(lines)
