@@ -17,7 +17,13 @@ import numpy as np
 
 from compgen import claims as C
 
-SHORT = {C.HOLDS: "✅", C.NOT_REPRODUCED: "❌", C.NOT_RUN: "–"}
+SHORT = {C.HOLDS: "✅", C.NOT_REPRODUCED: "❌", C.NOT_RUN: "–"}  # markdown tables
+# HTML cells (the results page): marks every font has, coloured by the page's style
+MARK = {
+    C.HOLDS: '<span class="holds" title="holds">✓</span>',
+    C.NOT_REPRODUCED: '<span class="fails" title="not reproduced at this preset">✗</span>',
+    C.NOT_RUN: '<span title="not run">–</span>',
+}
 
 
 def load_twin(path) -> dict | None:
@@ -44,7 +50,7 @@ def glance_cell(record: dict | None, claim, link: str) -> str:
     found = verdicts(record, claim)
     if not found or all(v is None for v in found.values()):
         return "–"
-    marks = " ".join(SHORT[v["verdict"]] if v else "–" for v in found.values())
+    marks = " ".join(MARK[v["verdict"]] if v else MARK[C.NOT_RUN] for v in found.values())
     return f'<a href="{link}">{marks}</a>'
 
 
