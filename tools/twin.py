@@ -85,7 +85,10 @@ FIXED = {
 }
 MODEL = {  # ours -> (meta_model, the reference's fixed settings of that learner, as in configs/hyperteacher.py)
     "hnet_linear": ("linear_hnet", dict(chunking=True, fast_bias=True)),
-    "hnet_deepmlp": ("hnet_deepmlp", dict(chunking=True)),
+    # run_fewshot.py picks the generator from the name's first word (meta_model.split("_")[0]): its own config's
+    # "hnet_deepmlp" would ask for a generator "hnet", which metax/models/hnet.py does not have; "deepmlp_hnet" is
+    # the name that builds the DeepBank the paper's nonlinear hypernetwork uses
+    "hnet_deepmlp": ("deepmlp_hnet", dict(chunking=True)),
     "anil": ("anil", {}),
     "maml": ("learned_init", dict(l2_reg=None)),
 }

@@ -52,6 +52,10 @@ def test_translation_carries_the_values_the_reference_reads():
     assert (t["lr_inner"], t["lr_outer"], t["schedule_outer"]) == (anil.inner_lr, anil.outer_lr, "warmup_cosine")
     maml = next(c for c in by_figure["fig3b"] if c.model == "maml")
     assert twin.translate("hyperteacher", maml, 5).config["meta_model"] == "learned_init"
+    # run_fewshot.py builds the generator named by meta_model's first word: linear, mlp or deepmlp
+    deep = next(c for c in by_figure["fig3b"] if c.model == "hnet_deepmlp")
+    name = twin.translate("hyperteacher", deep, 5).config["meta_model"]
+    assert "hnet" in name and name.split("_")[0] == "deepmlp"
     connected = by_figure["fig3cd"][0]
     t = twin.translate("hyperteacher", connected, 5).config
     assert (t["dataset_num_experts"], t["dataset_num_hot"], t["dataset_task_support"]) == (6, 2, "connected")
