@@ -274,6 +274,7 @@ figures.show(
     twin.appendix(
         "search/twin_hyperteacher.json",
         preset,
+        runs,
         chapter.claims(runs),
         glance.load_second_set("search/second_set.json", preset),
         chapter.MODEL_LABELS,

@@ -297,6 +297,7 @@ figures.show(
     twin.appendix(
         "search/twin_teacher_student.json",
         preset,
+        runs,
         chapter.claims(runs),
         glance.load_second_set("search/second_set.json", preset),
         {},

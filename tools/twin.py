@@ -33,6 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
+from compgen import results
+from compgen.figures import twin as tables
+
 ROOT = Path(__file__).resolve().parents[1]
 DRIVER = ROOT / "tools" / "twin_driver.py"
 REPOSITORY = "smonsays/modular-hyperteacher"
@@ -290,8 +293,6 @@ def translate_theory(cfg, seed: int) -> Translation:
 
 def run_key(cfg, seed) -> str:
     """A stable key of one (config, seed): the config with that seed alone, and the reference commit."""
-    from compgen import results
-
     fields = {**results.config_dict(cfg), "seeds": [int(seed)]}
     payload = json.dumps({"class": type(cfg).__name__, "commit": COMMIT, **fields}, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
@@ -357,26 +358,6 @@ def summarise(chapter: str, cfg, arrays: dict) -> dict:
         },
         **common,
     }
-
-
-def presentation(chapter: str, run: dict) -> dict:
-    """How a run appears in the twin tables: ``row`` (what the config is) and ``headline`` (its final numbers)."""
-    w = run["world"]
-    if chapter == "teacher_student":
-        row = {
-            "masks": w["masks"],
-            "distribution": w["distribution"],
-            "student": f"{w['hidden_factor']}x units, {w['module_factor']}x modules",
-            "steps × tasks": f"{w['outer_steps']:,} × {w['meta_batch']}",
-        }
-        return {"row": row, "headline": {"alignment": run["final"]["alignment"]}}
-    row = {
-        "model": run["model"],
-        "support": run["split"].replace("_", "-"),
-        "M, K": f"{w['n_modules']}, {w['max_hot']}",
-        "steps × tasks": f"{w['outer_steps']:,} × {w['meta_batch']}",
-    }
-    return {"row": row, "headline": {"OOD acc. %": 100 * run["final"]["ood"]["accuracy"], "R²": run["r2_ood_pooled"]}}
 
 
 WORLD_FIELDS = {
@@ -491,12 +472,18 @@ def main(argv=None) -> int:
                         "unmatched": translation.unmatched,
                     },
                 }
-                record["runs"][key].update(presentation(chapter, record["runs"][key]))
+                record["runs"][key]["row"] = tables.config_row(chapter, figure, results.config_dict(cfg))
                 _write(out, record)
-                shown = ", ".join(f"{k} {v:.3g}" for k, v in record["runs"][key]["headline"].items())
+                headline = tables.reference_headline(chapter, record["runs"][key])
+                shown = ", ".join(f"{k} {v:.3g}" for k, v in headline.items())
                 print(f"  {shown}, {time.perf_counter() - start:.0f} s", flush=True)
-    for run in record["runs"].values():
-        run.update(presentation(chapter, run))
+    for seeds in args.seeds:  # every run's table row, from its config (records made before rows were kept too)
+        for figure, cfgs in claim_configs(chapter, args.preset, seeds)[1].items():
+            for cfg in cfgs:
+                for seed in cfg.seeds:
+                    if run_key(cfg, seed) in record["runs"]:
+                        row = tables.config_row(chapter, figure, results.config_dict(cfg))
+                        record["runs"][run_key(cfg, seed)]["row"] = row
     sets = [",".join(map(str, seeds)) for seeds in args.seeds]
     record["claims"] = {
         s: _entries(reference_claims(chapter, args.preset, seeds, record)) for s, seeds in zip(sets, args.seeds)
@@ -504,13 +491,26 @@ def main(argv=None) -> int:
     if record["matched_world"]:  # ours at the same world, trained (or loaded) by the runner, judged the same way
         from compgen import runner
 
-        ours = {}
+        ours, rows = {}, []
         for s, seeds in zip(sets, args.seeds):
             sec, by_figure = claim_configs(chapter, args.preset, seeds)
             configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
             outputs = dict(zip(configs, runner.run(sec, configs))) if not args.no_train else {}
-            ours[s] = _entries(judge(chapter, args.preset, seeds, lambda c: outputs.get(c) or runner.load(sec, c)))
-        record["ours_matched"] = ours
+            output_of = lambda c: outputs.get(c) or runner.load(sec, c)  # noqa: E731
+            ours[s] = _entries(judge(chapter, args.preset, seeds, output_of))
+            for figure, cfgs in by_figure.items():
+                for cfg in cfgs:
+                    if output_of(cfg) is not None:
+                        values = tables.our_headline(chapter, cfg, output_of(cfg))
+                        row = tables.config_row(chapter, figure, results.config_dict(cfg))
+                        rows.append(
+                            {
+                                "row": row,
+                                "seeds": list(cfg.seeds),
+                                "values": {k: np.asarray(v).tolist() for k, v in values.items()},
+                            }
+                        )
+        record["ours_matched"], record["ours_matched_rows"] = ours, rows
     _write(out, record)
     print(f"{len(record['runs'])} reference runs in {out}")
     return 0

@@ -164,7 +164,7 @@ def test_the_tables_render_the_record_beside_our_verdicts(tmp_path, monkeypatch)
     table = twin_tables.claims_table(record, ours)
     assert table.count("\n") == len(ours) + 1 and "❌ ours 1" in table and "✅" in table
     assert twin_tables.glance_cell(record, ours[0], "hyperteacher.html#twin").startswith(
-        '<a href="hyperteacher.html#twin">✅'
+        '<a href="hyperteacher.html#twin"><span class="holds"'
     )
     assert twin_tables.glance_cell(None, ours[0], "x") == "–"
     runs = twin_tables.runs_table(record, {"anil": "ANIL"})
@@ -209,4 +209,8 @@ def test_teacher_student_twins_judge_fig2c_on_both_implementations(tmp_path, mon
     assert {c["figure"] for c in ours} >= {"Fig. 2C"} and all(
         c["verdict"] != C.NOT_RUN for c in ours if c["figure"] == "Fig. 2C"
     )
-    assert "| alignment, seeds 3 |" in twin_tables.runs_table(record, {})
+    # ours at the matched world sit beside the reference's, row by row
+    ours = twin_tables._ours_by_row(record, type("Runs", (), {"seeds": (3,)})())
+    assert len(ours) == n_configs and all(len(v["alignment"]) == 1 for v in ours.values())
+    table = twin_tables.runs_table(record, {}, ours, (3,))
+    assert "| alignment: ours, seeds 3 | authors', seeds 3 |" in table and table.count("\n") == n_configs + 1

@@ -101,28 +101,98 @@ def _cell(entry) -> str:
     return f"{SHORT[entry['verdict']]} {entry['ours']}"
 
 
-def runs_table(record: dict, labels: dict) -> str:
-    """A markdown table of the reference's runs: one row per config (its figure and ``row`` fields), per seed set
-    the mean ± sd (number of seeds) of each ``headline`` number, and the reference's minutes."""
+def config_row(chapter: str, figure: str, fields: dict) -> dict:
+    """How one config appears in a twin table (its figure and the fields that tell it apart), from its fields
+    (``fields``: a config as a dict; seeds are not part of a row)."""
+    steps = f"{fields['outer_steps']:,} × {fields['meta_batch']}"
+    if chapter == "teacher_student":
+        student = f"{fields['hidden_factor']}x units, {fields['module_factor']}x modules"
+        return {
+            "figure": figure,
+            "masks": fields["masks"],
+            "distribution": fields["distribution"],
+            "student": student,
+            "steps × tasks": steps,
+        }
+    return {
+        "figure": figure,
+        "model": fields["model"],
+        "support": fields["split"].replace("_", "-"),
+        "M, K": f"{fields['n_modules']}, {fields['max_hot']}",
+        "steps × tasks": steps,
+    }
+
+
+def reference_headline(chapter: str, run: dict) -> dict:
+    """A reference run's final numbers as the twin tables show them (one value each)."""
+    if chapter == "teacher_student":
+        return {"alignment": run["final"]["alignment"]}
+    return {"OOD acc. %": 100 * run["final"]["ood"]["accuracy"], "R²": run["r2_ood_pooled"]}
+
+
+def our_headline(chapter: str, cfg, output) -> dict:
+    """Our run's final numbers per seed, as :func:`reference_headline` names them."""
+    from compgen.figures import final
+
+    if chapter == "teacher_student":
+        return {"alignment": final(output, "alignment")}
+    ood = cfg.eval_set_names().index("ood")
+    return {"OOD acc. %": final(output, "accuracy", ood, 100), "R²": final(output, "r2_ood_pooled")}
+
+
+def runs_table(record: dict, labels: dict, ours: dict | None = None, ours_seeds=()) -> str:
+    """A markdown table, one row per config: the mean ± sd (seeds) of each headline number, ours on the chapter's
+    seeds (``ours``: {row as a tuple of items: {name: per-seed values}}) beside the reference's on each seed set,
+    and the reference's minutes."""
+    chapter = record["chapter"]
     groups = defaultdict(list)
     for run in record["runs"].values():
-        groups[(run["figure"], tuple(run["row"].items()))].append(run)
+        groups[tuple(run["row"].items())].append(run)
     sets = seed_sets(record)
     first = next(iter(record["runs"].values()))
-    names = list(first["headline"])
-    head = ["figure", *first["row"]]
-    for s in sets:
-        head += [f"{n}, {_label(s)}" if i == 0 else n for i, n in enumerate(names)]
-    head.append("minutes")
+    names = list(reference_headline(chapter, first))
+    head = list(first["row"])
+    for n in names:
+        mine = f"{n}: ours, {_label(','.join(map(str, ours_seeds)))}" if ours_seeds else f"{n}: ours"
+        head += ([mine] if ours is not None else []) + [f"authors', {_label(s)}" for s in sets]
+    head.append("authors' minutes")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for (figure, row), runs in groups.items():
-        cells = [figure, *(labels.get(v, v) if k == "model" else str(v) for k, v in row)]
-        for s in sets:
-            on = [r for r in runs if str(r["seed"]) in s.split(",")]
-            cells += [_mean_sd([r["headline"][n] for r in on], 1 if "%" in n else 2) for n in names]
+    for row, runs in groups.items():
+        cells = [labels.get(v, v) if k == "model" else str(v) for k, v in row]
+        for n in names:
+            digits = 1 if "%" in n else 2
+            if ours is not None:
+                mine = ours.get(row)
+                cells.append(_mean_sd(list(mine[n]), digits) if mine else "–")
+            for s in sets:
+                on = [r for r in runs if str(r["seed"]) in s.split(",")]
+                cells.append(_mean_sd([reference_headline(chapter, r)[n] for r in on], digits))
         cells.append(f"{sum(r['wall_s'] for r in runs) / 60:.0f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _ours_by_row(record: dict, runs) -> dict:
+    """Our numbers per table row: those the tool trained at the twins' matched world (the record's
+    ``ours_matched_rows``, on the chapter's seeds), else the chapter's own runs."""
+    if record.get("matched_world"):
+        rows = [r for r in record.get("ours_matched_rows", []) if tuple(r["seeds"]) == tuple(runs.seeds)]
+        return {tuple(r["row"].items()): r["values"] for r in rows}
+    return our_rows(record["chapter"], runs, {r["row"]["figure"] for r in record["runs"].values()})
+
+
+def our_rows(chapter: str, runs, figures) -> dict:
+    """{row: {name: per-seed values}} of our stored runs of ``figures`` (a :class:`compgen.figures.Runs`)."""
+    from compgen import results
+
+    found = {}
+    for figure in figures:
+        for cfg in runs.configs(figure):
+            output = runs.output(cfg)
+            if output is not None:
+                row = config_row(chapter, figure, results.config_dict(cfg))
+                found[tuple(row.items())] = our_headline(chapter, cfg, output)
+    return found
 
 
 def _mean_sd(values, digits) -> str:
@@ -140,10 +210,11 @@ def unmatched(record: dict) -> list:
     return list(seen.items())
 
 
-def appendix(path, preset: str, ours: list, second_set: dict | None, labels: dict) -> str:
-    """A chapter's twin appendix as markdown: the claims table (ours and the authors' code per seed set), the
-    reference's runs, and what the translation could not match. A record of another preset than the chapter's
-    is named, not compared."""
+def appendix(path, preset: str, runs, ours: list, second_set: dict | None, labels: dict) -> str:
+    """A chapter's twin appendix as markdown: the claims table (``ours``: the chapter's claims, beside the
+    authors' code per seed set), each config's numbers (ours from ``runs``, the chapter's
+    :class:`~compgen.figures.Runs`, beside the reference's), and what the translation could not match. A record
+    of another preset than the chapter's is named, not compared."""
     record = load_twin(path)
     if record is None:
         return f"No twin record (`{path}`): run `make twin REFERENCE=<checkout>` (see `tools/twin.py`)."
@@ -159,7 +230,13 @@ def appendix(path, preset: str, ours: list, second_set: dict | None, labels: dic
         "",
         claims_table(record, ours, second_set),
         "",
-        runs_table(record, labels),
+        runs_table(
+            record,
+            labels,
+            None
+            if record.get("matched_world")
+            else our_rows(record["chapter"], runs, {r["row"]["figure"] for r in record["runs"].values()}),
+        ),
         "",
         "What the translation cannot match (every field of every config is listed, with the reference's key or "
         "the reason, in the record):",
