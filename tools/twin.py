@@ -49,6 +49,14 @@ CLAIM_FIGURES = {"hyperteacher": ("fig3cd", "fig3b", "fig3e"), "teacher_student"
 # run_theory.py trains train_step * n_task outer steps, evaluated every log_every steps in whole chunks, with a cosine
 # outer schedule and no warm-up: quick's 8,000 steps with a 400-step warm-up become 7,998 steps (1,333 x 6), no warm-up.
 MATCHED = {("teacher_student", "quick"): {"fig2c": dict(warmup_steps=0, outer_steps=7998, eval_every=1333)}}
+# Claims the reference cannot express at a preset, with why (the record and the results page say so).
+NOT_EXPRESSIBLE = {
+    ("teacher_student", "quick"): {
+        "Fig. 2D": "quick's Fig. 2D decays the inner rate (0.2, cosine over 50 steps); run_theory.py's inner Adam has "
+        "a constant rate, and a constant-rate regime of that world is a new search, not a twin",
+        "Table A1": "the same inner schedule as Fig. 2D",
+    }
+}
 
 # ours -> the reference's flat config key (run_fewshot.py, configs/common.py), for fields whose value carries over
 # unchanged.
@@ -444,6 +452,7 @@ def main(argv=None) -> int:
         preset=args.preset,
         seed_sets=args.seeds,
         matched_world=MATCHED.get((chapter, args.preset), {}),
+        not_expressible=NOT_EXPRESSIBLE.get((chapter, args.preset), {}),
     )
     record.setdefault("runs", {})
     for seeds in args.seeds:

@@ -198,5 +198,6 @@ def _twin_summary(records: dict) -> str:
         "The column **authors' code** gives the verdict of the same claim, judged by the same code, on the numbers "
         "of the authors' implementation (`smonsays/modular-hyperteacher`) trained at the same configs "
         "(`tools/twin.py`): one mark per seed set, the book's first, each linked to the chapter's twin table. "
-        f"Chapters with twin runs: {done}. ✓ holds, ✗ not reproduced at this preset, – not run (no twin)."
+        f"Chapters with twin runs: {done}. ✓ holds, ✗ not reproduced at this preset, – not run (no twin), n/e not "
+        "expressible in the authors' code (hover for why)."
     )

@@ -9,6 +9,7 @@ renders the stored record; building it needs no reference checkout.
 
 from __future__ import annotations
 
+import html
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -47,6 +48,9 @@ def verdicts(record: dict | None, claim) -> dict:
 def glance_cell(record: dict | None, claim, link: str) -> str:
     """The results page's cell (HTML): the reference's verdict on each seed set (``✅ ✅``), linked to the twin
     table; "–" where no twin was recorded."""
+    why = (record or {}).get("not_expressible", {}).get(claim.figure)
+    if why:
+        return f'<a href="{link}" title="not expressible in the authors\' code: {html.escape(why)}">n/e</a>'
     found = verdicts(record, claim)
     if not found or all(v is None for v in found.values()):
         return "–"
@@ -73,6 +77,12 @@ def claims_table(record: dict, ours: list, second_set: dict | None = None) -> st
     for claim in ours:
         theirs = verdicts(record, claim)
         cells = [claim.figure, claim.claim]
+        why = record.get("not_expressible", {}).get(claim.figure)
+        if why:
+            lines.append(
+                "| " + " | ".join(cells + [f"not expressible in the authors' code: {why}"] * 2 * len(sets)) + " |"
+            )
+            continue
         for s in sets:
             mine = _entry(matched[s], claim) if matched else _ours(claim, s, second_set)
             cells += [_cell(mine), _cell(theirs.get(s))]
