@@ -267,10 +267,12 @@ chapter.fig3cd_diagnosis(runs)
 # for $M = 4$, $K = 4$ the non-compositional one (105 and 120), and the random supports of $K = 4$ and $K = 1$ at
 # seed 2020 are identical task for task (checked with the reference's own `HyperTeacher` class).
 #
-# **What the twins show.** The two implementations agree. Every control claim (Fig. 3B's four, Fig. 3C/D's
-# compositional-versus-non-compositional decoding, Fig. 3E) holds on the authors' code as on ours, with leads and
-# gaps of the same sign and size (the claims table gives both), and each learner's OOD accuracy and $R^2$ agree
-# within the seeds' spread config by config (the second table). Fig. 3C/D's connected-versus-disconnected claim is
+# **What the twins show.** The two implementations agree. The control claims (Fig. 3B's four, Fig. 3C/D's
+# compositional-versus-non-compositional decoding, Fig. 3E) have leads and gaps of the same sign and size in the
+# authors' code as in ours (the claims table gives both), and each learner's OOD accuracy and $R^2$ agree within the
+# seeds' spread config by config (the second table). Every control holds in the authors' code on the book's seeds;
+# on seeds 31–33 one verdict differs at the margin: the nonlinear hypernetwork's lead there is +4.9 ± 0.7 points in
+# the authors' code against +5.5 in ours, and the criterion asks for 5. Fig. 3C/D's connected-versus-disconnected claim is
 # **absent at this scale in both implementations**: the connected student decodes the task code better on every
 # seed of the authors' code as on most of ours, but by less than the criterion's 0.1 in both. The paper's effect
 # there needs more than `quick` gives, not different code.

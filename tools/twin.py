@@ -43,7 +43,7 @@ COMMIT = "2680b5c6a5fd88f1487a6f794cf70d20b7bc261e"
 TWIN_PYTHON = ROOT / ".venv-twin" / "bin" / "python"
 SECOND_SET = (31, 32, 33)  # the seeds of tools/second_set.py
 # The figures whose configs the claims read, per chapter the tool can twin (fig3e's K = 4 cell is fig3b's).
-CLAIM_FIGURES = {"hyperteacher": ("fig3cd", "fig3b", "fig3e"), "teacher_student": ("fig2c",)}
+CLAIM_FIGURES = {"hyperteacher": ("fig3cd", "fig3e", "fig3b"), "teacher_student": ("fig2c",)}
 # The nearest world the reference can express, where it cannot express a preset's: {(chapter, preset): {figure:
 # changes}}. The tool trains ours at that world too (same store, same runner), so the comparison is like for like.
 # run_theory.py trains train_step * n_task outer steps, evaluated every log_every steps in whole chunks, with a cosine
