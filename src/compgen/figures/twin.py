@@ -240,13 +240,7 @@ def appendix(path, preset: str, runs, ours: list, second_set: dict | None, label
         "",
         claims_table(record, ours, second_set),
         "",
-        runs_table(
-            record,
-            labels,
-            None
-            if record.get("matched_world")
-            else our_rows(record["chapter"], runs, {r["row"]["figure"] for r in record["runs"].values()}),
-        ),
+        runs_table(record, labels, _ours_by_row(record, runs), runs.seeds),
         "",
         "What the translation cannot match (every field of every config is listed, with the reference's key or "
         "the reason, in the record):",
