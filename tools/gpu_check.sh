@@ -15,9 +15,19 @@
 #            results store under $OUT; then the device and precision the stored runs record
 #   bench    python -m compgen.bench --only "$BENCH_ONLY" (default "paper": every paper-configuration row); rows
 #            print as they finish, so a bench stopped by its timeout still leaves the rows it measured
+#   twin     with TWIN_REFERENCE (a checkout of the authors' code; .twin/reference when carried), the twin runs of
+#            tools/twin.py for TWIN_CHAPTERS (default "preferences goals"): the reference's runs, TWIN_JOBS (default 6)
+#            processes per chapter sharing the GPU, into $OUT/twin_<chapter>.json (started from the book's record, so
+#            a rerun resumes), and ours at the matched world in the background (TWIN_WORKERS runner workers per
+#            chapter, default 2) into a store at /tmp/twin-store, packed into $OUT/twin-store.tgz every minute and at
+#            the end (started from .twin/store.tgz if carried). Both at full float32 products, as on a CPU. The
+#            reference runs in TWIN_PYTHON (default PYTHON), its own packages (dm-haiku, ml_collections, jmp) carried
+#            as wheels in .twin/whl/.
+# ONLY (space-separated step names) runs those steps alone; the others are listed as skipped.
 # The steps together never run longer than BUDGET_S seconds (default 470): a step's limit is cut to what is left.
 # Overrides (environment): OUT, SITE, JOBS, BUDGET_S, DEVICE_TIMEOUT, WHEELS_TIMEOUT, TESTS_TIMEOUT,
-# CHAPTER_TIMEOUT, BENCH_TIMEOUT, TESTS (the pytest arguments), CHAPTER, BENCH_ONLY, PYTHON (default python3).
+# CHAPTER_TIMEOUT, BENCH_TIMEOUT, TWIN_TIMEOUT, TESTS (the pytest arguments), CHAPTER, BENCH_ONLY, ONLY,
+# TWIN_REFERENCE, TWIN_PYTHON, TWIN_CHAPTERS, TWIN_JOBS, TWIN_WORKERS, PYTHON (default python3).
 # COMPGEN_MATMUL_PRECISION and XLA_FLAGS pass through (README, "Running on a GPU"). Exit status: 0 if no step
 # failed or timed out.
 #
@@ -83,6 +93,7 @@ if [[ $MODE == gpu ]]; then
   TESTS_TIMEOUT=${TESTS_TIMEOUT:-270}
   CHAPTER_TIMEOUT=${CHAPTER_TIMEOUT:-90}
   BENCH_TIMEOUT=${BENCH_TIMEOUT:-120}
+  TWIN_TIMEOUT=${TWIN_TIMEOUT:-400}
   TESTS=${TESTS:-tests}
   BENCH_ONLY=${BENCH_ONLY:-paper}
 else
@@ -93,11 +104,18 @@ else
   TESTS_TIMEOUT=${TESTS_TIMEOUT:-120}
   CHAPTER_TIMEOUT=${CHAPTER_TIMEOUT:-150}
   BENCH_TIMEOUT=${BENCH_TIMEOUT:-90}
+  TWIN_TIMEOUT=${TWIN_TIMEOUT:-150}
   TESTS=${TESTS:-tests/test_precision.py tests/test_book_layout.py tests/tools/test_check_book.py \
     tests/models/test_incontext.py::test_transformer_equals_a_masked_joint_sequence \
     tests/test_sweeps.py::test_devices_backend_matches_local}
   BENCH_ONLY=${BENCH_ONLY:-hyperteacher hnet_linear quick}
 fi
+
+ONLY=${ONLY:-}
+TWIN_REFERENCE=${TWIN_REFERENCE:-}
+[[ -z $TWIN_REFERENCE && -d .twin/reference ]] && TWIN_REFERENCE=.twin/reference
+export TWIN_PYTHON=${TWIN_PYTHON:-$PYTHON} TWIN_CHAPTERS=${TWIN_CHAPTERS:-preferences goals} TWIN_JOBS=${TWIN_JOBS:-6} TWIN_WORKERS=${TWIN_WORKERS:-2}
+export TWIN_REFERENCE
 
 START=$SECONDS
 STEPS=()
@@ -112,7 +130,10 @@ run_step() {
   local left=$((BUDGET_S - (SECONDS - START)))
   ((limit > left)) && limit=$left
   begin=$SECONDS
-  if ((limit < 10)); then
+  if [[ -n $ONLY && " $ONLY " != *" $name "* ]]; then
+    status="skipped (not in ONLY)"
+    echo "[$name] $status"
+  elif ((limit < 10)); then
     status="skipped (budget spent)"
     echo "[$name] $status"
   else
@@ -212,6 +233,43 @@ fi
 run_step bench "$BENCH_TIMEOUT" "$PYTHON" -m compgen.bench --only "$BENCH_ONLY"
 if [[ ${STATUS[-1]} == ok ]] && grep -q "| failed:" "$OUT/bench.log"; then
   STATUS[-1]="FAILED (a case)"
+fi
+
+# (f) the twin runs: the authors' code and ours at the same configs (tools/twin.py)
+if [[ -z $TWIN_REFERENCE ]]; then
+  skip_step twin "no TWIN_REFERENCE and no .twin/reference"
+else
+  # shellcheck disable=SC2016  # expanded by the inner bash, from the exported variables
+  run_step twin "$TWIN_TIMEOUT" bash -c '
+    export JAX_DEFAULT_MATMUL_PRECISION=highest COMPGEN_MATMUL_PRECISION=highest COMPGEN_RESULTS=/tmp/twin-store
+    if wheels=$(ls .twin/whl/*.whl 2>/dev/null); then
+      # shellcheck disable=SC2086  # the wheels, one word each
+      "$TWIN_PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" $wheels ||
+        exit 2
+      export PYTHONPATH="$SITE:$PYTHONPATH"
+    fi
+    "$TWIN_PYTHON" -c "import haiku, ml_collections, jmp, jax; print(\"reference stack: haiku\", haiku.__version__, \"jax\", jax.__version__)" ||
+      exit 2
+    [[ $MODE == gpu ]] && export TWIN_JAX_PLATFORMS=cuda
+    mkdir -p /tmp/twin-store
+    [[ -f .twin/store.tgz ]] && tar -xzf .twin/store.tgz -C /tmp/twin-store
+    pack() { tar -czf "$OUT/twin-store.tgz.part" -C /tmp/twin-store . && mv "$OUT/twin-store.tgz.part" "$OUT/twin-store.tgz"; }
+    (while sleep 60; do pack; done) & packer=$!
+    pids=()
+    for ch in $TWIN_CHAPTERS; do
+      [[ -f book/search/twin_$ch.json ]] && cp "book/search/twin_$ch.json" "$OUT/twin_$ch.json"
+      "$PYTHON" tools/twin.py --chapter "$ch" --reference "$TWIN_REFERENCE" --ours-only --workers "$TWIN_WORKERS" \
+        > >(sed -u "s/^/[ours $ch] /") 2>&1 &
+      pids+=($!)
+      "$PYTHON" tools/twin.py --chapter "$ch" --reference "$TWIN_REFERENCE" --python "$TWIN_PYTHON" --jobs "$TWIN_JOBS" \
+        --workers "$TWIN_WORKERS" --out "$OUT/twin_$ch.json" 2>&1 &
+      pids+=($!)
+    done
+    trap "kill \${pids[*]} \$packer 2>/dev/null; sleep 2; pack; exit 124" TERM
+    status=0
+    for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+    kill $packer; pack
+    exit $status'
 fi
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ repository; nothing of it is copied here.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import dataclasses
 import hashlib
 import json
@@ -28,6 +29,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -42,13 +44,20 @@ REPOSITORY = "smonsays/modular-hyperteacher"
 COMMIT = "2680b5c6a5fd88f1487a6f794cf70d20b7bc261e"
 TWIN_PYTHON = ROOT / ".venv-twin" / "bin" / "python"
 SECOND_SET = (31, 32, 33)  # the seeds of tools/second_set.py
-# The figures whose configs the claims read, per chapter the tool can twin (fig3e's K = 4 cell is fig3b's).
-CLAIM_FIGURES = {"hyperteacher": ("fig3cd", "fig3e", "fig3b"), "teacher_student": ("fig2c",)}
 # The nearest world the reference can express, where it cannot express a preset's: {(chapter, preset): {figure:
 # changes}}. The tool trains ours at that world too (same store, same runner), so the comparison is like for like.
 # run_theory.py trains train_step * n_task outer steps, evaluated every log_every steps in whole chunks, with a cosine
 # outer schedule and no warm-up: quick's 8,000 steps with a 400-step warm-up become 7,998 steps (1,333 x 6), no warm-up.
-MATCHED = {("teacher_student", "quick"): {"fig2c": dict(warmup_steps=0, outer_steps=7998, eval_every=1333)}}
+# The reference's preference world is the paper's 7x7 layout with a full-grid observation and one query demonstration
+# per evaluation task; its goal world needs an odd grid above 5 with goals at least grid-size steps from the start, and
+# pads every demonstration to grid² - 1 steps (tools/twin_grid_worlds.md gives the reading of both codes).
+PREFERENCES_WORLD = dict(layout="paper", observation="grid", eval_shots_query=1)
+GOALS_WORLD = dict(grid=7, min_distance=7, demo_length=48)
+MATCHED = {
+    ("teacher_student", "quick"): {"fig2c": dict(warmup_steps=0, outer_steps=7998, eval_every=1333)},
+    ("preferences", "quick"): {f: PREFERENCES_WORLD for f in ("fig4b", "fig4c", "figa8")},
+    ("goals", "quick"): {f: GOALS_WORLD for f in ("fig4ef", "figa10")},
+}
 # Claims the reference cannot express at a preset, with why (the record and the results page say so).
 NOT_EXPRESSIBLE = {
     ("teacher_student", "quick"): {
@@ -58,8 +67,8 @@ NOT_EXPRESSIBLE = {
     }
 }
 
-# ours -> the reference's flat config key (run_fewshot.py, configs/common.py), for fields whose value carries over
-# unchanged.
+# ours -> the reference's flat config key (run_fewshot.py, configs/common.py), for the learner's and the
+# meta-training's fields whose value carries over unchanged (every few-shot chapter).
 SAME_VALUE = {
     "outer_steps": "steps_outer",
     "meta_batch": "meta_batch_size",
@@ -74,26 +83,19 @@ SAME_VALUE = {
     "eval_every": "eval_every",
     "eval_tasks": "eval_tasks",
     "split": "dataset_task_support",
-    "n_modules": "dataset_num_experts",
-    "max_hot": "dataset_num_hot",
     "frac_ood": "dataset_frac_ood",
-    "teacher_hidden": "dataset_hidden_dim",
-    "temperature": "dataset_targets_temperature",
     "shots_support": "dataset_shots_train",
     "shots_query": "dataset_shots_test",
-    "templates_per_module": "ratio_templates_experts",
 }
 # Fields that change speed and memory only (compgen.experiments.fewshot.MEMORY_ONLY and the compiler's level).
 SPEED_ONLY = ("eval_chunk", "train_chunk", "remat", "xla_opt_level")
-# Fields whose value the reference fixes: ours must hold that value, or the config is not expressible.
+# Fields whose value the reference fixes (every few-shot chapter): ours must hold that value, or the config is not
+# expressible.
 FIXED = {
-    "n_in": (16, "configs/common.py fixes input_dim = 16"),
-    "n_out": (8, "configs/common.py fixes output_dim = 8"),
-    "norm_inputs": (1000, "the reference standardises each teacher unit over 1,000 fixed inputs"),
     "inner_weight_decay": (1e-4, "the reference's inner AdamW keeps optax's default weight decay, 1e-4"),
     "gradient": ("second_order", "first_order = False: the exact meta-gradient through the inner loop"),
-    "ridge_lambda": (1.0, "the reference's decoder (callbacks.py) is a ridge with l2_reg = 1.0"),
 }
+PROBE = "our probe, on the reference's adapted fast parameters"
 MODEL = {  # ours -> (meta_model, the reference's fixed settings of that learner, as in configs/hyperteacher.py)
     "hnet_linear": ("linear_hnet", dict(chunking=True, fast_bias=True)),
     # run_fewshot.py picks the generator from the name's first word (meta_model.split("_")[0]): its own config's
@@ -106,15 +108,110 @@ MODEL = {  # ours -> (meta_model, the reference's fixed settings of that learner
 HNET_SETTINGS = dict(
     embedding_dropout=0.0, embedding_nonlinearity="linear", hnet_init="default", l1_reg=0.0, l2_reg=0.0
 )
-WORLD = {  # the reference's fixed settings of the hyperteacher world as the paper runs it
-    "hyperteacher": dict(
-        dataset="hyperteacher",
-        dataset_num_hidden=3,
-        dataset_normalize_classifier=True,
-        dataset_train_test_split=True,
-        dataset_continuous_combinations=False,
-        dataset_chunking=False,
-    )
+
+
+@dataclasses.dataclass(frozen=True)
+class World:
+    """How one few-shot chapter's world reads in the reference: its fixed settings (``settings``), our world's
+    fields carried over under the reference's key (``same``), fields the reference fixes (``fixed``: field ->
+    (value, or a function of the config giving it; why)), our fields that set nothing there (``notes``: field ->
+    why), and the metrics the claims read (``metrics``: our name in ``eval/<name>`` -> the name the reference
+    logs as ``<set>_<name>_outer``)."""
+
+    settings: dict
+    same: dict
+    fixed: dict
+    notes: dict
+    metrics: dict
+    fields: tuple  # the fields that name the world in the record
+    r2: bool = False  # our R² on the reference's adapted fast parameters (the claims read it)
+    allowed: dict = dataclasses.field(default_factory=dict)  # field -> (value -> bool, what the reference takes)
+
+
+WORLDS = {
+    "hyperteacher": World(
+        settings=dict(
+            dataset="hyperteacher",
+            dataset_num_hidden=3,
+            dataset_normalize_classifier=True,
+            dataset_train_test_split=True,
+            dataset_continuous_combinations=False,
+            dataset_chunking=False,
+        ),
+        same={
+            "n_modules": "dataset_num_experts",
+            "max_hot": "dataset_num_hot",
+            "teacher_hidden": "dataset_hidden_dim",
+            "temperature": "dataset_targets_temperature",
+            "templates_per_module": "ratio_templates_experts",
+        },
+        fixed={
+            "n_in": (16, "configs/common.py fixes input_dim = 16"),
+            "n_out": (8, "configs/common.py fixes output_dim = 8"),
+            "norm_inputs": (1000, "the reference standardises each teacher unit over 1,000 fixed inputs"),
+            "ridge_lambda": (1.0, "the reference's decoder (callbacks.py) is a ridge with l2_reg = 1.0"),
+        },
+        notes={"probe": PROBE, "ridge_cg_iters": PROBE},
+        metrics={"accuracy": "acc", "loss": "loss"},
+        fields=("n_modules", "max_hot", "outer_steps", "meta_batch"),
+        r2=True,
+    ),
+    "preferences": World(
+        settings=dict(
+            dataset="compositional_preference",
+            dataset_discount=0.9,  # ours: compgen.tasks.preferences.GAMMA
+            dataset_continuous_combinations=True,  # ours: continuous weights, the "code" normalisation
+            dataset_train_test_split=True,
+        ),
+        same={
+            "n_modules": "dataset_num_preferences",
+            "n_colours": "dataset_num_features",
+            "n_objects": "dataset_num_objects",
+            "horizon": "dataset_timelimit",
+            "max_hot": "dataset_num_hot",
+            "templates": "num_templates",
+        },
+        fixed={
+            "backups": (lambda c: c.horizon, "the reference runs value iteration for timelimit (= horizon) backups"),
+            "layout": ("paper", "the reference's room is the paper's 7x7 layout"),
+            "observation": ("grid", "the reference observes the full grid (colour one-hots, agent and walls)"),
+            "eval_shots_query": (1, "the reference's evaluation tasks have one query demonstration"),
+        },
+        notes={"probe": PROBE, "ridge_lambda": PROBE, "ridge_cg_iters": PROBE},
+        metrics={"loss": "loss"},  # its squared-error loss logs no accuracy
+        fields=("layout", "observation", "n_modules", "max_hot", "horizon", "outer_steps", "meta_batch"),
+    ),
+    "goals": World(
+        settings=dict(dataset="compositional_grid", dataset_frac_ood=0.25, dataset_train_test_split=True),
+        same={
+            "grid": "dataset_grid_size",
+            "n_mazes": "dataset_num_mazes",
+            "n_object_types": "dataset_num_objects",
+            "n_interactions": "dataset_num_interactions",
+            "n_distractors": "dataset_num_distractors",
+            "templates": "num_templates",
+        },
+        fixed={
+            "min_distance": (lambda c: c.grid, "the reference keeps goals at least grid-size steps from the start"),
+            "eval_shots_query": (1, "the reference's evaluation tasks have one query demonstration"),
+            "demo_length": (
+                lambda c: c.grid**2 - 1,
+                "the reference pads every demonstration to grid² - 1 steps, masked after the interaction",
+            ),
+        },
+        notes={"probe": PROBE, "ridge_lambda": PROBE, "ridge_cg_iters": PROBE},
+        metrics={"acc": "acc", "acc_all": "acc_all", "loss": "loss"},
+        fields=("grid", "min_distance", "n_mazes", "outer_steps", "meta_batch"),
+        allowed={"grid": (lambda g: g > 5 and g % 2, "the reference's maze generator asserts an odd grid above 5")},
+    ),
+}
+# The figures whose configs the claims read, per chapter the tool can twin (fig3e's K = 4 cell is fig3b's), in the
+# order they train: the headline comparisons first.
+CLAIM_FIGURES = {
+    "hyperteacher": ("fig3cd", "fig3e", "fig3b"),
+    "teacher_student": ("fig2c",),
+    "preferences": ("fig4c", "fig4b", "figa8"),
+    "goals": ("fig4ef", "figa10"),
 }
 # What cannot be matched, whatever the config; each is a (what, why) pair in the record.
 ALWAYS_UNMATCHED = (
@@ -128,12 +225,12 @@ ALWAYS_UNMATCHED = (
         "the reference returns the state of its best validation loss; the twin reads its last evaluation (the "
         "final state), as the book does",
     ),
-    (
-        "ridge probe",
-        "our R² (r2_ood_pooled) is computed by compgen.metrics.linear_probe on the fast parameters the reference "
-        "adapted to the test and OOD tasks; the reference's own decoder R² (mean over layers and experts, with an "
-        "intercept) is recorded beside it",
-    ),
+)
+RIDGE_PROBE = (
+    "ridge probe",
+    "our R² (r2_ood_pooled) is computed by compgen.metrics.linear_probe on the fast parameters the reference "
+    "adapted to the test and OOD tasks; the reference's own decoder R² (mean over layers and experts, with an "
+    "intercept) is recorded beside it",
 )
 
 
@@ -150,57 +247,76 @@ class Translation:
     unmatched: tuple  # (what, why)
 
 
+def _carry(cfg, ref: dict, same: dict, fixed: dict, notes: dict, rules: dict) -> list:
+    """Every field of ``cfg`` into ``ref`` (in place), as rows (field, our value, key or None, value or why): by
+    its own rule (``rules``: field -> value -> (key, value)), carried over under the reference's key (``same``),
+    held at the value the reference fixes (``fixed``: field -> (value or a function of ``cfg``, why)), or noted as
+    setting nothing there (``notes``); any other field raises :class:`NotExpressible`."""
+    rows = []
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if f.name in rules:
+            key, out = rules[f.name](value)
+        elif f.name in same:
+            key, out = same[f.name], value
+        elif f.name in fixed:
+            want, why = fixed[f.name]
+            want = want(cfg) if callable(want) else want
+            if value != want:
+                raise NotExpressible(f"{f.name} = {value!r}, not {want!r}: {why}")
+            key, out = None, why
+        elif f.name in notes:
+            key, out = None, notes[f.name]
+        else:
+            raise NotExpressible(f"{f.name} has no counterpart in the reference and no stated reason")
+        if key is not None:
+            ref[key] = out
+        rows.append((f.name, value, key, out))
+    return rows
+
+
 def translate(section_name: str, cfg, seed: int) -> Translation:
     """The reference's config for ``cfg`` (a config of ``section_name``) at ``seed``; every field of ``cfg`` is
     either carried over, speed-only, fixed by the reference at the same value, or raises :class:`NotExpressible`.
     """
     if section_name == "teacher_student":
         return translate_theory(cfg, seed)
-    if section_name not in WORLD:
-        raise NotExpressible(f"the twin tool translates {sorted(WORLD) + ['teacher_student']}, not {section_name!r}")
+    if section_name not in WORLDS:
+        raise NotExpressible(f"the twin tool translates {', '.join(sorted(CLAIM_FIGURES))}, not {section_name!r}")
+    world = WORLDS[section_name]
+    for name, (ok, why) in world.allowed.items():
+        if not ok(getattr(cfg, name)):
+            raise NotExpressible(f"{name} = {getattr(cfg, name)!r}: {why}")
     meta_model, learner = MODEL[cfg.model]
     ref = {"name": cfg.model, "seed": int(seed), "method": "maml", "first_order": False, "base_model": "mlp"}
     ref.update(optim_outer="adamw", optim_inner="adamw", ignore_nan_grads_outer=True, meta_model=meta_model)
-    ref.update(WORLD[section_name])
+    ref.update(world.settings, twin_keep_adapted=world.r2)
     ref.update(learner)
     if cfg.model.startswith("hnet"):
         ref.update(HNET_SETTINGS)
-    rows, unmatched = [], list(ALWAYS_UNMATCHED)
-    for f in dataclasses.fields(cfg):
-        value = getattr(cfg, f.name)
-        if f.name in SAME_VALUE:
-            ref[SAME_VALUE[f.name]] = value
-            rows.append((f.name, value, SAME_VALUE[f.name], value))
-        elif f.name in SPEED_ONLY:
-            rows.append((f.name, value, None, "speed and memory only"))
-        elif f.name in FIXED:
-            fixed, why = FIXED[f.name]
-            if value != fixed:
-                raise NotExpressible(f"{f.name} = {value!r}: {why}")
-            rows.append((f.name, value, None, why))
-        elif f.name == "seeds":
-            rows.append(("seeds", seed, "seed", seed))
-        elif f.name == "model":
-            rows.append(("model", value, "meta_model", meta_model))
-        elif f.name == "outer_schedule":
-            ref["schedule_outer"] = None if value == "constant" else value
-            rows.append((f.name, value, "schedule_outer", ref["schedule_outer"]))
-            if value == "warmup_cosine":
-                unmatched.append(
-                    (
-                        "end of the cosine decay",
-                        "ours decays to 5 % of the peak learning rate, the reference's to 1e-7 "
-                        "(run_fewshot.py); the last few hundred steps take smaller steps there",
-                    )
-                )
-        elif f.name == "warmup_steps":
-            if cfg.outer_schedule == "warmup_cosine" and value != 100:
-                raise NotExpressible(f"warmup_steps = {value}: the reference's warm-up is fixed at 100 steps")
-            rows.append((f.name, value, None, "run_fewshot.py: 100 steps, with warmup_cosine"))
-        elif f.name in ("probe", "ridge_cg_iters"):
-            rows.append((f.name, value, None, "our probe, on the reference's adapted fast parameters"))
-        else:
-            raise NotExpressible(f"{f.name} has no counterpart in the reference and no stated reason")
+
+    def warmup(value):
+        if cfg.outer_schedule == "warmup_cosine" and value != 100:
+            raise NotExpressible(f"warmup_steps = {value}: the reference's warm-up is fixed at 100 steps")
+        return None, "run_fewshot.py: 100 steps, with warmup_cosine"
+
+    rules = {
+        "seeds": lambda value: ("seed", int(seed)),
+        "model": lambda value: ("meta_model", meta_model),
+        "outer_schedule": lambda value: ("schedule_outer", None if value == "constant" else value),
+        "warmup_steps": warmup,
+    }
+    notes = {**world.notes, **dict.fromkeys(SPEED_ONLY, "speed and memory only")}
+    rows = _carry(cfg, ref, {**SAME_VALUE, **world.same}, {**FIXED, **world.fixed}, notes, rules)
+    unmatched = list(ALWAYS_UNMATCHED) + ([RIDGE_PROBE] if world.r2 else [])
+    if cfg.outer_schedule == "warmup_cosine":
+        unmatched.append(
+            (
+                "end of the cosine decay",
+                "ours decays to 5 % of the peak learning rate, the reference's to 1e-7 (run_fewshot.py); the last "
+                "few hundred steps take smaller steps there",
+            )
+        )
     return Translation(ref, tuple(rows), tuple(unmatched))
 
 
@@ -251,52 +367,42 @@ THEORY_SETTINGS = dict(  # run_theory.py's settings for the paper's teacher-stud
     frac_ood=0.0,
     second_order=False,
 )
+THEORY_FIELDS = ("masks", "distribution", "hidden_factor", "module_factor", "outer_steps", "meta_batch")
 
 
 def translate_theory(cfg, seed: int) -> Translation:
     """run_theory.py's config for a teacher-student ``cfg`` at ``seed`` (see :func:`translate`)."""
+
+    def masks(value):  # run_theory.py needs masks of one length: a one-hot "0" is written "0,0"
+        active = [np.flatnonzero(m).tolist() for m in cfg.mask_array()]
+        width = max(map(len, active))
+        return "manual_task", ";".join(",".join(map(str, a + a[:1] * (width - len(a)))) for a in active)
+
+    def outer_steps(value):
+        if value % cfg.n_modules or value % cfg.eval_every:
+            raise NotExpressible(
+                f"outer_steps = {value}: run_theory.py trains train_step x n_task ({cfg.n_modules}) steps in whole "
+                f"chunks of log_every (eval_every = {cfg.eval_every})"
+            )
+        return "train_step", value // cfg.n_modules
+
+    rules = {
+        "seeds": lambda value: ("seed", int(seed)),
+        "masks": masks,
+        "distribution": lambda value: ("continuous_combinations", value == "continuous"),
+        "outer_steps": outer_steps,
+    }
     ref = {"seed": int(seed), **THEORY_SETTINGS}
-    rows, unmatched = [], [ALWAYS_UNMATCHED[0]]
-    for f in dataclasses.fields(cfg):
-        value = getattr(cfg, f.name)
-        if f.name in THEORY_SAME:
-            ref[THEORY_SAME[f.name]] = value
-            rows.append((f.name, value, THEORY_SAME[f.name], value))
-        elif f.name in THEORY_FIXED:
-            fixed, why = THEORY_FIXED[f.name]
-            if value != fixed:
-                raise NotExpressible(f"{f.name} = {value!r}: {why}")
-            rows.append((f.name, value, None, why))
-        elif f.name in THEORY_OURS_ONLY:
-            rows.append((f.name, value, None, THEORY_OURS_ONLY[f.name]))
-        elif f.name == "seeds":
-            rows.append(("seeds", seed, "seed", seed))
-        elif f.name == "masks":  # run_theory.py needs masks of one length: a one-hot "0" is written "0,0"
-            active = [np.flatnonzero(m).tolist() for m in cfg.mask_array()]
-            width = max(map(len, active))
-            ref["manual_task"] = ";".join(",".join(map(str, a + a[:1] * (width - len(a)))) for a in active)
-            rows.append((f.name, value, "manual_task", ref["manual_task"]))
-        elif f.name == "distribution":
-            ref["continuous_combinations"] = value == "continuous"
-            rows.append((f.name, value, "continuous_combinations", ref["continuous_combinations"]))
-        elif f.name == "outer_steps":
-            if value % cfg.n_modules or value % cfg.eval_every:
-                raise NotExpressible(
-                    f"outer_steps = {value}: run_theory.py trains train_step x n_task ({cfg.n_modules}) steps in whole "
-                    f"chunks of log_every (eval_every = {cfg.eval_every})"
-                )
-            ref["train_step"] = value // cfg.n_modules
-            rows.append((f.name, value, "train_step", ref["train_step"]))
-        else:
-            raise NotExpressible(f"{f.name} has no counterpart in run_theory.py and no stated reason")
-    unmatched.append(
+    rows = _carry(cfg, ref, THEORY_SAME, THEORY_FIXED, THEORY_OURS_ONLY, rules)
+    unmatched = (
+        ALWAYS_UNMATCHED[0],
         (
             "alignment's decoder",
             "the reference's alignment (template_alignment_all_mean of its train-vs-OOD ridge on the training tasks) "
             "is the twin of ours; its decoder is fitted on its own evaluation draw of training tasks",
-        )
+        ),
     )
-    return Translation(ref, tuple(rows), tuple(unmatched))
+    return Translation(ref, tuple(rows), unmatched)
 
 
 def run_key(cfg, seed) -> str:
@@ -310,12 +416,13 @@ def run_key(cfg, seed) -> str:
 
 
 def train_reference(reference: Path, python: Path, translation: Translation, theory=False) -> dict:
-    """Train one translated config with the reference (tools/twin_driver.py) and return its arrays."""
+    """Train one translated config with the reference (tools/twin_driver.py) and return its arrays. The reference
+    runs on the CPU unless ``TWIN_JAX_PLATFORMS`` names another platform (``cuda`` on a GPU machine)."""
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "config.json"
         out = Path(tmp) / "result.npz"
         config.write_text(json.dumps(translation.config))
-        env = {**os.environ, "TQDM_DISABLE": "1", "JAX_PLATFORMS": "cpu"}
+        env = {**os.environ, "TQDM_DISABLE": "1", "JAX_PLATFORMS": os.environ.get("TWIN_JAX_PLATFORMS", "cpu")}
         command = [str(python), str(DRIVER), "--reference", str(reference), "--config", str(config), "--out", str(out)]
         done = subprocess.run(command + (["--theory"] if theory else []), env=env, capture_output=True, text=True)
         if done.returncode:
@@ -329,60 +436,67 @@ def _log(arrays, key):
     return np.asarray(arrays.get(f"log/{key}", np.full(len(arrays["log_step"]), np.nan)), float)
 
 
+def _curve(values) -> list:
+    return [round(float(v), 4) for v in values]
+
+
 def summarise(chapter: str, cfg, arrays: dict) -> dict:
     """One reference run as JSON: the final numbers the chapter's claims read, a curve and the wall time.
 
-    Hyperteacher: per evaluation set the final query accuracy and loss, our R² on the fast parameters it adapted
-    to the test and OOD tasks, and its own decoder R². Teacher-student: its module alignment
-    (``template_alignment_all_mean`` of its train-vs-OOD decoder on the training tasks) and loss."""
+    Few-shot chapters: per evaluation set the final value of each metric the claims read (``World.metrics``);
+    hyperteacher also our R² on the fast parameters it adapted to the test and OOD tasks, and its own decoder
+    R². Teacher-student: its module alignment (``template_alignment_all_mean`` of its train-vs-OOD decoder on the
+    training tasks) and loss."""
     common = {"wall_s": round(float(arrays["wall_s"]), 1)}
     steps = [int(s) for s in arrays["log_step"]]
     if chapter == "teacher_student":
         alignment = _log(arrays, "_train_train_vs_oodtemplate_alignment_all_mean")
         return {
             "final": {"alignment": float(alignment[-1]), "loss": float(_log(arrays, "_train_outer_loss")[-1])},
-            "curve": {"step": steps, "alignment": [round(float(v), 4) for v in alignment]},
+            "curve": {"step": steps, "alignment": _curve(alignment)},
             **common,
         }
-    from compgen import metrics
-
+    world = WORLDS[chapter]
     final = {
-        n: {"accuracy": float(_log(arrays, f"{n}_acc_outer")[-1]), "loss": float(_log(arrays, f"{n}_loss_outer")[-1])}
+        n: {ours: float(_log(arrays, f"{n}_{theirs}_outer")[-1]) for ours, theirs in world.metrics.items()}
         for n in cfg.eval_set_names()
     }
-    codes = {n: arrays[f"codes_{n}"].reshape(len(arrays[f"codes_{n}"]), -1) for n in ("test", "ood")}
-    probe = metrics.linear_probe(
-        arrays["adapted_test"], codes["test"], arrays["adapted_ood"], codes["ood"], cfg.ridge_lambda, cfg.ridge_cg_iters
-    )
-    decoder = [k for k in arrays if k.startswith("log/decoder_r2_")]
-    return {
-        "final": final,
-        "r2_ood_pooled": float(probe["r2_pooled"]),
-        "reference_decoder_r2": float(np.mean([arrays[k][-1] for k in decoder])) if decoder else None,
-        "curve": {
-            "step": steps,
-            "ood_accuracy": [round(float(v), 4) for v in _log(arrays, "ood_acc_outer")],
-            "train_loss": [round(float(v), 4) for v in _log(arrays, "train_loss_outer")],
-        },
-        **common,
-    }
+    curve = {"step": steps, **{f"ood_{m}": _curve(_log(arrays, f"ood_{m}_outer")) for m in world.metrics.values()}}
+    curve["train_loss"] = _curve(_log(arrays, "train_loss_outer"))
+    summary = {"final": final, "curve": curve, **common}
+    if world.r2:
+        from compgen import metrics
+
+        codes = {n: arrays[f"codes_{n}"].reshape(len(arrays[f"codes_{n}"]), -1) for n in ("test", "ood")}
+        probe = metrics.linear_probe(
+            arrays["adapted_test"],
+            codes["test"],
+            arrays["adapted_ood"],
+            codes["ood"],
+            cfg.ridge_lambda,
+            cfg.ridge_cg_iters,
+        )
+        decoder = [k for k in arrays if k.startswith("log/decoder_r2_")]
+        summary["r2_ood_pooled"] = float(probe["r2_pooled"])
+        summary["reference_decoder_r2"] = float(np.mean([arrays[k][-1] for k in decoder])) if decoder else None
+    return summary
 
 
-WORLD_FIELDS = {
-    "hyperteacher": ("n_modules", "max_hot", "outer_steps", "meta_batch"),
-    "teacher_student": ("masks", "distribution", "hidden_factor", "module_factor", "outer_steps", "meta_batch"),
-}
+def world_fields(chapter: str) -> tuple:
+    """The fields that name a run's world in the record."""
+    return THEORY_FIELDS if chapter == "teacher_student" else WORLDS[chapter].fields
 
 
 def reference_output(chapter: str, cfg, runs: list) -> dict:
     """The reference's runs of ``cfg`` (one summary per seed, in ``cfg.seeds`` order) laid out as our runs'
     outputs at their last evaluation, so that a chapter's ``claims`` reads them: ``eval/<metric>`` (seeds, 1,
-    n_sets) and ``eval/r2_ood_pooled`` (seeds, 1); teacher-student ``eval/alignment`` (seeds, 1)."""
+    n_sets) and, where recorded, ``eval/r2_ood_pooled`` (seeds, 1); teacher-student ``eval/alignment`` (seeds, 1)."""
     if chapter == "teacher_student":
         return {"eval/alignment": np.array([[r["final"]["alignment"]] for r in runs])}
     names = cfg.eval_set_names()
-    out = {f"eval/{m}": np.array([[[r["final"][n][m] for n in names]] for r in runs]) for m in ("accuracy", "loss")}
-    out["eval/r2_ood_pooled"] = np.array([[r["r2_ood_pooled"]] for r in runs])
+    out = {f"eval/{m}": np.array([[[r["final"][n][m] for n in names]] for r in runs]) for m in runs[0]["final"]["ood"]}
+    if "r2_ood_pooled" in runs[0]:
+        out["eval/r2_ood_pooled"] = np.array([[r["r2_ood_pooled"]] for r in runs])
     return out
 
 
@@ -426,6 +540,72 @@ def _write(path: Path, record: dict) -> None:
     tmp.replace(path)
 
 
+def _record_run(record: dict, chapter: str, figure: str, cfg, seed: int, translation, arrays) -> dict:
+    run = {
+        "figure": figure,
+        "model": getattr(cfg, "model", None),
+        "split": getattr(cfg, "split", None),
+        "world": {k: getattr(cfg, k) for k in world_fields(chapter)},
+        "seed": seed,
+        **summarise(chapter, cfg, arrays),
+        "translation": {"config": translation.config, "fields": translation.fields, "unmatched": translation.unmatched},
+        "row": tables.config_row(chapter, figure, results.config_dict(cfg)),
+    }
+    record["runs"][run_key(cfg, seed)] = run
+    return run
+
+
+def train_all(args, record: dict, out: Path) -> None:
+    """Train every (config, seed) of every seed set that the record lacks, ``args.jobs`` reference processes at a
+    time (book's seeds first, figures in :data:`CLAIM_FIGURES` order), writing the record after each run."""
+    chapter = args.chapter
+    todo = {}
+    for seeds in args.seeds:
+        _, by_figure = claim_configs(chapter, args.preset, seeds)
+        for figure, cfgs in by_figure.items():
+            for cfg in cfgs:
+                for seed in cfg.seeds:
+                    if run_key(cfg, seed) not in record["runs"]:
+                        todo.setdefault(run_key(cfg, seed), (figure, cfg, seed))
+    lock = threading.Lock()
+
+    def one(i, figure, cfg, seed):
+        translation = translate(chapter, cfg, seed)
+        start = time.perf_counter()
+        name = ", ".join(str(getattr(cfg, k)) for k in ("model", "split") if hasattr(cfg, k))
+        name = f"{figure}, {name}, seed {seed}"
+        print(f"[twin {chapter}] {i + 1}/{len(todo)}: {name} ...", flush=True)
+        arrays = train_reference(args.reference, args.python, translation, chapter == "teacher_student")
+        with lock:
+            run = _record_run(record, chapter, figure, cfg, seed, translation, arrays)
+            _write(out, record)
+        shown = ", ".join(f"{k} {v:.3g}" for k, v in tables.reference_headline(chapter, run).items())
+        print(f"  {i + 1}/{len(todo)} {name}: {shown}, {time.perf_counter() - start:.0f} s", flush=True)
+
+    failed = []
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        futures = [pool.submit(one, i, *job) for i, job in enumerate(todo.values())]
+        for future in concurrent.futures.as_completed(futures):
+            if future.exception() is not None:
+                failed.append(future.exception())
+                print(f"[twin {chapter}] {future.exception()}", flush=True)
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {len(todo)} reference runs failed; the record keeps the others")
+
+
+def train_ours(chapter: str, preset: str, seed_sets, workers=None, train=True) -> dict:
+    """Ours at the matched world (trained, or loaded from the store, by the runner): {seed set: {config: output}}."""
+    from compgen import runner
+
+    found = {}
+    for seeds in seed_sets:
+        sec, by_figure = claim_configs(chapter, preset, seeds)
+        configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
+        outputs = runner.run(sec, configs, workers=workers) if train else [runner.load(sec, c) for c in configs]
+        found[",".join(map(str, seeds))] = dict(zip(configs, outputs))
+    return found
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reference", type=Path, required=True, help=f"a checkout of {REPOSITORY} at {COMMIT[:10]}")
@@ -436,12 +616,24 @@ def main(argv=None) -> int:
         "--seeds", type=int, nargs="+", action="append", help="a seed set (repeat; default: the chapter's, and 31-33)"
     )
     parser.add_argument("--out", type=Path, help="default: book/search/twin_<chapter>.json")
+    parser.add_argument("--jobs", type=int, default=1, help="reference runs at a time (default 1)")
     parser.add_argument("--no-train", action="store_true", help="only judge the claims on the recorded runs")
+    parser.add_argument(
+        "--ours-only",
+        action="store_true",
+        help="only train ours at the matched world into the store (COMPGEN_RESULTS), with --workers processes",
+    )
+    parser.add_argument("--workers", type=int, help="the runner's worker processes for ours (default: its own)")
     args = parser.parse_args(argv)
     chapter = args.chapter
     if not args.seeds:
         _, by_figure = claim_configs(chapter, args.preset, None)
         args.seeds = [sorted({s for cs in by_figure.values() for c in cs for s in c.seeds}), list(SECOND_SET)]
+    if args.ours_only:
+        if not MATCHED.get((chapter, args.preset)):
+            parser.error(f"--ours-only: {chapter} at {args.preset} has no matched world (ours are the book's runs)")
+        train_ours(chapter, args.preset, args.seeds, args.workers)
+        return 0
     out = args.out or ROOT / "book" / "search" / f"twin_{chapter}.json"
     record = json.loads(out.read_text()) if out.exists() else {}
     record.update(
@@ -455,37 +647,8 @@ def main(argv=None) -> int:
         not_expressible=NOT_EXPRESSIBLE.get((chapter, args.preset), {}),
     )
     record.setdefault("runs", {})
-    for seeds in args.seeds:
-        _, by_figure = claim_configs(chapter, args.preset, seeds)
-        configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
-        for i, cfg in enumerate(configs):
-            for seed in cfg.seeds:
-                key = run_key(cfg, seed)
-                if key in record["runs"] or args.no_train:
-                    continue
-                translation = translate(chapter, cfg, seed)
-                start = time.perf_counter()
-                print(f"[twin {chapter}] config {i + 1}/{len(configs)}, seed {seed} ...", flush=True)
-                arrays = train_reference(args.reference, args.python, translation, chapter == "teacher_student")
-                figure = next(name for name, cs in by_figure.items() if cfg in cs)
-                record["runs"][key] = {
-                    "figure": figure,
-                    "model": getattr(cfg, "model", None),
-                    "split": getattr(cfg, "split", None),
-                    "world": {k: getattr(cfg, k) for k in WORLD_FIELDS[chapter]},
-                    "seed": seed,
-                    **summarise(chapter, cfg, arrays),
-                    "translation": {
-                        "config": translation.config,
-                        "fields": translation.fields,
-                        "unmatched": translation.unmatched,
-                    },
-                }
-                record["runs"][key]["row"] = tables.config_row(chapter, figure, results.config_dict(cfg))
-                _write(out, record)
-                headline = tables.reference_headline(chapter, record["runs"][key])
-                shown = ", ".join(f"{k} {v:.3g}" for k, v in headline.items())
-                print(f"  {shown}, {time.perf_counter() - start:.0f} s", flush=True)
+    if not args.no_train:
+        train_all(args, record, out)
     for seeds in args.seeds:  # every run's table row, from its config (records made before rows were kept too)
         for figure, cfgs in claim_configs(chapter, args.preset, seeds)[1].items():
             for cfg in cfgs:
@@ -498,16 +661,12 @@ def main(argv=None) -> int:
         s: _entries(reference_claims(chapter, args.preset, seeds, record)) for s, seeds in zip(sets, args.seeds)
     }
     if record["matched_world"]:  # ours at the same world, trained (or loaded) by the runner, judged the same way
-        from compgen import runner
-
+        trained = train_ours(chapter, args.preset, args.seeds, args.workers, train=not args.no_train)
         ours, rows = {}, []
         for s, seeds in zip(sets, args.seeds):
-            sec, by_figure = claim_configs(chapter, args.preset, seeds)
-            configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
-            outputs = dict(zip(configs, runner.run(sec, configs))) if not args.no_train else {}
-            output_of = lambda c: outputs.get(c) or runner.load(sec, c)  # noqa: E731
+            output_of = trained[s].get
             ours[s] = _entries(judge(chapter, args.preset, seeds, output_of))
-            for figure, cfgs in by_figure.items():
+            for figure, cfgs in claim_configs(chapter, args.preset, seeds)[1].items():
                 for cfg in cfgs:
                     if output_of(cfg) is not None:
                         values = tables.our_headline(chapter, cfg, output_of(cfg))

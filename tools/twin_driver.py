@@ -14,11 +14,12 @@ nothing from compgen. It calls the reference's own ``run_fewshot(cfg, logbook)``
 Usage: twin_driver.py --reference DIR --config config.json --out result.npz [--theory]
 
 The config is the reference's flat ml_collections dict (as tools/twin.py translates it) plus the keys
-``eval_every`` and ``eval_tasks``. The result holds ``log/<key>`` (n_logs,) for every scalar logged,
+``eval_every``, ``eval_tasks`` and ``twin_keep_adapted`` (whether to keep the adapted fast parameters; default
+true). The result holds ``log/<key>`` (n_logs,) for every scalar logged,
 ``log_step`` (n_logs,), ``adapted_test``/``adapted_ood`` (tasks, P) and ``codes_test``/``codes_ood``
-(tasks, ...) of the last evaluation, and ``wall_s``. With ``--theory`` the config is ``run_theory.py``'s dict,
-trained by that script's own ``run(cfg)``, whose ``wandb.log`` calls the stub records (``log/<key>``; nothing
-adapted).
+(tasks, ...) of the last evaluation where kept, and ``wall_s``. With ``--theory`` the config is
+``run_theory.py``'s dict, trained by that script's own ``run(cfg)``, whose ``wandb.log`` calls the stub records
+(``log/<key>``; nothing adapted).
 """
 
 from __future__ import annotations
@@ -61,10 +62,13 @@ def main(argv=None):
     parser.add_argument("--out", required=True)
     parser.add_argument("--theory", action="store_true", help="train with run_theory.py (teacher-student)")
     args = parser.parse_args(argv)
-    flat = json.loads(open(args.config).read())
+    args.reference = os.path.abspath(args.reference)  # before the chdir into it
+    with open(args.config) as f:
+        flat = json.load(f)
     if args.theory:
         return theory(args.reference, flat, os.path.abspath(args.out))
     eval_every, eval_tasks = flat.pop("eval_every"), flat.pop("eval_tasks")
+    keep_adapted = flat.pop("twin_keep_adapted", True)
     out = os.path.abspath(args.out)
 
     _stub_wandb()
@@ -104,7 +108,8 @@ def main(argv=None):
         def __init__(self, *a, **k):
             super().__init__(*a, **k)
             self.eval_every_n_steps = eval_every
-            super().add_callback(reference.CallbackEvent.STEP, adapt_and_keep)
+            if keep_adapted:
+                super().add_callback(reference.CallbackEvent.STEP, adapt_and_keep)
 
         def add_callback(self, onevent, callback_fn):
             if onevent == reference.CallbackEvent.STEP and callback_fn.__name__ in kept:

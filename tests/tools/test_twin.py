@@ -22,12 +22,17 @@ sys.modules["twin"] = twin
 spec.loader.exec_module(twin)
 
 
-@pytest.mark.parametrize("preset", ["quick", "paper"])
-def test_every_field_of_every_claim_config_is_translated_or_explained(preset):
-    _, by_figure = chapter_configs("hyperteacher", preset, None, twin.CLAIM_FIGURES["hyperteacher"])
+@pytest.mark.parametrize(
+    "chapter, preset",
+    [("hyperteacher", "quick"), ("hyperteacher", "paper"), ("preferences", "quick"), ("goals", "quick")],
+)
+def test_every_field_of_every_claim_config_is_translated_or_explained(chapter, preset):
+    _, by_figure = twin.claim_configs(
+        chapter, preset, None
+    )  # at the matched world where the preset's is not expressible
     for cfgs in by_figure.values():
         for cfg in cfgs:
-            t = twin.translate("hyperteacher", cfg, cfg.seeds[0])
+            t = twin.translate(chapter, cfg, cfg.seeds[0])
             assert [row[0] for row in t.fields] == [f.name for f in dataclasses.fields(cfg)]
             for ours, value, key, theirs in t.fields:
                 if key is not None:  # carried over (model and schedule under the reference's names)
@@ -75,8 +80,33 @@ def test_a_field_the_reference_fixes_otherwise_is_not_expressible():
     ):
         with pytest.raises(twin.NotExpressible, match=name):
             twin.translate("hyperteacher", dataclasses.replace(cfg, **change), 5)
-    with pytest.raises(twin.NotExpressible, match="preferences"):
-        twin.translate("preferences", cfg, 5)
+    with pytest.raises(twin.NotExpressible, match="incontext"):
+        twin.translate("incontext", cfg, 5)
+
+
+def test_the_grid_worlds_translate_at_the_nearest_world_the_reference_expresses():
+    # quick's own worlds are not expressible: the reference's room is 7x7, observed whole; its mazes are odd and > 5
+    pref = chapter_configs("preferences", "quick", [2020], ["fig4c"])[1]["fig4c"][0]
+    with pytest.raises(twin.NotExpressible, match="layout"):
+        twin.translate("preferences", pref, 2020)
+    goal = chapter_configs("goals", "quick", [2020], ["fig4ef"])[1]["fig4ef"][0]
+    with pytest.raises(twin.NotExpressible, match="grid = 5"):
+        twin.translate("goals", goal, 2020)
+    with pytest.raises(twin.NotExpressible, match="min_distance = 5"):
+        twin.translate("goals", dataclasses.replace(goal, grid=7, min_distance=5, demo_length=48), 2020)
+    # ... the matched worlds are, with our fields under the reference's names
+    pref = twin.claim_configs("preferences", "quick", [2020])[1]["fig4b"][1]
+    t = twin.translate("preferences", pref, 2020).config
+    assert (t["dataset_num_preferences"], t["dataset_num_features"], t["dataset_timelimit"]) == (6, 6, 4)
+    assert (t["dataset_task_support"], t["num_templates"], t["dataset"]) == (
+        "disconnected",
+        16,
+        "compositional_preference",
+    )
+    goal = twin.claim_configs("goals", "quick", [2020])[1]["fig4ef"][0]
+    t = twin.translate("goals", goal, 2020).config
+    assert (t["dataset_grid_size"], t["dataset_num_mazes"], t["dataset_num_objects"]) == (7, 2, 3)
+    assert t["schedule_outer"] is None and t["twin_keep_adapted"] is False  # no claim of goals reads R²
 
 
 FAKE_DRIVER = textwrap.dedent(
@@ -98,6 +128,10 @@ FAKE_DRIVER = textwrap.dedent(
     logs = {f"log/{s}_acc_outer": np.array([0.1, ood]) for s in ("valid", "test", "ood", "ood_1", "ood_2", "ood_4")}
     logs["log/test_acc_outer"] = np.array([0.1, 0.65])
     logs.update({k.replace("acc", "loss"): 1 - v for k, v in list(logs.items())})
+    logs.update({k.replace("acc", "acc_all"): v / 2 for k, v in list(logs.items()) if "acc" in k})
+    if not c["twin_keep_adapted"]:
+        np.savez(a.out, log_step=np.array([0, c["steps_outer"] - 1]), wall_s=1.5, **logs)
+        raise SystemExit
     rng = np.random.default_rng(c["seed"])
     codes = rng.integers(0, 2, (64, 2, c["dataset_num_experts"])).astype(np.float32)
     adapted = np.concatenate([codes.reshape(64, -1), rng.normal(size=(64, 3))], 1) if hnet else rng.normal(size=(64, 5))
@@ -214,3 +248,30 @@ def test_teacher_student_twins_judge_fig2c_on_both_implementations(tmp_path, mon
     assert len(ours) == n_configs and all(len(v["alignment"]) == 1 for v in ours.values())
     table = twin_tables.runs_table(record, {}, ours, (3,))
     assert "| alignment: ours, seeds 3 | authors', seeds 3 |" in table and table.count("\n") == n_configs + 1
+
+
+def test_goals_twins_judge_the_claims_at_the_matched_world(tmp_path, monkeypatch):
+    driver = tmp_path / "fake_driver.py"
+    driver.write_text(FAKE_DRIVER)
+    monkeypatch.setattr(twin, "DRIVER", driver)
+    monkeypatch.setitem(twin.CLAIM_FIGURES, "goals", ("fig4ef",))
+    monkeypatch.setitem(twin.MATCHED, ("goals", "smoke"), {"fig4ef": twin.GOALS_WORLD})
+    # ours at the matched world are the runner's (the teacher-student test trains them); none here
+    monkeypatch.setattr(
+        twin, "train_ours", lambda chapter, preset, sets, *a, **k: {",".join(map(str, s)): {} for s in sets}
+    )
+    out = tmp_path / "twin.json"
+    args = ["--reference", str(tmp_path), "--python", sys.executable, "--chapter", "goals", "--preset", "smoke"]
+    assert twin.main([*args, "--out", str(out), "--seeds", "2020", "--jobs", "2"]) == 0
+    record = json.loads(out.read_text())
+    assert len(record["runs"]) == 8 and record["matched_world"] == {"fig4ef": twin.GOALS_WORLD}
+    run = next(iter(record["runs"].values()))
+    assert run["world"]["grid"] == 7 and set(run["final"]["ood"]) == {"acc", "acc_all", "loss"}
+    verdict = {c["claim"]: c["verdict"] for c in record["claims"]["2020"] if c["figure"] in ("Fig. 4E", "Fig. A9")}
+    # the fake hypernetworks lead ANIL and MAML by 20 points of OOD accuracy (10 of optimal episodes) under random
+    # support, and lose it under non-compositional support
+    assert len(verdict) >= 4 and C.NOT_RUN not in verdict.values()
+    assert verdict["Linear hnet: higher OOD step accuracy on held-out goal combinations than ANIL and MAML"] == C.HOLDS
+    table = twin_tables.runs_table(record, {"hnet_linear": "Linear hnet"})
+    assert "| fig4ef | Linear hnet | random | 16, 4 | 6 × 2 |" in table
+    assert "optimal OOD episodes %: authors', seeds 2020" in table

@@ -111,43 +111,74 @@ def _cell(entry) -> str:
     return f"{SHORT[entry['verdict']]} {entry['ours']}"
 
 
+def _steps(fields) -> str:
+    return f"{fields['outer_steps']:,} × {fields['meta_batch']}"
+
+
+def _support(fields) -> str:
+    return fields["split"].replace("_", "-")
+
+
+# How a config appears in a chapter's twin table: {chapter: {column: config fields -> cell}} (after its figure).
+ROWS = {
+    "teacher_student": {
+        "masks": lambda f: f["masks"],
+        "distribution": lambda f: f["distribution"],
+        "student": lambda f: f"{f['hidden_factor']}x units, {f['module_factor']}x modules",
+        "steps × tasks": _steps,
+    },
+    "hyperteacher": {
+        "model": lambda f: f["model"],
+        "support": _support,
+        "M, K": lambda f: f"{f['n_modules']}, {f['max_hot']}",
+        "steps × tasks": _steps,
+    },
+    "preferences": {
+        "model": lambda f: f["model"],
+        "support": _support,
+        "M, K": lambda f: f"{f['n_modules']}, {f['max_hot']}",
+        "hidden": lambda f: str(f["hidden"]),
+        "steps × tasks": _steps,
+    },
+    "goals": {
+        "model": lambda f: f["model"],
+        "support": _support,
+        "hidden, T": lambda f: f"{f['hidden']}, {f['templates']}",
+        "steps × tasks": _steps,
+    },
+}
+# The final numbers a chapter's twin tables show: {chapter: {label: (metric, evaluation set or None, scale)}}.
+HEADLINES = {
+    "teacher_student": {"alignment": ("alignment", None, 1)},
+    "hyperteacher": {"OOD acc. %": ("accuracy", "ood", 100), "R²": ("r2_ood_pooled", None, 1)},
+    "preferences": {"OOD loss": ("loss", "ood", 1)},
+    "goals": {"OOD acc. %": ("acc", "ood", 100), "optimal OOD episodes %": ("acc_all", "ood", 100)},
+}
+
+
 def config_row(chapter: str, figure: str, fields: dict) -> dict:
     """How one config appears in a twin table (its figure and the fields that tell it apart), from its fields
     (``fields``: a config as a dict; seeds are not part of a row)."""
-    steps = f"{fields['outer_steps']:,} × {fields['meta_batch']}"
-    if chapter == "teacher_student":
-        student = f"{fields['hidden_factor']}x units, {fields['module_factor']}x modules"
-        return {
-            "figure": figure,
-            "masks": fields["masks"],
-            "distribution": fields["distribution"],
-            "student": student,
-            "steps × tasks": steps,
-        }
-    return {
-        "figure": figure,
-        "model": fields["model"],
-        "support": fields["split"].replace("_", "-"),
-        "M, K": f"{fields['n_modules']}, {fields['max_hot']}",
-        "steps × tasks": steps,
-    }
+    return {"figure": figure, **{column: cell(fields) for column, cell in ROWS[chapter].items()}}
 
 
 def reference_headline(chapter: str, run: dict) -> dict:
     """A reference run's final numbers as the twin tables show them (one value each)."""
-    if chapter == "teacher_student":
-        return {"alignment": run["final"]["alignment"]}
-    return {"OOD acc. %": 100 * run["final"]["ood"]["accuracy"], "R²": run["r2_ood_pooled"]}
+    out = {}
+    for label, (metric, set_name, scale) in HEADLINES[chapter].items():
+        value = run["final"][set_name][metric] if set_name else run["final"].get(metric, run.get(metric))
+        out[label] = scale * value
+    return out
 
 
 def our_headline(chapter: str, cfg, output) -> dict:
     """Our run's final numbers per seed, as :func:`reference_headline` names them."""
     from compgen.figures import final
 
-    if chapter == "teacher_student":
-        return {"alignment": final(output, "alignment")}
-    ood = cfg.eval_set_names().index("ood")
-    return {"OOD acc. %": final(output, "accuracy", ood, 100), "R²": final(output, "r2_ood_pooled")}
+    return {
+        label: final(output, metric, cfg.eval_set_names().index(set_name) if set_name else None, scale)
+        for label, (metric, set_name, scale) in HEADLINES[chapter].items()
+    }
 
 
 def runs_table(record: dict, labels: dict, ours: dict | None = None, ours_seeds=()) -> str:
@@ -164,7 +195,8 @@ def runs_table(record: dict, labels: dict, ours: dict | None = None, ours_seeds=
     head = list(first["row"])
     for n in names:
         mine = f"{n}: ours, {_label(','.join(map(str, ours_seeds)))}" if ours_seeds else f"{n}: ours"
-        head += ([mine] if ours is not None else []) + [f"authors', {_label(s)}" for s in sets]
+        theirs = [f"authors', {_label(s)}" if ours is not None else f"{n}: authors', {_label(s)}" for s in sets]
+        head += ([mine] if ours is not None else []) + theirs
     head.append("authors' minutes")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row, runs in groups.items():
