@@ -23,6 +23,7 @@
 #            the end (started from .twin/store.tgz if carried). Both at full float32 products, as on a CPU. The
 #            reference runs in TWIN_PYTHON (default PYTHON), its own packages (dm-haiku, ml_collections, jmp) carried
 #            as wheels in .twin/whl/.
+# TWIN_ARGS are passed on to tools/twin.py (e.g. "--figures fig4b --seeds 2020 2021 2022").
 # ONLY (space-separated step names) runs those steps alone; the others are listed as skipped.
 # The steps together never run longer than BUDGET_S seconds (default 470): a step's limit is cut to what is left.
 # Overrides (environment): OUT, SITE, JOBS, BUDGET_S, DEVICE_TIMEOUT, WHEELS_TIMEOUT, TESTS_TIMEOUT,
@@ -114,7 +115,7 @@ fi
 ONLY=${ONLY:-}
 TWIN_REFERENCE=${TWIN_REFERENCE:-}
 [[ -z $TWIN_REFERENCE && -d .twin/reference ]] && TWIN_REFERENCE=.twin/reference
-export TWIN_PYTHON=${TWIN_PYTHON:-$PYTHON} TWIN_CHAPTERS=${TWIN_CHAPTERS:-preferences goals} TWIN_JOBS=${TWIN_JOBS:-6} TWIN_WORKERS=${TWIN_WORKERS:-2}
+export TWIN_ARGS=${TWIN_ARGS:-} TWIN_PYTHON=${TWIN_PYTHON:-$PYTHON} TWIN_CHAPTERS=${TWIN_CHAPTERS:-preferences goals} TWIN_JOBS=${TWIN_JOBS:-6} TWIN_WORKERS=${TWIN_WORKERS:-2}
 export TWIN_REFERENCE
 
 START=$SECONDS
@@ -258,11 +259,11 @@ else
     pids=()
     for ch in $TWIN_CHAPTERS; do
       [[ -f book/search/twin_$ch.json ]] && cp "book/search/twin_$ch.json" "$OUT/twin_$ch.json"
-      "$PYTHON" tools/twin.py --chapter "$ch" --reference "$TWIN_REFERENCE" --ours-only --workers "$TWIN_WORKERS" \
+      "$PYTHON" tools/twin.py --chapter "$ch" --reference "$TWIN_REFERENCE" --ours-only --workers "$TWIN_WORKERS" $TWIN_ARGS \
         > >(sed -u "s/^/[ours $ch] /") 2>&1 &
       pids+=($!)
       "$PYTHON" tools/twin.py --chapter "$ch" --reference "$TWIN_REFERENCE" --python "$TWIN_PYTHON" --jobs "$TWIN_JOBS" \
-        --workers "$TWIN_WORKERS" --out "$OUT/twin_$ch.json" 2>&1 &
+        --workers "$TWIN_WORKERS" --out "$OUT/twin_$ch.json" $TWIN_ARGS 2>&1 &
       pids+=($!)
     done
     trap "kill \${pids[*]} \$packer 2>/dev/null; sleep 2; pack; exit 124" TERM

@@ -563,7 +563,7 @@ def train_all(args, record: dict, out: Path) -> None:
     for seeds in args.seeds:
         _, by_figure = claim_configs(chapter, args.preset, seeds)
         for figure, cfgs in by_figure.items():
-            for cfg in cfgs:
+            for cfg in cfgs if figure in (args.figures or by_figure) else ():
                 for seed in cfg.seeds:
                     if run_key(cfg, seed) not in record["runs"]:
                         todo.setdefault(run_key(cfg, seed), (figure, cfg, seed))
@@ -572,8 +572,8 @@ def train_all(args, record: dict, out: Path) -> None:
     def one(i, figure, cfg, seed):
         translation = translate(chapter, cfg, seed)
         start = time.perf_counter()
-        name = ", ".join(str(getattr(cfg, k)) for k in ("model", "split") if hasattr(cfg, k))
-        name = f"{figure}, {name}, seed {seed}"
+        fields = [str(getattr(cfg, k)) for k in ("model", "split", "distribution") if hasattr(cfg, k)]
+        name = ", ".join([figure, *fields, f"seed {seed}"])
         print(f"[twin {chapter}] {i + 1}/{len(todo)}: {name} ...", flush=True)
         arrays = train_reference(args.reference, args.python, translation, chapter == "teacher_student")
         with lock:
@@ -593,16 +593,18 @@ def train_all(args, record: dict, out: Path) -> None:
         raise RuntimeError(f"{len(failed)} of {len(todo)} reference runs failed; the record keeps the others")
 
 
-def train_ours(chapter: str, preset: str, seed_sets, workers=None, train=True) -> dict:
-    """Ours at the matched world (trained, or loaded from the store, by the runner): {seed set: {config: output}}."""
+def train_ours(chapter: str, preset: str, seed_sets, workers=None, train=True, figures=None) -> dict:
+    """Ours at the matched world: {seed set: {config: output or None}}, the configs of ``figures`` (default: all)
+    trained or loaded by the runner when ``train``, every other config loaded from the store if it is there."""
     from compgen import runner
 
     found = {}
     for seeds in seed_sets:
         sec, by_figure = claim_configs(chapter, preset, seeds)
         configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
-        outputs = runner.run(sec, configs, workers=workers) if train else [runner.load(sec, c) for c in configs]
-        found[",".join(map(str, seeds))] = dict(zip(configs, outputs))
+        chosen = [c for f, cs in by_figure.items() if train and f in (figures or by_figure) for c in cs]
+        outputs = dict(zip(chosen, runner.run(sec, list(dict.fromkeys(chosen)), workers=workers))) if chosen else {}
+        found[",".join(map(str, seeds))] = {c: outputs[c] if c in outputs else runner.load(sec, c) for c in configs}
     return found
 
 
@@ -624,15 +626,21 @@ def main(argv=None) -> int:
         help="only train ours at the matched world into the store (COMPGEN_RESULTS), with --workers processes",
     )
     parser.add_argument("--workers", type=int, help="the runner's worker processes for ours (default: its own)")
+    parser.add_argument(
+        "--figures", nargs="+", help="train only these claim figures (default: all); the claims read the whole record"
+    )
     args = parser.parse_args(argv)
     chapter = args.chapter
+    unknown = set(args.figures or ()) - set(CLAIM_FIGURES[chapter])
+    if unknown:
+        parser.error(f"--figures: {sorted(unknown)} not among {chapter}'s claim figures {CLAIM_FIGURES[chapter]}")
     if not args.seeds:
         _, by_figure = claim_configs(chapter, args.preset, None)
         args.seeds = [sorted({s for cs in by_figure.values() for c in cs for s in c.seeds}), list(SECOND_SET)]
     if args.ours_only:
         if not MATCHED.get((chapter, args.preset)):
             parser.error(f"--ours-only: {chapter} at {args.preset} has no matched world (ours are the book's runs)")
-        train_ours(chapter, args.preset, args.seeds, args.workers)
+        train_ours(chapter, args.preset, args.seeds, args.workers, figures=args.figures)
         return 0
     out = args.out or ROOT / "book" / "search" / f"twin_{chapter}.json"
     record = json.loads(out.read_text()) if out.exists() else {}
@@ -653,15 +661,15 @@ def main(argv=None) -> int:
         for figure, cfgs in claim_configs(chapter, args.preset, seeds)[1].items():
             for cfg in cfgs:
                 for seed in cfg.seeds:
-                    if run_key(cfg, seed) in record["runs"]:
-                        row = tables.config_row(chapter, figure, results.config_dict(cfg))
-                        record["runs"][run_key(cfg, seed)]["row"] = row
+                    run = record["runs"].get(run_key(cfg, seed))
+                    if run is not None and (run["figure"] == figure or "row" not in run):  # a shared config: its own
+                        run["row"] = tables.config_row(chapter, figure, results.config_dict(cfg))
     sets = [",".join(map(str, seeds)) for seeds in args.seeds]
     record["claims"] = {
         s: _entries(reference_claims(chapter, args.preset, seeds, record)) for s, seeds in zip(sets, args.seeds)
     }
     if record["matched_world"]:  # ours at the same world, trained (or loaded) by the runner, judged the same way
-        trained = train_ours(chapter, args.preset, args.seeds, args.workers, train=not args.no_train)
+        trained = train_ours(chapter, args.preset, args.seeds, args.workers, not args.no_train, args.figures)
         ours, rows = {}, []
         for s, seeds in zip(sets, args.seeds):
             output_of = trained[s].get

@@ -254,17 +254,17 @@ def test_goals_twins_judge_the_claims_at_the_matched_world(tmp_path, monkeypatch
     driver = tmp_path / "fake_driver.py"
     driver.write_text(FAKE_DRIVER)
     monkeypatch.setattr(twin, "DRIVER", driver)
-    monkeypatch.setitem(twin.CLAIM_FIGURES, "goals", ("fig4ef",))
-    monkeypatch.setitem(twin.MATCHED, ("goals", "smoke"), {"fig4ef": twin.GOALS_WORLD})
+    monkeypatch.setitem(twin.MATCHED, ("goals", "smoke"), {"fig4ef": twin.GOALS_WORLD, "figa10": twin.GOALS_WORLD})
     # ours at the matched world are the runner's (the teacher-student test trains them); none here
     monkeypatch.setattr(
         twin, "train_ours", lambda chapter, preset, sets, *a, **k: {",".join(map(str, s)): {} for s in sets}
     )
     out = tmp_path / "twin.json"
     args = ["--reference", str(tmp_path), "--python", sys.executable, "--chapter", "goals", "--preset", "smoke"]
-    assert twin.main([*args, "--out", str(out), "--seeds", "2020", "--jobs", "2"]) == 0
+    assert twin.main([*args, "--out", str(out), "--seeds", "2020", "--jobs", "2", "--figures", "fig4ef"]) == 0
     record = json.loads(out.read_text())
-    assert len(record["runs"]) == 8 and record["matched_world"] == {"fig4ef": twin.GOALS_WORLD}
+    assert len(record["runs"]) == 8 and {r["figure"] for r in record["runs"].values()} == {"fig4ef"}
+    assert "Fig. A10" in {c["figure"] for c in record["claims"]["2020"]}  # judged on what the record holds
     run = next(iter(record["runs"].values()))
     assert run["world"]["grid"] == 7 and set(run["final"]["ood"]) == {"acc", "acc_all", "loss"}
     verdict = {c["claim"]: c["verdict"] for c in record["claims"]["2020"] if c["figure"] in ("Fig. 4E", "Fig. A9")}

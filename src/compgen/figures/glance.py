@@ -154,6 +154,12 @@ def _html_table(name: str, group: list, columns: list) -> str:
     return f"{table}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+# Chapters whose claims have no twin, with why (the column shows "n/a", the reason on hover).
+NOT_TWINNED = {
+    "incontext": "not a claim of the paper, and the authors' run_fewshot.py trains no in-context learner to compare",
+}
+
+
 def page(preset="quick", seeds=None, second_set=None, twins=None) -> str:
     """The page's markdown: how it was built, the counts of verdicts, and one compact table per chapter; with
     ``second_set`` (the path of a record of ``tools/second_set.py`` at ``preset``), a column of the verdicts on
@@ -186,6 +192,8 @@ def page(preset="quick", seeds=None, second_set=None, twins=None) -> str:
         if twins:
             link = f"{name}.html#twin-{name.replace('_', '-')}"
             cells = [twin_.glance_cell(twin_records.get(name), c, link) for c in group]
+            if name in NOT_TWINNED:
+                cells = [f'<span title="{html.escape(NOT_TWINNED[name])}">n/a</span>'] * len(group)
             columns.append(("authors' code", cells, "twin"))
         parts.append(f"**{TITLES[name]}**\n\n" + _html_table(name, group, columns))
     return "\n\n".join(parts)
@@ -199,5 +207,5 @@ def _twin_summary(records: dict) -> str:
         "of the authors' implementation (`smonsays/modular-hyperteacher`) trained at the same configs "
         "(`tools/twin.py`): one mark per seed set, the book's first, each linked to the chapter's twin table. "
         f"Chapters with twin runs: {done}. ✓ holds, ✗ not reproduced at this preset, – not run (no twin), n/e not "
-        "expressible in the authors' code (hover for why)."
+        "expressible in the authors' code, n/a no twin to run (hover for why)."
     )
