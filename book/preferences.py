@@ -64,8 +64,8 @@ if "google.colab" in sys.modules:
 
 # %%
 from compgen import figures
+from compgen.figures import glance, search, twin
 from compgen.figures import preferences as chapter
-from compgen.figures import search
 
 figures.check_parameters(globals())
 
@@ -378,3 +378,32 @@ figures.show(chapter.diagnosis(runs, "random"), chapter.diagnosis(runs, "non_com
 # steps (above) every learner's loss is still falling, the hypernetworks' faster than ANIL's. As the 2,500- and
 # 3,000-step rows suggest, a longer budget widens the nonlinear hypernetwork's lead; no budget of the search
 # brought the linear one below ANIL.
+
+# %% [markdown]
+# (twin-preferences)=
+# ## Appendix: the same configs with the authors' code
+#
+# `tools/twin.py` translates every config of this chapter's claims (Fig. 4B, 4C, A8) field by field into the
+# authors' `compositional_preference` world (`smonsays/modular-hyperteacher`, `run_fewshot.py`), trains it with
+# their code and judges the claims on its numbers with this chapter's own claims code. That world cannot express
+# `quick`'s: its room is always the paper's 7 × 7 layout, observed whole (colour one-hots, agent and walls: 392
+# inputs here), and each evaluation task has one query demonstration. The twins therefore run at the nearest world
+# it expresses, **the 7 × 7 room observed whole with one query demonstration per evaluation task**, everything else
+# as `quick` ($M = 6$ modules over 6 colours, 2 objects, demonstrations of 4 steps from 4 backups, the same learners,
+# steps, tasks and rates), and **ours are trained at that same world**. The preference modules of a seed are the
+# same numbers in both codes, and so are the random split and the connected and disconnected supports (18 and 12
+# training pairs, the same 3 OOD pairs). The mapping, field by field, is in `tools/twin_grid_worlds.md`.
+#
+# The claims table gives each verdict on both seed sets, the second table each config's OOD loss in both codes.
+
+# %%
+figures.show(
+    twin.appendix(
+        "search/twin_preferences.json",
+        preset,
+        runs,
+        chapter.claims(runs),
+        glance.load_second_set("search/second_set.json", preset),
+        chapter.MODEL_LABELS,
+    )
+)
