@@ -244,9 +244,9 @@ def test_teacher_student_twins_judge_fig2c_on_both_implementations(tmp_path, mon
         c["verdict"] != C.NOT_RUN for c in ours if c["figure"] == "Fig. 2C"
     )
     # ours at the matched world sit beside the reference's, row by row
-    ours = twin_tables._ours_by_row(record, type("Runs", (), {"seeds": (3,)})())
-    assert len(ours) == n_configs and all(len(v["alignment"]) == 1 for v in ours.values())
-    table = twin_tables.runs_table(record, {}, ours, (3,))
+    ours = twin_tables.ours_by_set(record, type("Runs", (), {"seeds": (3,)})())
+    assert len(ours["3"]) == n_configs and all(len(v["alignment"]) == 1 for v in ours["3"].values())
+    table = twin_tables.runs_table(record, {}, ours)
     assert "| alignment: ours, seeds 3 | authors', seeds 3 |" in table and table.count("\n") == n_configs + 1
 
 

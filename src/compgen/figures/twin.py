@@ -181,11 +181,12 @@ def our_headline(chapter: str, cfg, output) -> dict:
     }
 
 
-def runs_table(record: dict, labels: dict, ours: dict | None = None, ours_seeds=()) -> str:
-    """A markdown table, one row per config: the mean ± sd (seeds) of each headline number, ours on the chapter's
-    seeds (``ours``: {row as a tuple of items: {name: per-seed values}}) beside the reference's on each seed set,
-    and the reference's minutes."""
+def runs_table(record: dict, labels: dict, ours: dict | None = None) -> str:
+    """A markdown table, one row per config: the mean ± sd (seeds) of each headline number, ours beside the
+    reference's on each seed set where we have them (``ours``: {seed set as in the record's claims: {row as a tuple
+    of items: {name: per-seed values}}}), and the reference's minutes."""
     chapter = record["chapter"]
+    ours = ours or {}
     groups = defaultdict(list)
     for run in record["runs"].values():
         groups[tuple(run["row"].items())].append(run)
@@ -194,19 +195,19 @@ def runs_table(record: dict, labels: dict, ours: dict | None = None, ours_seeds=
     names = list(reference_headline(chapter, first))
     head = list(first["row"])
     for n in names:
-        mine = f"{n}: ours, {_label(','.join(map(str, ours_seeds)))}" if ours_seeds else f"{n}: ours"
-        theirs = [f"authors', {_label(s)}" if ours is not None else f"{n}: authors', {_label(s)}" for s in sets]
-        head += ([mine] if ours is not None else []) + theirs
+        for i, s in enumerate(sets):
+            who = ["ours", "authors'"] if s in ours else ["authors'"]
+            head += [f"{n}: {w}, {_label(s)}" if i == j == 0 else f"{w}, {_label(s)}" for j, w in enumerate(who)]
     head.append("authors' minutes")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row, runs in groups.items():
         cells = [labels.get(v, v) if k == "model" else str(v) for k, v in row]
         for n in names:
             digits = 1 if "%" in n else 2
-            if ours is not None:
-                mine = ours.get(row)
-                cells.append(_mean_sd(list(mine[n]), digits) if mine else "–")
             for s in sets:
+                if s in ours:
+                    mine = ours[s].get(row)
+                    cells.append(_mean_sd(list(mine[n]), digits) if mine else "–")
                 on = [r for r in runs if str(r["seed"]) in s.split(",")]
                 cells.append(_mean_sd([reference_headline(chapter, r)[n] for r in on], digits))
         cells.append(f"{sum(r['wall_s'] for r in runs) / 60:.0f}")
@@ -214,13 +215,16 @@ def runs_table(record: dict, labels: dict, ours: dict | None = None, ours_seeds=
     return "\n".join(lines)
 
 
-def _ours_by_row(record: dict, runs) -> dict:
-    """Our numbers per table row: those the tool trained at the twins' matched world (the record's
-    ``ours_matched_rows``, on the chapter's seeds), else the chapter's own runs."""
+def ours_by_set(record: dict, runs) -> dict:
+    """Our numbers per seed set and table row: those the tool trained at the twins' matched world (the record's
+    ``ours_matched_rows``, every seed set), else the chapter's own runs (``runs``, on the chapter's seeds)."""
     if record.get("matched_world"):
-        rows = [r for r in record.get("ours_matched_rows", []) if tuple(r["seeds"]) == tuple(runs.seeds)]
-        return {tuple(r["row"].items()): r["values"] for r in rows}
-    return our_rows(record["chapter"], runs, {r["row"]["figure"] for r in record["runs"].values()})
+        found = defaultdict(dict)
+        for r in record.get("ours_matched_rows", []):
+            found[",".join(map(str, r["seeds"]))][tuple(r["row"].items())] = r["values"]
+        return dict(found)
+    figures = {r["row"]["figure"] for r in record["runs"].values()}
+    return {",".join(map(str, runs.seeds)): our_rows(record["chapter"], runs, figures)}
 
 
 def our_rows(chapter: str, runs, figures) -> dict:
@@ -272,7 +276,7 @@ def appendix(path, preset: str, runs, ours: list, second_set: dict | None, label
         "",
         claims_table(record, ours, second_set),
         "",
-        runs_table(record, labels, _ours_by_row(record, runs), runs.seeds),
+        runs_table(record, labels, ours_by_set(record, runs)),
         "",
         "What the translation cannot match (every field of every config is listed, with the reference's key or "
         "the reason, in the record):",
