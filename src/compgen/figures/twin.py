@@ -263,7 +263,8 @@ def appendix(path, preset: str, runs, ours: list, second_set: dict | None, label
     of another preset than the chapter's is named, not compared."""
     record = load_twin(path)
     if record is None:
-        return f"No twin record (`{path}`): run `make twin REFERENCE=<checkout>` (see `tools/twin.py`)."
+        chapter = Path(path).stem.removeprefix("twin_")
+        return f"No twin record yet (`{path}`): `make twin REFERENCE=<checkout> CHAPTER={chapter}` makes it."
     if record.get("preset") != preset:
         return (
             f"The twin record (`{path}`) was made at preset `{record.get('preset')}`; this build is at `{preset}`, "
