@@ -167,9 +167,9 @@ twin-env: ## a separate virtualenv (.venv-twin) with the reference's dependencie
 	$(TWIN_VENV)/bin/pip install -q -r tools/twin-requirements.txt
 	@echo "twin environment ready: $(TWIN_VENV) (reference at $(REFERENCE))"
 
-twin: $(INSTALL_STAMP) ## train a chapter's claim configs with the reference: make twin REFERENCE=<checkout> [CHAPTER=hyperteacher]
+twin: $(INSTALL_STAMP) ## train a chapter's claim configs with the reference: make twin REFERENCE=<checkout> [CHAPTER=hyperteacher] [TWIN_ARGS="--jobs 2"]
 	@test -x $(TWIN_VENV)/bin/python || { echo "run make twin-env REFERENCE=<checkout> first"; exit 2; }
-	$(BIN)/python tools/twin.py --reference "$(REFERENCE)" --python $(TWIN_VENV)/bin/python --chapter $(CHAPTER) $(TWIN_SEEDS)
+	$(BIN)/python tools/twin.py --reference "$(REFERENCE)" --python $(TWIN_VENV)/bin/python --chapter $(CHAPTER) $(TWIN_SEEDS) $(TWIN_ARGS)
 
 clean: ## remove executed notebooks and _build (keeps .venv and results/)
 	rm -rf _build book/*.ipynb book/.params
