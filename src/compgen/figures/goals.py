@@ -273,7 +273,7 @@ def _figa10_claims(runs):
     found = []
     for m in HNETS:
         cfgs, _, _, grid = size_grid(runs, "figa10", m, metric)
-        if not cfgs:
+        if not cfgs or len(cfgs) < len(runs.configs("figa10", model=m)):  # a sweep with cells missing: not judged
             continue
         spread = float(np.nanmax(grid) - np.nanmin(grid))
         check = C.lower(np.array([spread]), np.array([LEAD]))

@@ -357,7 +357,7 @@ def _figa8_claims(runs: Runs):
     found = []
     for m in HNETS:
         cfgs, hidden, templates, grid = size_grid(runs, "figa8", m, loss, best=min)
-        if not cfgs:
+        if not cfgs or len(cfgs) < len(runs.configs("figa8", model=m)):  # a sweep with cells missing: not judged
             continue
         smallest, largest = grid[0, 0], grid[-1, -1]
         check = C.lower(np.array([largest]), np.array([smallest * (1 + RELATIVE)]))
