@@ -612,7 +612,8 @@ def train_ours(chapter: str, preset: str, seed_sets, workers=None, train=True, f
         sec, by_figure = claim_configs(chapter, preset, seeds)
         configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
         chosen = [c for f, cs in by_figure.items() if train and f in (figures or by_figure) for c in cs]
-        outputs = dict(zip(chosen, runner.run(sec, list(dict.fromkeys(chosen)), workers=workers))) if chosen else {}
+        chosen = list(dict.fromkeys(chosen))  # a config shared by two figures trains once
+        outputs = dict(zip(chosen, runner.run(sec, chosen, workers=workers))) if chosen else {}
         found[",".join(map(str, seeds))] = {c: outputs[c] if c in outputs else runner.load(sec, c) for c in configs}
     return found
 

@@ -275,3 +275,20 @@ def test_goals_twins_judge_the_claims_at_the_matched_world(tmp_path, monkeypatch
     table = twin_tables.runs_table(record, {"hnet_linear": "Linear hnet"})
     assert "| fig4ef | Linear hnet | random | 16, 4 | 6 × 2 |" in table
     assert "optimal OOD episodes %: authors', seeds 2020" in table
+
+
+def test_ours_at_the_matched_world_keeps_each_configs_own_output(monkeypatch):
+    # Fig. A10's first cell is Fig. 4E/F's linear hnet under random support: one config in two figures, trained once
+    from compgen import runner
+
+    trained = []
+
+    def fake_run(sec, configs, workers=None):
+        trained.extend(configs)
+        return [{"config": c} for c in configs]
+
+    monkeypatch.setattr(runner, "run", fake_run)
+    monkeypatch.setattr(runner, "load", lambda sec, c: pytest.fail("loaded a config it was asked to train"))
+    found = twin.train_ours("goals", "quick", [[2020]])["2020"]
+    assert len(trained) == len(set(trained)) == len(found)
+    assert all(output["config"] == cfg for cfg, output in found.items())
