@@ -564,18 +564,23 @@ def _record_run(record: dict, chapter: str, figure: str, cfg, seed: int, transla
     return run
 
 
+def seed_runs(chapter: str, preset: str, seed_sets):
+    """Every (figure, config, seed) of the chapter's claim figures on each seed set, in training order."""
+    for seeds in seed_sets:
+        for figure, cfgs in claim_configs(chapter, preset, seeds)[1].items():
+            for cfg in cfgs:
+                for seed in cfg.seeds:
+                    yield figure, cfg, seed
+
+
 def train_all(args, record: dict, out: Path) -> None:
     """Train every (config, seed) of every seed set that the record lacks, ``args.jobs`` reference processes at a
     time (book's seeds first, figures in :data:`CLAIM_FIGURES` order), writing the record after each run."""
     chapter = args.chapter
     todo = {}
-    for seeds in args.seeds:
-        _, by_figure = claim_configs(chapter, args.preset, seeds)
-        for figure, cfgs in by_figure.items():
-            for cfg in cfgs if figure in (args.figures or by_figure) else ():
-                for seed in cfg.seeds:
-                    if run_key(cfg, seed) not in record["runs"]:
-                        todo.setdefault(run_key(cfg, seed), (figure, cfg, seed))
+    for figure, cfg, seed in seed_runs(chapter, args.preset, args.seeds):
+        if figure in (args.figures or CLAIM_FIGURES[chapter]) and run_key(cfg, seed) not in record["runs"]:
+            todo.setdefault(run_key(cfg, seed), (figure, cfg, seed))
     lock = threading.Lock()
 
     def one(i, figure, cfg, seed):
@@ -667,13 +672,10 @@ def main(argv=None) -> int:
     record.setdefault("runs", {})
     if not args.no_train:
         train_all(args, record, out)
-    for seeds in args.seeds:  # every run's table row, from its config (records made before rows were kept too)
-        for figure, cfgs in claim_configs(chapter, args.preset, seeds)[1].items():
-            for cfg in cfgs:
-                for seed in cfg.seeds:
-                    run = record["runs"].get(run_key(cfg, seed))
-                    if run is not None and (run["figure"] == figure or "row" not in run):  # a shared config: its own
-                        run["row"] = tables.config_row(chapter, figure, results.config_dict(cfg))
+    for figure, cfg, seed in seed_runs(chapter, args.preset, args.seeds):  # every run's table row, from its config
+        run = record["runs"].get(run_key(cfg, seed))
+        if run is not None and (run["figure"] == figure or "row" not in run):  # a shared config: its own figure's
+            run["row"] = tables.config_row(chapter, figure, results.config_dict(cfg))
     sets = [",".join(map(str, seeds)) for seeds in args.seeds]
     record["claims"] = {
         s: _entries(reference_claims(chapter, args.preset, seeds, record)) for s, seeds in zip(sets, args.seeds)

@@ -119,6 +119,14 @@ def _support(fields) -> str:
     return fields["split"].replace("_", "-")
 
 
+def _model(fields) -> str:
+    return fields["model"]
+
+
+def _modules_hot(fields) -> str:
+    return f"{fields['n_modules']}, {fields['max_hot']}"
+
+
 # How a config appears in a chapter's twin table: {chapter: {column: config fields -> cell}} (after its figure).
 ROWS = {
     "teacher_student": {
@@ -128,20 +136,20 @@ ROWS = {
         "steps × tasks": _steps,
     },
     "hyperteacher": {
-        "model": lambda f: f["model"],
+        "model": _model,
         "support": _support,
-        "M, K": lambda f: f"{f['n_modules']}, {f['max_hot']}",
+        "M, K": _modules_hot,
         "steps × tasks": _steps,
     },
     "preferences": {
-        "model": lambda f: f["model"],
+        "model": _model,
         "support": _support,
-        "M, K": lambda f: f"{f['n_modules']}, {f['max_hot']}",
+        "M, K": _modules_hot,
         "hidden": lambda f: str(f["hidden"]),
         "steps × tasks": _steps,
     },
     "goals": {
-        "model": lambda f: f["model"],
+        "model": _model,
         "support": _support,
         "hidden, T": lambda f: f"{f['hidden']}, {f['templates']}",
         "steps × tasks": _steps,
