@@ -101,7 +101,7 @@ TINY = dict(
 
 CHILD = """
 import json, os, signal, sys
-from compgen import runner
+from compgen import results, runner
 from compgen.experiments import teacher_student as ts
 from compgen.section import make_config
 
@@ -110,8 +110,8 @@ def log(line):
     if sys.argv[1] == "kill" and line.startswith("[checkpoint] saved"):
         os.kill(os.getpid(), signal.SIGKILL)
 
-runner.train_and_store(ts.SECTION, [make_config(ts.SECTION, "smoke", **json.loads(sys.argv[2]))], log,
-                       checkpoint_every=1)
+config = make_config(ts.SECTION, "smoke", **json.loads(sys.argv[2]))
+runner.train_and_store(ts.SECTION, [config], results.Store.default(), log, checkpoint_every=1)
 """
 
 
@@ -125,8 +125,8 @@ def test_killed_training_resumes_with_identical_results(tmp_path, monkeypatch):
     config = make_config(ts.SECTION, "smoke", **TINY)
     monkeypatch.setenv("COMPGEN_RESULTS", str(store))
     monkeypatch.delenv("COMPGEN_CHECKPOINTS", raising=False)
-    assert results.load("teacher_student", config, code=ts.SECTION.code) is None
-    folder = checkpoint.run_dir("teacher_student", [results.config_hash(config, ts.SECTION.code)])
+    assert results.Store.default().load(ts.SECTION, config) is None
+    folder = results.Store.default().checkpoint_dir(ts.SECTION, config)
     saved = sorted(p.name for p in folder.iterdir())
     assert saved == ["step-0000000002.ckpt"], saved
     # A newer checkpoint whose write was cut short (as a non-atomic writer could leave): must be skipped.
@@ -136,11 +136,11 @@ def test_killed_training_resumes_with_identical_results(tmp_path, monkeypatch):
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "ignoring step-0000000004.ckpt" in resumed.stdout and "resumed from step 2/6" in resumed.stdout
     assert not folder.exists()  # removed once the results are stored
-    arrays, _ = results.load("teacher_student", config, code=ts.SECTION.code)
+    arrays, _ = results.Store.default().load(ts.SECTION, config)
 
     monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path / "reference"))
-    runner.train_and_store(ts.SECTION, [config], log=lambda _: None, checkpoint_every=0)
-    reference, _ = results.load("teacher_student", config, code=ts.SECTION.code)
+    runner.train_and_store(ts.SECTION, [config], results.Store.default(), log=lambda _: None, checkpoint_every=0)
+    reference, _ = results.Store.default().load(ts.SECTION, config)
     assert sorted(arrays) == sorted(reference)
     for name in reference:
         assert np.array_equal(arrays[name], reference[name], equal_nan=True), name

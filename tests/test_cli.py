@@ -5,6 +5,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from compgen import cli
@@ -45,7 +46,7 @@ def test_show_prints_every_config_of_a_figure_with_its_hash_and_fields(capsys):
     assert cli.main(SHOW_FIG3B) == 0
     out = capsys.readouterr().out
     for cfg in configs:
-        assert f"{sec.label(cfg)}\n  hash {results.config_hash(cfg, sec.code)}\n" in out
+        assert f"{sec.label(cfg)}\n  hash {results.config_hash(cfg, sec.fingerprint)}\n" in out
     assert out.count("\n  hash ") == 8 and out.count("    split = 'random'") == 4
     assert "  * outer_steps = 20 (paper 200000)" in out  # smoke's budget, marked against the paper's
 
@@ -96,6 +97,26 @@ def test_run_writes_to_the_store(store, capsys):
     assert "| run | metric |" in capsys.readouterr().out
     assert cli.main(args) == 0
     assert "reusing" in capsys.readouterr().out
+
+
+def test_store_lists_current_and_stale_runs_and_removes_the_stale_ones(store, capsys):
+    from types import SimpleNamespace
+
+    from compgen import experiments, results
+    from compgen.section import make_config
+
+    sec = experiments.get("teacher_student")
+    cfg = make_config(sec, "smoke")
+    old_code = SimpleNamespace(name=sec.name, fingerprint="0123456789ab")
+    results.Store(store).save(sec, cfg, {"x": np.zeros(1)}, 1.0)
+    stale = results.Store(store).save(old_code, cfg, {"x": np.zeros(1)}, 1.0)
+    assert cli.main(["store", "--verbose"]) == 0
+    out = capsys.readouterr().out
+    assert "teacher_student: 1 current, 1 stale" in out and f"{stale.stem}  fingerprint 0123456789ab" in out
+    assert "hyperteacher: 0 current, 0 stale" in out
+    assert cli.main(["store", "--remove-stale"]) == 0
+    assert "removed 1 stale run(s)" in capsys.readouterr().out
+    assert not stale.exists() and results.Store(store).load(sec, cfg) is not None
 
 
 def test_a_diverging_run_exits_non_zero_and_is_not_stored(store, capsys):

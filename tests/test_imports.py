@@ -1,18 +1,14 @@
 """The library's modules form layers: a module imports only from its own layer or the ones below, and no group of
 modules imports itself in a cycle (imports inside functions count too)."""
 
-import ast
-from pathlib import Path
-
-import compgen
-
-PACKAGE = Path(compgen.__file__).parent
+from compgen import fingerprint
 
 # Lowest first. A module's layer is the first whose prefixes match its name.
 LAYERS = [
     (
         "compgen",
         "compgen.params",
+        "compgen.fingerprint",
         "compgen.precision",
         "compgen.rng",
         "compgen.initializers",
@@ -39,12 +35,7 @@ LAYERS = [
 ]
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+MODULES = {name: fingerprint.module_path(name) for name in fingerprint.library_modules()}
 
 
 def layer(name: str) -> int:
@@ -54,17 +45,7 @@ def layer(name: str) -> int:
     raise AssertionError(f"{name} is in no layer of tests/test_imports.py")
 
 
-def imports(name: str) -> set:
-    """The library modules ``name`` imports (anywhere in the file)."""
-    found = set()
-    for node in ast.walk(ast.parse(MODULES[name].read_text())):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.startswith("compgen"))
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("compgen"):
-            for alias in node.names:
-                target = f"{node.module}.{alias.name}"
-                found.add(target if target in MODULES else node.module)
-    return {m for m in found if m != name}
+imports = fingerprint.imports  # the library modules a module imports, anywhere in its file
 
 
 def test_every_module_is_in_a_layer():

@@ -7,15 +7,15 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import compgen
-from compgen import metrics, results, rng
+from compgen import results
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,30 +24,38 @@ class ToyConfig:
     seeds: tuple = (1, 2)
 
 
-def _save(root, config=ToyConfig(), value=0.0):
-    return results.save("toy", config, {"x": np.full(3, value)}, 0.5, root=root, code=(metrics,))
+TOY = SimpleNamespace(name="toy", fingerprint="c0de00000001")  # a section: its name and its code's fingerprint
+OTHER_CODE = SimpleNamespace(name="toy", fingerprint="c0de00000002")
+OTHER_SECTION = SimpleNamespace(name="other", fingerprint=TOY.fingerprint)
 
 
-def _load(root, config=ToyConfig(), log=print):
-    return results.load("toy", config, root=root, code=(metrics,), log=log)
+def _save(root, config=ToyConfig(), value=0.0, section=TOY):
+    return results.Store(root).save(section, config, {"x": np.full(3, value)}, 0.5)
+
+
+def _load(root, config=ToyConfig(), log=print, section=TOY):
+    return results.Store(root).load(section, config, log=log)
 
 
 def test_round_trip_with_provenance(tmp_path):
     arrays = {"loss": np.arange(6.0).reshape(2, 3)}
-    results.save("toy", ToyConfig(), arrays, 1.25, root=tmp_path, code=(metrics,))
-    loaded, meta = results.load("toy", ToyConfig(), root=tmp_path, code=(metrics,))
+    store = results.Store(tmp_path)
+    store.save(TOY, ToyConfig(), arrays, 1.25)
+    loaded, meta = store.load(TOY, ToyConfig())
     np.testing.assert_array_equal(loaded["loss"], arrays["loss"])
     assert meta["config"] == {"steps": 3, "seeds": [1, 2]}
+    assert meta["provenance"]["code_fingerprint"] == TOY.fingerprint
     for field in ("compgen_version", "code_fingerprint", "git_commit", "jax_version", "device", "wall_time_s"):
         assert field in meta["provenance"]
-    entry, sidecar = results.paths("toy", ToyConfig(), tmp_path, (metrics,))
+    entry, sidecar = store.paths(TOY, ToyConfig())
     assert json.loads(sidecar.read_text())["config"] == meta["config"]  # a readable copy beside the entry
+    assert store.entries("toy") == [(entry, json.loads(sidecar.read_text()))]
 
 
 def test_save_leaves_only_the_two_files_and_overwrites_in_place(tmp_path):
     _save(tmp_path, value=0.0)
     _save(tmp_path, value=1.0)  # a second writer
-    stem = results.config_hash(ToyConfig(), (metrics,))
+    stem = results.config_hash(ToyConfig(), TOY.fingerprint)
     assert sorted(p.name for p in (tmp_path / "toy").iterdir()) == [f"{stem}.json", f"{stem}.result"]
     np.testing.assert_array_equal(_load(tmp_path)[0]["x"], [1.0] * 3)
 
@@ -55,44 +63,24 @@ def test_save_leaves_only_the_two_files_and_overwrites_in_place(tmp_path):
 def test_other_config_or_other_code_is_not_reused(tmp_path):
     _save(tmp_path)
     assert _load(tmp_path, ToyConfig(steps=4)) is None
-    assert results.load("toy", ToyConfig(), root=tmp_path, code=(metrics, rng)) is None
-    assert results.config_hash(ToyConfig(), (metrics,)) != results.config_hash(ToyConfig(), (rng,))
+    assert _load(tmp_path, section=OTHER_CODE) is None
+    assert results.config_hash(ToyConfig(), TOY.fingerprint) != results.config_hash(ToyConfig(), OTHER_CODE.fingerprint)
 
 
-def test_fingerprint_ignores_prose_and_presets_but_not_code(tmp_path, monkeypatch):
-    def fingerprint(source):
-        path = tmp_path / "mod.py"
-        path.write_text(textwrap.dedent(source))
-        return results.code_fingerprint([type("M", (), {"__file__": str(path)})])
-
-    base = fingerprint('''
-        """A module."""
-        PRESETS = {"quick": 1}
-        def f(x):
-            """Twice x."""
-            return 2 * x  # double
-        ''')
-    same = fingerprint('''
-        """A module, described at more length."""
-        PRESETS = {"quick": 2, "paper": 3}
-        def f(x):
-            """Two times x."""
-            return 2 * x
-        ''')
-    other = fingerprint('''
-        """A module."""
-        PRESETS = {"quick": 1}
-        def f(x):
-            """Twice x."""
-            return 3 * x
-        ''')
-    assert base == same != other
+def test_the_store_is_a_value_and_the_environment_only_picks_the_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path / "env"))
+    monkeypatch.delenv("COMPGEN_CHECKPOINTS", raising=False)
+    assert results.Store.default() == results.Store(tmp_path / "env", tmp_path / "env" / "checkpoints")
+    monkeypatch.setenv("COMPGEN_CHECKPOINTS", str(tmp_path / "ckpt"))
+    assert results.Store.default().checkpoints == tmp_path / "ckpt"
+    _save(tmp_path / "mine")  # an explicit store ignores the environment
+    assert _load(tmp_path / "mine") is not None and not (tmp_path / "env").exists()
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "empty", "garbage", "no_entry"])
 def test_a_damaged_entry_is_reported_once_moved_aside_and_treated_as_missing(tmp_path, damage):
     _save(tmp_path)
-    entry, sidecar = results.paths("toy", ToyConfig(), tmp_path, (metrics,))
+    entry, sidecar = results.Store(tmp_path).paths(TOY, ToyConfig())
     data = entry.read_bytes()
     if damage == "truncate":
         entry.write_bytes(data[: len(data) // 2])
@@ -116,8 +104,8 @@ def test_a_damaged_entry_is_reported_once_moved_aside_and_treated_as_missing(tmp
 def test_an_entry_that_holds_another_config_is_quarantined_not_reused(tmp_path):
     """A valid entry copied over another config's file name was reused silently."""
     _save(tmp_path, ToyConfig(steps=4), value=4.0)
-    theirs = results.paths("toy", ToyConfig(steps=4), tmp_path, (metrics,))[0]
-    ours = results.paths("toy", ToyConfig(), tmp_path, (metrics,))[0]
+    theirs = results.Store(tmp_path).paths(TOY, ToyConfig(steps=4))[0]
+    ours = results.Store(tmp_path).paths(TOY, ToyConfig())[0]
     ours.write_bytes(theirs.read_bytes())  # the other run, under our name
     lines = []
     assert _load(tmp_path, log=lines.append) is None
@@ -127,21 +115,22 @@ def test_an_entry_that_holds_another_config_is_quarantined_not_reused(tmp_path):
 
 
 def test_an_entry_of_other_code_or_section_under_our_name_is_quarantined(tmp_path):
-    results.save("toy", ToyConfig(), {"x": np.zeros(1)}, 0.5, root=tmp_path, code=(rng,))
-    stale = results.paths("toy", ToyConfig(), tmp_path, (rng,))[0]
-    ours = results.paths("toy", ToyConfig(), tmp_path, (metrics,))[0]
+    store = results.Store(tmp_path)
+    _save(tmp_path, section=OTHER_CODE)
+    stale = store.paths(OTHER_CODE, ToyConfig())[0]
+    ours = store.paths(TOY, ToyConfig())[0]
     stale.replace(ours)
     lines = []
     assert _load(tmp_path, log=lines.append) is None and "computed by other code" in lines[0]
-    results.save("other", ToyConfig(), {"x": np.zeros(1)}, 0.5, root=tmp_path, code=(metrics,))
+    _save(tmp_path, section=OTHER_SECTION)
     ours.parent.mkdir(exist_ok=True)
-    results.paths("other", ToyConfig(), tmp_path, (metrics,))[0].replace(ours)
+    store.paths(OTHER_SECTION, ToyConfig())[0].replace(ours)
     assert _load(tmp_path, log=lines.append) is None and "section 'other'" in lines[1]
 
 
 def test_a_damaged_entry_in_a_store_it_cannot_write_is_reported_and_not_used(tmp_path, monkeypatch):
     _save(tmp_path)
-    entry = results.paths("toy", ToyConfig(), tmp_path, (metrics,))[0]
+    entry = results.Store(tmp_path).paths(TOY, ToyConfig())[0]
     entry.write_bytes(b"garbage")
 
     def read_only(self, *args, **kwargs):
@@ -166,13 +155,8 @@ def test_reading_refuses_arrays_that_would_decompress_beyond_the_limit(tmp_path)
 
 def test_a_missing_sidecar_is_harmless(tmp_path):
     _save(tmp_path)
-    results.paths("toy", ToyConfig(), tmp_path, (metrics,))[1].unlink()
+    results.Store(tmp_path).paths(TOY, ToyConfig())[1].unlink()
     assert _load(tmp_path) is not None  # the entry carries its own metadata
-
-
-def test_store_root_follows_environment(tmp_path, monkeypatch):
-    monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path))
-    assert results.results_root() == tmp_path
 
 
 # --- provenance: the commit of the compgen source that ran ---------------------------------------------------

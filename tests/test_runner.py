@@ -43,7 +43,7 @@ def _tiny(**fields):
 
 def _stored_bytes(section, cfg):
     """Every stored array of ``cfg`` as raw bytes (the provenance aside)."""
-    arrays, _ = results.load(section.name, cfg, code=section.code)
+    arrays, _ = results.Store.default().load(section, cfg)
     return {k: np.asarray(v).tobytes() for k, v in arrays.items()}
 
 
@@ -81,10 +81,10 @@ def test_stored_numbers_do_not_depend_on_what_else_was_trained_or_how(store, mon
     processes: the bytes stored for a config are the same."""
     a = _tiny()
     siblings = [_tiny(masks="01", distribution="continuous"), _tiny(outer_steps=9, eval_every=3)]
-    runner.run(S, [a], workers=1, log=lambda _: None)
+    runner.train_or_load(S, [a], workers=1, log=lambda _: None)
     alone = _stored_bytes(S, a)
     for together, workers in (([a, *siblings], 1), ([siblings[0], a, siblings[1]], 2)):
-        runner.run(S, together, force=True, workers=workers, log=lambda _: None)
+        runner.train_or_load(S, together, force=True, workers=workers, log=lambda _: None)
         assert _stored_bytes(S, a) == alone, (len(together), workers)
 
 
@@ -92,9 +92,9 @@ def test_hyperteacher_split_alone_and_beside_its_sibling_store_the_same_bytes(st
     """The case of the issue: the random split trained alone and beside its non-compositional sibling."""
     cfg = make_config(HT.SECTION, "smoke", "hnet_linear", outer_steps=6, eval_every=3)
     sibling = dataclasses.replace(cfg, split="non_compositional")
-    runner.run(HT.SECTION, [cfg], workers=1, log=lambda _: None)
+    runner.train_or_load(HT.SECTION, [cfg], workers=1, log=lambda _: None)
     alone = _stored_bytes(HT.SECTION, cfg)
-    runner.run(HT.SECTION, [sibling, cfg], force=True, workers=1, log=lambda _: None)
+    runner.train_or_load(HT.SECTION, [sibling, cfg], force=True, workers=1, log=lambda _: None)
     assert _stored_bytes(HT.SECTION, cfg) == alone
 
 
@@ -102,29 +102,29 @@ def test_a_run_whose_updates_stay_non_finite_stops_and_is_not_stored(store):
     cfg = _tiny(outer_lr=1e30, outer_steps=120, eval_every=60)  # Adam's step of 1e30 overflows the parameters
     lines = []
     with pytest.raises(runner.TrainingDiverged, match=r"non-finite.*outer_lr"):
-        runner.run(S, [cfg], workers=1, log=lines.append)
+        runner.train_or_load(S, [cfg], workers=1, log=lines.append)
     assert runner.load(S, cfg) is None
 
 
 def test_the_same_run_in_a_worker_process_and_in_this_one_is_identical(store):
     a, b = _tiny(), _tiny(masks="01;1", distribution="continuous")
     lines = []
-    runner.run(S, [a, b], workers=2, log=lines.append)
+    runner.train_or_load(S, [a, b], workers=2, log=lines.append)
     assert {line.split()[0] for line in lines if "[train]" in line} == {
         "[worker",
     }  # both trained in workers
     in_workers = [_stored_bytes(S, c) for c in (a, b)]
-    runner.run(S, [a, b], force=True, workers=1, log=lambda _: None)
+    runner.train_or_load(S, [a, b], force=True, workers=1, log=lambda _: None)
     assert [_stored_bytes(S, c) for c in (a, b)] == in_workers
 
 
 def test_checkpoint_interval_is_checked_before_training(store, monkeypatch):
     monkeypatch.setenv("COMPGEN_CHECKPOINT_EVERY", "abc")
     with pytest.raises(params.ParameterError, match="COMPGEN_CHECKPOINT_EVERY"):
-        runner.run(S, [_tiny()], workers=1, log=lambda _: None)
+        runner.train_or_load(S, [_tiny()], workers=1, log=lambda _: None)
     monkeypatch.delenv("COMPGEN_CHECKPOINT_EVERY")
     with pytest.raises(params.ParameterError, match="checkpoint_every"):
-        runner.run(S, [_tiny()], workers=1, log=lambda _: None, checkpoint_every=-5)
+        runner.train_or_load(S, [_tiny()], workers=1, log=lambda _: None, checkpoint_every=-5)
 
 
 def test_a_program_compiles_its_training_chunk_once_for_every_config_of_its_shape():
@@ -151,8 +151,8 @@ def test_a_program_compiles_its_training_chunk_once_for_every_config_of_its_shap
 
 def test_a_stored_run_says_where_its_wall_time_went(store):
     cfg = _tiny(seeds=(103,))
-    runner.run(S, [cfg], workers=1, log=lambda _: None)
-    prov = results.load(S.name, cfg, code=S.code)[1]["provenance"]
+    runner.train_or_load(S, [cfg], workers=1, log=lambda _: None)
+    prov = results.Store.default().load(S, cfg)[1]["provenance"]
     seconds = prov["seconds"]
     assert set(seconds) == {"wall", "compile", "setup", "train", "evaluate"}
     assert seconds["wall"] == prov["wall_time_s"] and min(seconds.values()) >= 0
@@ -182,11 +182,11 @@ def test_a_large_run_trains_alone_with_its_tasks_split_and_stores_the_unsplit_nu
     numbers equal the unsplit run's up to float32 round-off, and a config below the threshold is untouched."""
 
     large, small = _tiny(), _tiny(masks="01;1", distribution="continuous")
-    runner.run(S, [large], workers=1, log=lambda _: None)
+    runner.train_or_load(S, [large], workers=1, log=lambda _: None)
     unsplit = runner.load(S, large)
     monkeypatch.setattr(devices, "split_count", lambda section, cfg: 2 if cfg == large else 1)
     lines = []
-    runner.run(S, [small, large], force=True, workers=1, log=lines.append)
+    runner.train_or_load(S, [small, large], force=True, workers=1, log=lines.append)
     split_lines = [line for line in lines if line.startswith("[worker 0]")]
     assert "[devices] every meta-batch split over 2 cpu device(s)" in split_lines[0]
     assert any("[train]" in line for line in lines if not line.startswith("[worker"))  # the small one, here
@@ -208,7 +208,7 @@ from compgen.experiments import teacher_student as ts
 from compgen.section import make_config
 
 configs = [make_config(ts.SECTION, "smoke", **fields) for fields in json.loads(sys.argv[1])]
-runner.run(ts.SECTION, configs, log=lambda line: print(line, flush=True), checkpoint_every=int(sys.argv[2]))
+runner.train_or_load(ts.SECTION, configs, log=lambda line: print(line, flush=True), checkpoint_every=int(sys.argv[2]))
 """
 
 
@@ -311,21 +311,21 @@ def test_an_unusable_store_or_checkpoint_folder_fails_before_training(tmp_path, 
     for variable, path in (("COMPGEN_RESULTS", blocker), ("COMPGEN_RESULTS", blocker / "sub")):
         monkeypatch.setenv(variable, str(path))
         with pytest.raises(params.ParameterError, match=f"{variable}: cannot write in .*a-file is a file"):
-            runner.run(S, [cfg], workers=1, log=lines.append)
+            runner.train_or_load(S, [cfg], workers=1, log=lines.append)
     monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path / "store"))
     monkeypatch.setenv("COMPGEN_CHECKPOINTS", str(blocker))
     with pytest.raises(params.ParameterError, match="COMPGEN_CHECKPOINTS: .*a-file is a file"):
-        runner.run(S, [cfg], workers=1, log=lines.append, checkpoint_every=1)
+        runner.train_or_load(S, [cfg], workers=1, log=lines.append, checkpoint_every=1)
     assert not any("[train]" in line for line in lines)
-    runner.run(S, [cfg], workers=1, log=lines.append)  # no checkpoints: the folder is not needed
-    runner.run(S, [cfg], workers=1, log=lines.append, checkpoint_every=1)  # nothing to train: not checked
+    runner.train_or_load(S, [cfg], workers=1, log=lines.append)  # no checkpoints: the folder is not needed
+    runner.train_or_load(S, [cfg], workers=1, log=lines.append, checkpoint_every=1)  # nothing to train: not checked
     if os.geteuid() != 0:  # root writes in a read-only folder
         for folder in (tmp_path / "store" / S.name, tmp_path / "store"):
             folder.chmod(0o555)
         try:
-            runner.run(S, [cfg], workers=1, log=lines.append)  # a read-only store that holds the run loads it
+            runner.train_or_load(S, [cfg], workers=1, log=lines.append)  # a read-only store that holds the run loads it
             with pytest.raises(params.ParameterError, match="COMPGEN_RESULTS: .*Permission denied"):
-                runner.run(S, [_tiny(outer_steps=3)], workers=1, log=lines.append)
+                runner.train_or_load(S, [_tiny(outer_steps=3)], workers=1, log=lines.append)
         finally:
             for folder in (tmp_path / "store", tmp_path / "store" / S.name):
                 folder.chmod(0o755)

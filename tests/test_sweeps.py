@@ -181,7 +181,7 @@ def _stored_arrays(store, config):
     old = os.environ.get("COMPGEN_RESULTS")
     os.environ["COMPGEN_RESULTS"] = str(store)
     try:
-        return results.load("teacher_student", config, code=S.code)[0]
+        return results.Store.default().load(S, config)[0]
     finally:
         os.environ.pop("COMPGEN_RESULTS") if old is None else os.environ.__setitem__("COMPGEN_RESULTS", old)
 
@@ -238,22 +238,23 @@ def test_ray_backend_stores_every_run(local_store, tmp_path, monkeypatch):
         ray.shutdown()
     assert ray_report.failed == [] and sorted(c.masks for c in ray_report.trained) == ["0;1", "1;01"]
     for config in ray_report.trained:
-        assert results.load("teacher_student", config, code=S.code) is not None
+        assert results.Store.default().load(S, config) is not None
     _assert_same(_stored_arrays(tmp_path / "store", report.trained[0]), _stored_arrays(store, report.trained[0]))
 
 
 def test_files_returned_by_a_remote_worker_are_checked_before_they_are_stored(tmp_path):
     """The Ray backend wrote whatever names a worker returned: an absolute name or ``../`` escaped the store."""
     config = figure_configs(S, "fig2c", "smoke")[0]
-    entry, sidecar = results.paths(S.name, config, tmp_path, S.code)
+    target = results.Store(tmp_path)
+    entry, sidecar = target.paths(S, config)
     good = {f"{S.name}/{entry.name}": b"entry", f"{S.name}/{sidecar.name}": b"{}"}
     for bad in ({"../../evil.result": b"x"}, {"/tmp/evil.result": b"x"}, {f"{S.name}/other.result": b"x"}, {}):
         with pytest.raises(RuntimeError, match="refused"):
-            sweeps.store_returned(S, config, {**good, **bad} if bad else {}, tmp_path, log=lambda _: None)
+            runner.store_returned(S, config, {**good, **bad} if bad else {}, target, log=lambda _: None)
     assert not (tmp_path.parent / "evil.result").exists() and not entry.exists()
-    results.save(S.name, config, {"x": np.ones(2)}, 1.0, root=tmp_path, code=S.code)
+    target.save(S, config, {"x": np.ones(2)}, 1.0)
     valid = entry.read_bytes()
     lines = []
-    sweeps.store_returned(S, config, good, tmp_path, log=lines.append)  # a valid entry is never overwritten
+    runner.store_returned(S, config, good, target, log=lines.append)  # a valid entry is never overwritten
     assert entry.read_bytes() == valid and "already stored: kept" in lines[0]
     assert not [p for p in entry.parent.iterdir() if p.name.endswith(".tmp")]

@@ -74,7 +74,7 @@ def main(argv=None) -> int:
     overrides = dict(params.parse_assignment(text) for text in args.set)
     configs = figure_configs(section, args.figure, args.preset, args.models, seeds=tuple(args.seeds), **overrides)
     for cfg in configs:
-        found = results.load(section.name, cfg, code=section.code)
+        found = results.Store.default().load(section, cfg)
         if found is None:
             continue
         arrays, meta = found

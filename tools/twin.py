@@ -618,8 +618,9 @@ def train_ours(chapter: str, preset: str, seed_sets, workers=None, train=True, f
         configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
         chosen = [c for f, cs in by_figure.items() if train and f in (figures or by_figure) for c in cs]
         chosen = list(dict.fromkeys(chosen))  # a config shared by two figures trains once
-        outputs = dict(zip(chosen, runner.run(sec, chosen, workers=workers))) if chosen else {}
-        found[",".join(map(str, seeds))] = {c: outputs[c] if c in outputs else runner.load(sec, c) for c in configs}
+        outputs = dict(zip(chosen, runner.train_or_load(sec, chosen, workers=workers))) if chosen else {}
+        stored = lambda c: runner.load(sec, c, log=lambda _: None)
+        found[",".join(map(str, seeds))] = {c: outputs[c] if c in outputs else stored(c) for c in configs}
     return found
 
 
@@ -698,6 +699,11 @@ def main(argv=None) -> int:
                                 "values": {k: np.asarray(v).tolist() for k, v in values.items()},
                             }
                         )
+        # a row recorded earlier whose run the store no longer holds (other code, another machine) is kept as data
+        made = {(json.dumps(r["row"], sort_keys=True), tuple(r["seeds"])) for r in rows}
+        for r in record.get("ours_matched_rows", []):
+            if (json.dumps(r["row"], sort_keys=True), tuple(r["seeds"])) not in made:
+                rows.append(r)
         record["ours_matched"], record["ours_matched_rows"] = ours, rows
     _write(out, record)
     print(f"{len(record['runs'])} reference runs in {out}")

@@ -13,8 +13,6 @@ into the structure, dtypes and shardings of a template state (the freshly initia
 
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
 
 import jax
@@ -23,18 +21,6 @@ import numpy as np
 from compgen import storage
 
 CorruptCheckpoint = storage.CorruptFile  # a checkpoint that is truncated, garbled or does not match its state
-
-
-def checkpoint_root() -> Path:
-    """``$COMPGEN_CHECKPOINTS`` if set, else ``checkpoints/`` inside the results store's root."""
-    env = os.environ.get("COMPGEN_CHECKPOINTS")
-    return Path(env) if env else storage.results_root() / "checkpoints"
-
-
-def run_dir(kind: str, entry_hashes) -> Path:
-    """The folder of the checkpoints of the runs with these results-store hashes (config and code fingerprint),
-    so the same run started again finds it and other code never does."""
-    return checkpoint_root() / kind / hashlib.sha256(",".join(entry_hashes).encode()).hexdigest()[:16]
 
 
 def _is_key(leaf) -> bool:

@@ -10,6 +10,8 @@ runs the same.
     compgen-cli run hyperteacher fig3b --preset paper --set seeds=[2020]
     compgen-cli run hyperteacher fig3b --preset paper --set seeds=[2020] --split-tasks   # every run here, on every core
     compgen-cli sweep sweeps/hyperteacher/compositional.toml --backend devices --checkpoint-every 10
+    compgen-cli store                  # stored runs per section: current (this code's) or stale
+    compgen-cli store --remove-stale   # delete the stale ones
 
 A notebook that asks for the same config afterwards loads the stored result instead of training. A run at the
 paper's sizes trains alone with its tasks split over every CPU core (compgen.devices.split_count;
@@ -93,6 +95,12 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("--preset", default="quick", help="smoke, quick or paper (default quick)")
     _add_set(show, "override a config field, as for run (repeatable)")
     show.add_argument("--json", action="store_true", help="print the configs as a JSON list of field dicts")
+    store = sub.add_parser(
+        "store",
+        help="list the results store's runs per section: current (computed by this code) or stale (by other code)",
+    )
+    store.add_argument("--remove-stale", action="store_true", help="delete the stale runs (and their checkpoints)")
+    store.add_argument("--verbose", action="store_true", help="list every stale run (label, fingerprint, date)")
     sweep = sub.add_parser("sweep", help="run every config of a sweep file (sweeps/*.toml) with a backend")
     sweep.add_argument("file", help="a sweep file, e.g. sweeps/hyperteacher/compositional.toml")
     sweep.add_argument("--backend", default="local", help="local (default), devices or ray")
@@ -153,7 +161,7 @@ def _show(args):
     for cfg in configs:
         fields = {**(paper_grid.fixed if paper_grid else {}), **{k: getattr(cfg, k) for k in point}}
         paper = section.make_config(sec, "paper", getattr(cfg, "model", None), **fields)
-        print(f"\n{sec.label(cfg)}\n  hash {results.config_hash(cfg, sec.code)}")
+        print(f"\n{sec.label(cfg)}\n  hash {results.config_hash(cfg, sec.fingerprint)}")
         for f in dataclasses.fields(cfg):
             ours, theirs = getattr(cfg, f.name), getattr(paper, f.name)
             print(f"    {f.name} = {ours!r}" if ours == theirs else f"  * {f.name} = {ours!r} (paper {theirs!r})")
@@ -187,9 +195,11 @@ def _run(args):
                     f"[devices] every meta-batch split over {jax.local_device_count()} {jax.default_backend()} "
                     "device(s)"
                 )
-                outputs = runner.run(sec, configs, force=args.force, workers=1, checkpoint_every=args.checkpoint_every)
+                outputs = runner.train_or_load(
+                    sec, configs, force=args.force, workers=1, checkpoint_every=args.checkpoint_every
+                )
         else:
-            outputs = runner.run(sec, configs, force=args.force, checkpoint_every=args.checkpoint_every)
+            outputs = runner.train_or_load(sec, configs, force=args.force, checkpoint_every=args.checkpoint_every)
     except params.ParameterError as error:  # refused before training (compgen.memory), here or in a worker
         raise _fail(error) from None
     except runner.TrainingDiverged as error:
@@ -199,6 +209,35 @@ def _run(args):
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(summary_table(sec, configs, outputs))
+    return 0
+
+
+def _store(args):
+    """Per section: how many stored runs this code would load (current) and how many it never will (stale:
+    computed by other code, whose fingerprint differs), and, with ``--remove-stale``, delete the stale ones."""
+    import shutil
+
+    from compgen import experiments, results
+
+    store = results.Store.default()
+    print(f"results store {store.root}")
+    for name in experiments.SECTIONS:
+        fingerprint = experiments.get(name).fingerprint
+        entries = store.entries(name)
+        stale = [(e, m) for e, m in entries if (m or {}).get("provenance", {}).get("code_fingerprint") != fingerprint]
+        print(
+            f"  {name}: {len(entries) - len(stale)} current, {len(stale)} stale (this code's fingerprint {fingerprint})"
+        )
+        for entry, meta in stale if args.verbose else ():
+            prov = (meta or {}).get("provenance", {})
+            print(f"    {entry.stem}  fingerprint {prov.get('code_fingerprint')}  {prov.get('date', 'no description')}")
+        if args.remove_stale:
+            for entry, _ in stale:
+                for path in (entry, entry.with_suffix(".json")):
+                    path.unlink(missing_ok=True)
+                shutil.rmtree(store.checkpoints / name / entry.stem, ignore_errors=True)
+            if stale:
+                print(f"    removed {len(stale)} stale run(s)")
     return 0
 
 
@@ -218,6 +257,8 @@ def main(argv=None):
         return _list()
     if args.command == "show":
         return _show(args)
+    if args.command == "store":
+        return _store(args)
     if args.command == "sweep":
         from compgen import experiments, sweeps
 

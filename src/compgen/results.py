@@ -1,29 +1,32 @@
 """The results store: one finished run saved under a hash of its full config and of the code that computed it.
 
-Layout: ``<root>/<kind>/<hash>.result`` holds the arrays and a ``__meta__`` entry (the config and provenance:
+A :class:`Store` is a value: its ``root`` folder (and where checkpoints go). ``Store.default()`` reads
+``$COMPGEN_RESULTS`` and ``$COMPGEN_CHECKPOINTS``; nothing else in the library reads them. Its methods take a
+``section`` - anything with a ``name`` and a code ``fingerprint`` (:mod:`compgen.fingerprint`), such as a
+:class:`compgen.section.Section`.
+
+Layout: ``<root>/<section>/<hash>.result`` holds the arrays and a ``__meta__`` entry (the config and provenance:
 library version, code fingerprint, git commit, jax version, device, wall time, date), written with
 :func:`compgen.storage.write_arrays` (an ``.npz`` archive with a SHA-256 trailer); ``<hash>.json`` beside it
-repeats the metadata for people and tools (it is not read back). The root is :func:`compgen.storage.results_root`.
+repeats the metadata for people and tools (:meth:`Store.entries` reads it). The hash covers the config and the
+fingerprint (:func:`config_hash`), so a run computed by other code is never found, only listed as stale.
 
 A damaged entry (truncated, garbled, empty, a ``.json`` whose ``.result`` is gone, or an entry whose embedded
 section, config or code fingerprint is not the one its file name stands for) is reported once with its
-path, moved into ``<root>/<kind>/damaged/`` and treated as missing, so the run is computed again.
-
-The hash covers the config and :func:`code_fingerprint` of the modules the numbers depend on. The fingerprint
-reads each module's syntax tree without its docstrings and without its top-level ``PRESETS`` assignment, so
-prose, comments and preset tables can change without invalidating stored runs, while any change to code does.
+path, moved into ``<root>/<section>/damaged/`` and treated as missing, so the run is computed again.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import datetime
 import hashlib
 import json
+import os
 import platform
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import jax
@@ -31,11 +34,8 @@ import numpy as np
 
 import compgen
 from compgen import storage
-from compgen.storage import results_root
 
-__all__ = ["results_root", "config_dict", "code_fingerprint", "config_hash", "provenance", "save", "load", "paths"]
-
-UNFINGERPRINTED = ("PRESETS",)  # top-level names whose assignment is data, not code (see module docstring)
+__all__ = ["Store", "config_dict", "config_hash", "provenance"]
 
 
 def config_dict(config) -> dict:
@@ -43,49 +43,10 @@ def config_dict(config) -> dict:
     return json.loads(json.dumps(dataclasses.asdict(config), default=str))
 
 
-def _strip(tree: ast.Module) -> ast.Module:
-    """The syntax tree without docstrings and without top-level assignments to :data:`UNFINGERPRINTED` names."""
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (
-            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-            and body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)
-        ):
-            node.body = body[1:] or [ast.Pass()]
-    tree.body = [
-        node
-        for node in tree.body
-        if not (
-            isinstance(node, (ast.Assign, ast.AnnAssign))
-            and any(
-                isinstance(t, ast.Name) and t.id in UNFINGERPRINTED
-                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-            )
-        )
-    ]
-    return tree
-
-
-def code_fingerprint(modules=None) -> str:
-    """A hash of the code of ``modules`` (default: every module of the library), as syntax trees without
-    docstrings, comments or ``PRESETS`` tables (see module docstring)."""
-    package = Path(compgen.__file__).parent
-    paths = sorted(package.rglob("*.py")) if modules is None else sorted({Path(m.__file__) for m in modules})
-    digest = hashlib.sha256()
-    for path in paths:
-        digest.update((str(path.relative_to(package)) if path.is_relative_to(package) else path.name).encode())
-        digest.update(ast.dump(_strip(ast.parse(path.read_text())), include_attributes=False).encode())
-    return digest.hexdigest()[:12]
-
-
-def config_hash(config, code=None) -> str:
-    """A short stable hash of the config's full contents (its class name included) and of the code."""
-    payload = json.dumps(
-        {"class": type(config).__name__, "code": code_fingerprint(code), **config_dict(config)}, sort_keys=True
-    )
+def config_hash(config, fingerprint: str) -> str:
+    """A short stable hash of the config's full contents (its class name included) and of the code's
+    ``fingerprint`` (:mod:`compgen.fingerprint`)."""
+    payload = json.dumps({"class": type(config).__name__, "code": fingerprint, **config_dict(config)}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -134,14 +95,14 @@ def _git_commit() -> str:
     return _source_commit()[0]
 
 
-def provenance(wall_time_s: float, code=None, seconds: dict | None = None, knobs: dict | None = None) -> dict:
+def provenance(wall_time_s: float, fingerprint: str, seconds: dict | None = None, knobs: dict | None = None) -> dict:
     """Where and how a result was computed; ``seconds``: where the wall time went, ``knobs``: the device's choices
     it ran with (:func:`compgen.runner.train`)."""
     device = jax.devices()[0]
     commit, commit_from = _source_commit()
     return {
         "compgen_version": compgen.__version__,
-        "code_fingerprint": code_fingerprint(code),
+        "code_fingerprint": fingerprint,
         "git_commit": commit,
         "git_commit_from": commit_from,
         "jax_version": jax.__version__,
@@ -153,28 +114,6 @@ def provenance(wall_time_s: float, code=None, seconds: dict | None = None, knobs
         **({"seconds": dict(seconds)} if seconds else {}),
         **({"knobs": dict(knobs)} if knobs else {}),
     }
-
-
-def paths(kind: str, config, root: Path | None = None, code=None):
-    """``(entry, sidecar)``: the ``.result`` file of ``config`` and its ``.json`` description."""
-    folder = Path(root or results_root()) / kind
-    stem = config_hash(config, code)
-    return folder / f"{stem}.result", folder / f"{stem}.json"
-
-
-def save(
-    kind: str, config, arrays: dict, wall_time_s: float, root: Path | None = None, code=None, seconds=None, knobs=None
-) -> Path:
-    """Store ``arrays`` (a flat dict of name -> array) for ``config`` computed by the modules ``code``."""
-    entry, sidecar = paths(kind, config, root, code)
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"kind": kind, "config": config_dict(config), "provenance": provenance(wall_time_s, code, seconds, knobs)}
-    text = json.dumps(meta, indent=2)
-    packed = {k: np.asarray(v) for k, v in arrays.items()}
-    packed["__meta__"] = np.frombuffer(text.encode(), np.uint8)
-    storage.write_arrays(entry, packed, compress=True)
-    storage.write_atomic(sidecar, text.encode())
-    return entry
 
 
 def _move_aside(files, reason: str, log) -> None:
@@ -208,39 +147,100 @@ def _move_aside(files, reason: str, log) -> None:
         )
 
 
-def _mismatch(meta: dict, kind: str, config, code) -> str | None:
+def _mismatch(meta: dict, section, config) -> str | None:
     """Why a stored entry's own description does not match what was asked for, or ``None`` if it does."""
-    if meta.get("kind") != kind:
-        return f"it holds a run of section {meta.get('kind')!r}, not {kind!r}"
+    if meta.get("kind") != section.name:
+        return f"it holds a run of section {meta.get('kind')!r}, not {section.name!r}"
     if meta.get("config") != config_dict(config):
         return "it holds the run of another config (its file name does not match its contents)"
     stored = meta.get("provenance", {}).get("code_fingerprint")
-    if stored != code_fingerprint(code):
-        return f"it was computed by other code (fingerprint {stored}, this code's {code_fingerprint(code)})"
+    if stored != section.fingerprint:
+        return f"it was computed by other code (fingerprint {stored}, this code's {section.fingerprint})"
     return None
 
 
-def load(kind: str, config, root: Path | None = None, code=None, log=print):
-    """``(arrays, meta)`` stored for ``config`` and the modules ``code``, or ``None`` if there is none.
+@dataclass(frozen=True)
+class Store:
+    """The results store at ``root``, with run checkpoints under ``checkpoints`` (default ``<root>/checkpoints``)."""
 
-    A damaged entry, or one whose embedded description (section, config, code fingerprint) is not what was asked
-    for, is moved aside (see module docstring) and ``None`` is returned.
-    """
-    entry, sidecar = paths(kind, config, root, code)
-    if not entry.exists():
-        if sidecar.exists():
-            _move_aside([sidecar], "its .result file is missing", log)
-        return None
-    try:
-        arrays = storage.read_arrays(entry)
-        meta = json.loads(arrays.pop("__meta__").tobytes().decode())
-    except (storage.CorruptFile, KeyError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        _move_aside([entry, sidecar], str(error).replace(f"{entry}: ", ""), log)
-        return None
-    except FileNotFoundError:  # moved aside by another reader meanwhile
-        return None
-    wrong = _mismatch(meta, kind, config, code)
-    if wrong is not None:
-        _move_aside([entry, sidecar], wrong, log)
-        return None
-    return arrays, meta
+    root: Path
+    checkpoints: Path | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "root", Path(self.root))
+        object.__setattr__(self, "checkpoints", Path(self.checkpoints or self.root / "checkpoints"))
+
+    @classmethod
+    def default(cls) -> Store:
+        """``$COMPGEN_RESULTS`` (else :func:`compgen.storage.results_root`'s folder), checkpoints in
+        ``$COMPGEN_CHECKPOINTS`` if set."""
+        return cls(storage.results_root(), os.environ.get("COMPGEN_CHECKPOINTS") or None)
+
+    def paths(self, section, config) -> tuple:
+        """``(entry, sidecar)``: the ``.result`` file of ``config`` and its ``.json`` description."""
+        stem = config_hash(config, section.fingerprint)
+        return self.root / section.name / f"{stem}.result", self.root / section.name / f"{stem}.json"
+
+    def checkpoint_dir(self, section, config) -> Path:
+        """The folder of the checkpoints of ``config``'s run under this code, so the same run started again finds
+        it and other code never does."""
+        return self.checkpoints / section.name / config_hash(config, section.fingerprint)
+
+    def check_writable(self, section, checkpoints: bool = False) -> None:
+        """Refuse a store (or, with ``checkpoints``, a checkpoint folder) that cannot be written, before training."""
+        storage.check_writable(self.root / section.name, "COMPGEN_RESULTS")
+        if checkpoints:
+            storage.check_writable(self.checkpoints / section.name, "COMPGEN_CHECKPOINTS")
+
+    def save(self, section, config, arrays: dict, wall_time_s: float, seconds=None, knobs=None) -> Path:
+        """Store ``arrays`` (a flat dict of name -> array) computed for ``config`` by the section's code."""
+        entry, sidecar = self.paths(section, config)
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        meta = {
+            "kind": section.name,
+            "config": config_dict(config),
+            "provenance": provenance(wall_time_s, section.fingerprint, seconds, knobs),
+        }
+        text = json.dumps(meta, indent=2)
+        packed = {k: np.asarray(v) for k, v in arrays.items()}
+        packed["__meta__"] = np.frombuffer(text.encode(), np.uint8)
+        storage.write_arrays(entry, packed, compress=True)
+        storage.write_atomic(sidecar, text.encode())
+        return entry
+
+    def load(self, section, config, log=print):
+        """``(arrays, meta)`` stored for ``config`` under the section's code, or ``None`` if there is none.
+
+        A damaged entry, or one whose embedded description (section, config, code fingerprint) is not what was
+        asked for, is moved aside (see module docstring) and ``None`` is returned.
+        """
+        entry, sidecar = self.paths(section, config)
+        if not entry.exists():
+            if sidecar.exists():
+                _move_aside([sidecar], "its .result file is missing", log)
+            return None
+        try:
+            arrays = storage.read_arrays(entry)
+            meta = json.loads(arrays.pop("__meta__").tobytes().decode())
+        except (storage.CorruptFile, KeyError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            _move_aside([entry, sidecar], str(error).replace(f"{entry}: ", ""), log)
+            return None
+        except FileNotFoundError:  # moved aside by another reader meanwhile
+            return None
+        wrong = _mismatch(meta, section, config)
+        if wrong is not None:
+            _move_aside([entry, sidecar], wrong, log)
+            return None
+        return arrays, meta
+
+    def entries(self, section_name: str) -> list:
+        """``(entry, meta)`` for every stored run of ``section_name`` (read from the ``.json`` beside each entry; an
+        unreadable one gives ``meta`` = ``None``), sorted by path."""
+        found = []
+        for entry in sorted((self.root / section_name).glob("*.result")):
+            try:
+                meta = json.loads(entry.with_suffix(".json").read_text())
+            except (OSError, ValueError):
+                meta = None
+            found.append((entry, meta))
+        return found

@@ -1,9 +1,10 @@
 """The engine: train a section's configs, one compiled program per config, and keep the results.
 
-:func:`run` is what notebooks and the command line call: stored results are loaded, the rest are trained
-(in worker processes, one per CPU core) and stored. Every config is trained by its own program - its seeds
-vmapped, its outer steps a ``lax.scan`` in chunks (:func:`run_chunks`) - so the numbers stored for a config do
-not depend on what else was trained, by how many workers, or through which entry point. Configs of equal
+:func:`train_or_load` is what notebooks, the command line, sweeps and tools call: results in a
+:class:`compgen.results.Store` are loaded, the rest are trained (by a backend: this process, worker processes - by
+default one per CPU core -, one thread per device, or Ray tasks) and stored. Every config is trained by its own
+program - its seeds vmapped, its outer steps a ``lax.scan`` in chunks (:func:`run_chunks`) - so the numbers stored
+for a config do not depend on what else was trained, by how many workers, or through which entry point. Configs of equal
 shapes share the jitted program (same process) or the persistent compilation cache (other processes), so
 a figure's splits or seeds compile once. A config at the paper's sizes trains alone in a worker that splits its
 tasks over every CPU core (:func:`compgen.devices.split_count` decides from the config and the machine only).
@@ -250,13 +251,6 @@ def checkpoint_interval(value=None) -> int:
     return params.check_int("checkpoint_every", value, ge=0)
 
 
-def check_store(section, checkpoint_every=None) -> None:
-    """Refuse a results store (or, with checkpoints on, a checkpoint folder) that cannot be written, before training."""
-    storage.check_writable(storage.results_root() / section.name, "COMPGEN_RESULTS")
-    if checkpoint_interval(checkpoint_every):
-        storage.check_writable(checkpoint.checkpoint_root() / section.name, "COMPGEN_CHECKPOINTS")
-
-
 def check_environment() -> None:
     """Refuse a bad ``COMPGEN_*`` environment variable before anything is loaded or trained."""
     checkpoint_interval()
@@ -265,88 +259,129 @@ def check_environment() -> None:
     precision.requested()
 
 
-def train_and_store(section, configs, log=print, checkpoint_every=None, force=False):
-    """Train each of ``configs`` (one program each; same-shape ones share it) and store its result.
+def train_and_store(section, configs, store, log=print, checkpoint_every=None, force=False):
+    """Train each of ``configs`` (one program each; same-shape ones share it) and keep its result in ``store``
+    (a :class:`compgen.results.Store`).
 
     With ``checkpoint_every`` = N > 0 (default ``$COMPGEN_CHECKPOINT_EVERY``, else 0 = off) a run saves its
-    training state every N chunks under :func:`compgen.checkpoint.run_dir`, resumes from there when started
-    again, and removes its checkpoints once its result is stored.
+    training state every N chunks in the store's checkpoint folder, resumes from there when started again, and
+    removes its checkpoints once its result is stored.
 
     A config is trained and stored holding its lock in the store (:func:`compgen.storage.lock`, beside its entry),
     so two processes never train it at once: the second waits, then finds it stored and does not train it
     (unless ``force``).
     """
     every = checkpoint_interval(checkpoint_every)
-    code = section.code
     for cfg in configs:
         label = section.label(cfg)
-        where = results.paths(section.name, cfg, code=code)[0].with_suffix(".lock")
+        where = store.paths(section, cfg)[0].with_suffix(".lock")
         waiting = lambda: log(f"[results] {label} is being trained by another process (lock {where}); waiting")
         with storage.lock(where, waiting):
-            if not force and results.load(section.name, cfg, code=code, log=log) is not None:
+            if not force and store.load(section, cfg, log=log) is not None:
                 log(f"[results] {label} was stored by another process meanwhile; it is not trained again")
                 continue
             log(f"[train] {label}")
-            folder = checkpoint.run_dir(section.name, [results.config_hash(cfg, code)]) if every else None
+            folder = store.checkpoint_dir(section, cfg) if every else None
             saver = checkpoint.Checkpointer(folder, every, log=log) if folder else None
             history, seconds = train(section, cfg, log, saver)
             knobs = seconds.pop("knobs")
-            results.save(
-                section.name, cfg, flatten_history(history), seconds["wall"], code=code, seconds=seconds, knobs=knobs
-            )
+            store.save(section, cfg, flatten_history(history), seconds["wall"], seconds=seconds, knobs=knobs)
             if folder is not None:
                 shutil.rmtree(folder, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------------------------- many runs
 
+BACKENDS = ("local", "workers", "devices", "ray")
 
-def load(section, cfg, log=print):
-    """The stored result of ``cfg`` (a dict of arrays with a leading seed axis), or ``None``."""
-    stored = results.load(section.name, cfg, code=section.code, log=log)
+
+def load(section, cfg, store=None, log=print):
+    """The stored result of ``cfg`` (a dict of arrays with a leading seed axis) in ``store`` (default
+    :meth:`compgen.results.Store.default`), or ``None``."""
+    stored = (store or results.Store.default()).load(section, cfg, log=log)
     return None if stored is None else stored[0]
 
 
-def run(section, configs, force: bool = False, workers: int | None = None, log=print, checkpoint_every=None):
+def train_or_load(
+    section,
+    configs,
+    store=None,
+    backend: str = "workers",
+    force: bool = False,
+    workers: int | None = None,
+    checkpoint_every=None,
+    log=print,
+    failures: dict | None = None,
+    ray_options: dict | None = None,
+):
     """Results for each config (a list, in order): dicts of arrays with a leading seed axis.
 
-    Stored results are loaded unless ``force``; the rest are trained, spread over ``workers`` processes
-    (default: one per CPU core, 1 on an accelerator), and stored. A config that
-    :func:`compgen.devices.split_count` splits trains first, alone in one worker with its tasks split over that
-    many host devices (not inside :func:`compgen.devices.split_tasks`, which splits every run in this process).
+    Results in ``store`` (a :class:`compgen.results.Store`; default :meth:`~compgen.results.Store.default`) are
+    loaded unless ``force``; the rest are trained by ``backend`` and stored there:
+
+    * ``"local"``: in this process, one config after another;
+    * ``"workers"``: in ``workers`` processes (default one per CPU core, 1 on an accelerator); a config that
+      :func:`compgen.devices.split_count` splits trains first, alone in one worker with its tasks split over
+      that many host devices;
+    * ``"devices"``: one thread per local device, each config on one device;
+    * ``"ray"``: one Ray task per config (``ray_options``: ``address``, ``num_gpus``, ``num_cpus``), each training
+      into a private store and returning its files, so workers need no shared file system.
+
+    Every config is trained by its own program, so its numbers do not depend on the backend. A config whose
+    training fails raises; with ``failures`` (a dict) its error is recorded there (``{config: message}``) instead
+    and its result is ``None``.
     """
+    if backend not in BACKENDS:
+        raise params.ParameterError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    store = results.Store.default() if store is None else store
     configs = list(configs)
     check_environment()  # a bad value fails before anything loads or trains
-    checkpoint_interval(checkpoint_every)
+    every = checkpoint_interval(checkpoint_every)
     loaded, todo = {}, []
-    for c in configs:
-        stored = None if force else results.load(section.name, c, code=section.code, log=log)
+    for c in dict.fromkeys(configs):
+        stored = None if force else store.load(section, c, log=log)
         if stored is None:
-            if c not in todo:
-                todo.append(c)
-        else:
-            loaded[c] = stored[0]
-            prov = stored[1]["provenance"]
-            log(
-                f"[results] reusing {section.label(c)}: run {results.config_hash(c, section.code)} ({prov['date']}, "
-                f"{prov['wall_time_s']:.0f} s on {prov['device']}, commit {prov['git_commit'][:8]})"
-            )
-    if todo:  # a store that cannot take the results fails now, not after training
-        check_store(section, checkpoint_every)
-    splits = {c: 1 if devices.task_mesh() is not None else devices.split_count(section, c) for c in todo}
-    rest = [c for c in todo if splits[c] == 1]
-    for c in todo:  # a split config trains alone, its tasks split over every core (devices.split_count)
-        if splits[c] > 1:
-            run_workers(section, [[c]], 1, log, checkpoint_every, split=splits[c], force=force)
-    if rest:
-        workers = default_workers(len(rest)) if workers is None else workers
-        jobs = balance(rest, workers, section)
-        if workers > 1 and len(jobs) > 1:
-            run_workers(section, jobs, workers, log, checkpoint_every, force=force)
-        else:
-            train_and_store(section, rest, log, checkpoint_every, force)
+            todo.append(c)
+            continue
+        loaded[c] = stored[0]
+        prov = stored[1]["provenance"]
+        log(
+            f"[results] reusing {section.label(c)}: run {store.paths(section, c)[0].stem} ({prov['date']}, "
+            f"{prov['wall_time_s']:.0f} s on {prov['device']}, commit {prov['git_commit'][:8]})"
+        )
+    if not todo:
+        return [loaded[c] for c in configs]
+    store.check_writable(section, bool(every))  # a store that cannot take the results fails now, not after training
+    errors = {}
+
+    def attempt(config, train_one):
+        if failures is None:
+            return train_one()
+        try:
+            train_one()
+        except Exception as error:  # noqa: BLE001  (one failing run must not stop the others)
+            errors[config] = error
+            log(f"[train] FAILED {section.label(config)}: {error}")
+
+    if backend == "workers":
+        _train_in_workers(section, todo, store, workers, log, every, force)
+    elif backend == "local":
+        for c in todo:
+            attempt(c, functools.partial(train_and_store, section, [c], store, log, every, force))
+    elif backend == "devices":
+        log(f"[train] one config per device at a time over {jax.local_device_count()} device(s): {jax.local_devices()}")
+        job = lambda c, job_log: train_and_store(section, [c], store, job_log, every, force)
+        for c, error in devices.train_on_devices(job, todo, log=log):
+            attempt(c, functools.partial(_reraise, error))
+    else:
+        for c, error in _train_on_ray(section, todo, store, every, log, **(ray_options or {})):
+            attempt(c, functools.partial(_reraise, error))
     for c in todo:
-        stored = results.load(section.name, c, code=section.code, log=log)
+        if c in errors:
+            failures[c] = f"{type(errors[c]).__name__}: {errors[c]}"
+            loaded[c] = None
+            continue
+        stored = store.load(section, c, log=log)
         if stored is None:
             raise RuntimeError(
                 f"the run of {c} was not found in the store after training: it was stored "
@@ -354,6 +389,86 @@ def run(section, configs, force: bool = False, workers: int | None = None, log=p
             )
         loaded[c] = stored[0]
     return [loaded[c] for c in configs]
+
+
+def _reraise(error):
+    raise error
+
+
+def _train_in_workers(section, todo, store, workers, log, every, force):
+    """The ``"workers"`` backend of :func:`train_or_load`."""
+    splits = {c: 1 if devices.task_mesh() is not None else devices.split_count(section, c) for c in todo}
+    rest = [c for c in todo if splits[c] == 1]
+    for c in todo:  # a split config trains alone, its tasks split over every core (devices.split_count)
+        if splits[c] > 1:
+            run_workers(section, [[c]], 1, store, log, every, split=splits[c], force=force)
+    if rest:
+        workers = default_workers(len(rest)) if workers is None else workers
+        jobs = balance(rest, workers, section)
+        if workers > 1 and len(jobs) > 1:
+            run_workers(section, jobs, workers, store, log, every, force=force)
+        else:
+            train_and_store(section, rest, store, log, every, force)
+
+
+def _train_remote(section_module: str, config: dict, checkpoint_every, checkpoints: str) -> dict:
+    """A Ray task: train one config into a private store; returns its files (path in the store -> bytes)."""
+    section = section_of(section_module)
+    with tempfile.TemporaryDirectory() as root:
+        store = results.Store(root, checkpoints)
+        train_and_store(section, [section.config_from_dict(config)], store, print, checkpoint_every)
+        return {str(p.relative_to(root)): p.read_bytes() for p in Path(root).rglob("*") if p.is_file()}
+
+
+def store_returned(section, config, files: dict, store, log=print) -> None:
+    """Write the files a remote worker returned for ``config`` into ``store``: only the entry of that config
+    (``<section>/<hash>.result`` and ``.json``; any other name, a path with separators or ``..`` included, is
+    refused), each written atomically, and never over a valid entry already there."""
+    entry, sidecar = store.paths(section, config)
+    expected = {f"{section.name}/{entry.name}": entry, f"{section.name}/{sidecar.name}": sidecar}
+    unexpected = sorted(set(files) - set(expected))
+    if unexpected or not isinstance(files.get(f"{section.name}/{entry.name}"), bytes):
+        raise RuntimeError(
+            f"the worker returned {sorted(files)[:4]} instead of the entry {sorted(expected)} of its config: refused"
+        )
+    if store.load(section, config, log=log) is not None:
+        log(f"[train] {entry} is already stored: kept")
+        return
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    for name in sorted(files, key=lambda n: n.endswith(".json")):  # the .result first: a .json alone is damage
+        if not isinstance(files[name], bytes):
+            raise RuntimeError(f"the worker returned {name} as {type(files[name]).__name__}, not bytes: refused")
+        storage.write_atomic(expected[name], files[name])
+
+
+def _train_on_ray(section, todo, store, every, log, address=None, num_gpus=0, num_cpus=1):
+    """The ``"ray"`` backend of :func:`train_or_load`: ``[(config, error)]`` for the configs that failed."""
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeError("the ray backend needs Ray: pip install 'compgen[cluster]' (or pip install ray)") from None
+    if not ray.is_initialized():
+        ray.init(address=address)
+    task = ray.remote(_train_remote).options(num_gpus=num_gpus, num_cpus=num_cpus)
+    checkpoints = str(store.checkpoints)
+    pending = {task.remote(section.module, dataclasses.asdict(c), every, checkpoints): c for c in todo}
+    failed = []
+    while pending:
+        (ref,), _ = ray.wait(list(pending), num_returns=1)
+        config = pending.pop(ref)
+        try:
+            store_returned(section, config, ray.get(ref), store, log)
+            if store.load(section, config, log=log) is None:
+                raise RuntimeError(
+                    "the worker stored the run under another config hash: is its compgen the same version as the "
+                    "driver's?"
+                )
+        except Exception as error:  # noqa: BLE001
+            lines = str(error).strip().splitlines() or [type(error).__name__]
+            failed.append((config, RuntimeError(lines[-1])))  # a Ray task error ends with the original exception
+            continue
+        log(f"[train] stored {section.label(config)} ({len(todo) - len(pending)}/{len(todo)} done)")
+    return failed
 
 
 def default_workers(n_jobs: int) -> int:
@@ -390,10 +505,11 @@ def balance(configs, workers: int, section) -> list:
     return jobs
 
 
-def _start(section, configs, slot, log, checkpoint_every, split=1, force=False):
+def _start(section, configs, slot, store, log, checkpoint_every, split=1, force=False):
     handle = tempfile.NamedTemporaryFile("w", prefix="compgen-job-", suffix=".json", delete=False)
     job = {
         "configs": [dataclasses.asdict(c) for c in configs],
+        "store": [str(store.root), str(store.checkpoints)],
         "checkpoint_every": checkpoint_every,
         "split": split,
         "force": force,
@@ -442,7 +558,7 @@ def _stop(proc, grace_s: float = 5.0) -> None:
 
 
 def run_workers(
-    section, jobs, n_workers: int, log=print, checkpoint_every=None, poll_s: float = 0.5, split=1, force=False
+    section, jobs, n_workers: int, store, log=print, checkpoint_every=None, poll_s: float = 0.5, split=1, force=False
 ):
     """Train ``jobs`` (lists of configs) in at most ``n_workers`` processes at once, costliest first, starting the
     next job whenever a slot frees; with ``split`` > 1 each process splits its tasks over that many host devices.
@@ -457,7 +573,7 @@ def run_workers(
             for slot in range(n_workers):
                 if slot not in running and pending:
                     job = pending.pop(0)
-                    running[slot] = (job, *_start(section, jobs[job], slot, log, checkpoint_every, split, force))
+                    running[slot] = (job, *_start(section, jobs[job], slot, store, log, checkpoint_every, split, force))
             time.sleep(poll_s)
             for slot, (_job, proc, thread, name, last) in list(running.items()):
                 if proc.poll() is not None:
@@ -527,15 +643,15 @@ def _worker(module_name: str, path: str) -> int:
     os.unlink(path)
     _end_with_parent(job.get("parent", os.getppid()))
     section = section_of(module_name)
-    configs = [
-        section.config(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}) for d in job["configs"]
-    ]
+    configs = [section.config_from_dict(d) for d in job["configs"]]
+    store = results.Store(*job["store"])
     split = job.get("split", 1)
     if split > 1:
         print(f"[devices] every meta-batch split over {jax.local_device_count()} {jax.default_backend()} device(s)")
     try:
         with devices.split_tasks() if split > 1 else contextlib.nullcontext():
-            train_and_store(section, configs, checkpoint_every=job["checkpoint_every"], force=job.get("force", False))
+            every, force = job["checkpoint_every"], job.get("force", False)
+            train_and_store(section, configs, store, checkpoint_every=every, force=force)
     except TrainingDiverged as error:  # the driver re-raises it with this message
         print(f"TrainingDiverged: {error}", flush=True)
         return DIVERGED_EXIT

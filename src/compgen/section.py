@@ -2,7 +2,7 @@
 
 A section is a frozen :class:`Section`: its config class, its presets, and the pure functions that the
 engine (:mod:`compgen.runner`) compiles - per-run arrays, initial state, one outer step, evaluation - plus a
-progress line, a label, a cost estimate and the modules whose code its numbers depend on.
+progress line, a label and a cost estimate. Its code fingerprint follows from its module's imports.
 
 Presets are data. ``PRESETS["paper"]`` holds the paper's configuration: its ``per_model`` values are each
 model's paper hyper-parameters and its ``common`` values the section's. Every other preset starts from
@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from compgen import params
+from compgen import fingerprint, params
 
 PRESET_NAMES = ("smoke", "quick", "paper")
 # Fields a figure's grid may set that a user may still override: they choose seeds and budget, not the experiment.
@@ -100,7 +100,6 @@ class Section:
       ``evaluate(cfg, run, state) -> metrics``: one run; the engine vmaps them over runs;
     * ``progress(step_metrics, eval_metrics) -> str``: the progress line's tail;
     * ``label(cfg) -> str``: one line naming a config; ``cost(cfg) -> float``: FLOPs of one run (scheduling);
-    * ``code``: the modules whose code the numbers depend on (the results store's fingerprint);
     * ``data_fields``: the fields that enter only the per-run arrays (a split, masks, seeds): configs that
       differ only there share one compiled program;
     * ``models``: the learners in the paper's order (empty for a section without a model field);
@@ -119,7 +118,6 @@ class Section:
     progress: Callable
     label: Callable
     cost: Callable
-    code: tuple
     data_fields: tuple = ("seeds",)
     models: tuple = ()
     base_fields: Callable | None = None
@@ -130,6 +128,16 @@ class Section:
     def module(self) -> str:
         """The module that defines the section (workers import it to find ``SECTION``)."""
         return self.config.__module__
+
+    @property
+    def fingerprint(self) -> str:
+        """The hash of the code the section's numbers can depend on: its module's import closure
+        (:func:`compgen.fingerprint.of_section`), computed once per process."""
+        return fingerprint.of_section(self.module)
+
+    def config_from_dict(self, values: dict):
+        """The config whose fields are ``values`` (a dict read from JSON, where tuples came back as lists)."""
+        return self.config(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
 
     def preset(self, name: str) -> Preset:
         if name not in self.presets:

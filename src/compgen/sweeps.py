@@ -35,12 +35,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
-from compgen import checkpoint, devices, params, results, runner, storage
+from compgen import params, results, runner
 from compgen.experiments import SECTIONS, get
 from compgen.section import PRESET_NAMES, figure_configs, make_config
 
@@ -255,16 +253,19 @@ def run_sweep(
     ray_address: str | None = None,
     ray_gpus: float = 0,
     ray_cpus: float = 1,
+    store=None,
 ) -> Report:
-    """Train every run of ``sweep`` (a :class:`Sweep` or a path) not yet stored with ``backend``.
+    """Train every run of ``sweep`` (a :class:`Sweep` or a path) not yet in ``store`` (default
+    :meth:`compgen.results.Store.default`) with ``backend`` (:func:`compgen.runner.train_or_load`).
 
     Returns a :class:`Report`; failures (a config that cannot be built, a run that raises) are collected there
-    and logged, never raised. ``checkpoint_every``: see :func:`compgen.runner.train_and_store`.
+    and logged, never raised.
     """
     if backend not in BACKENDS:
         raise params.ParameterError(f"backend must be one of {BACKENDS}, got {backend!r}")
     runner.check_environment()
     runner.checkpoint_interval(checkpoint_every)
+    store = results.Store.default() if store is None else store
     sweep = load(sweep) if isinstance(sweep, (str, Path)) else sweep
     section = get(sweep.section)
     report, todo = Report(), []
@@ -272,110 +273,34 @@ def run_sweep(
         if point.config is None:
             report.failed.append((point.label, point.error))
             log(f"[sweep] FAILED {point.label}: {point.error}")
-        elif not force and runner.load(section, point.config, log) is not None:
+        elif not force and store.load(section, point.config, log=log) is not None:
             report.stored.append(point.config)
         else:
             todo.append(point)
-    if todo:
-        runner.check_store(section, checkpoint_every)
     log(
         f"[sweep] {sweep.name}: {len(todo)} config(s) to train with backend {backend!r}, "
         f"{len(report.stored)} already stored"
     )
-
-    def train_one(point, job_log):
-        runner.train_and_store(section, [point.config], job_log, checkpoint_every)
-
-    if backend == "ray":
-        _run_ray(section, todo, report, checkpoint_every, log, ray_address, ray_gpus, ray_cpus)
-    elif backend == "devices":
-        import jax
-
-        log(f"[sweep] one config per device at a time over {jax.local_device_count()} device(s): {jax.local_devices()}")
-        failed = dict((id(p), e) for p, e in devices.train_on_devices(train_one, todo, log=log))
-        for p in todo:
-            if id(p) in failed:
-                report.failed.append((p.label, f"{type(failed[id(p)]).__name__}: {failed[id(p)]}"))
-            else:
-                report.trained.append(p.config)
-    else:
-        for p in todo:
-            try:
-                train_one(p, log)
-            except Exception as error:  # noqa: BLE001  (one failing run must not stop the sweep)
-                report.failed.append((p.label, f"{type(error).__name__}: {error}"))
-                log(f"[sweep] FAILED {p.label}: {error!r}")
-                continue
+    failures = {}
+    ray_options = {"address": ray_address, "num_gpus": ray_gpus, "num_cpus": ray_cpus}
+    runner.train_or_load(
+        section,
+        [p.config for p in todo],
+        store,
+        backend,
+        force=force,
+        checkpoint_every=checkpoint_every,
+        log=log,
+        failures=failures,
+        ray_options=ray_options,
+    )
+    for p in todo:
+        if p.config in failures:
+            report.failed.append((p.label, failures[p.config]))
+        else:
             report.trained.append(p.config)
     log("[sweep] " + report.summary())
     return report
-
-
-def _train_remote(section_name: str, config: dict, checkpoint_every, checkpoint_dir: str) -> dict:
-    """Ray task: train one config into a private store; returns its files (path in the store -> bytes), which
-    the driver writes into its own store, so workers need no shared file system."""
-    section = get(section_name)
-    config = section.config(**{k: tuple(v) if isinstance(v, list) else v for k, v in config.items()})
-    saved = {k: os.environ.get(k) for k in ("COMPGEN_RESULTS", "COMPGEN_CHECKPOINTS")}
-    with tempfile.TemporaryDirectory() as store:
-        os.environ.update(COMPGEN_RESULTS=store, COMPGEN_CHECKPOINTS=checkpoint_dir)
-        try:
-            runner.train_and_store(section, [config], print, checkpoint_every)
-        finally:
-            for k, v in saved.items():
-                os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
-        return {str(p.relative_to(store)): p.read_bytes() for p in Path(store).rglob("*") if p.is_file()}
-
-
-def store_returned(section, config, files: dict, root: Path, log=print) -> None:
-    """Write the files a remote worker returned for ``config`` into the store at ``root``: only the entry of that
-    config (``<section>/<hash>.result`` and ``.json``; any other name, a path with separators or ``..`` included, is
-    refused), each written atomically, and never over a valid entry already there."""
-    entry, sidecar = results.paths(section.name, config, root, section.code)
-    expected = {f"{section.name}/{entry.name}": entry, f"{section.name}/{sidecar.name}": sidecar}
-    unexpected = sorted(set(files) - set(expected))
-    if unexpected or not isinstance(files.get(f"{section.name}/{entry.name}"), bytes):
-        raise RuntimeError(
-            f"the worker returned {sorted(files)[:4]} instead of the entry {sorted(expected)} of its config: refused"
-        )
-    if results.load(section.name, config, root, section.code, log=log) is not None:
-        log(f"[sweep] {entry} is already stored: kept")
-        return
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    for name in sorted(files, key=lambda n: n.endswith(".json")):  # the .result first: a .json alone is damage
-        if not isinstance(files[name], bytes):
-            raise RuntimeError(f"the worker returned {name} as {type(files[name]).__name__}, not bytes: refused")
-        storage.write_atomic(expected[name], files[name])
-
-
-def _run_ray(section, points, report, checkpoint_every, log, address, gpus, cpus):
-    try:
-        import ray
-    except ImportError:
-        raise RuntimeError("the ray backend needs Ray: pip install 'compgen[cluster]' (or pip install ray)") from None
-    if not ray.is_initialized():
-        ray.init(address=address)
-    task = ray.remote(_train_remote).options(num_gpus=gpus, num_cpus=cpus)
-    ckpt_dir = str(checkpoint.checkpoint_root())
-    pending = {task.remote(section.name, dataclasses.asdict(p.config), checkpoint_every, ckpt_dir): p for p in points}
-    root = results.results_root()
-    while pending:
-        (ref,), _ = ray.wait(list(pending), num_returns=1)
-        point = pending.pop(ref)
-        try:
-            store_returned(section, point.config, ray.get(ref), root, log)
-            if runner.load(section, point.config, log) is None:
-                raise RuntimeError(
-                    "the worker stored the run under another config hash: is its compgen the "
-                    "same version as the driver's?"
-                )
-        except Exception as error:  # noqa: BLE001
-            lines = str(error).strip().splitlines() or [type(error).__name__]
-            report.failed.append((point.label, lines[-1]))  # a Ray task error ends with the original exception
-            log(f"[sweep] FAILED {point.label}: {error}")
-            continue
-        report.trained.append(point.config)
-        log(f"[sweep] stored {point.label} ({len(report.trained)}/{len(points)} done)")
 
 
 def main(args, overrides) -> int:
@@ -391,7 +316,7 @@ def main(args, overrides) -> int:
                 status = (
                     ("FAILED " + p.error)
                     if p.config is None
-                    else ("stored" if runner.load(section, p.config) is not None else "to train")
+                    else ("stored" if runner.load(section, p.config, log=lambda _: None) is not None else "to train")
                 )
                 print(f"{p.label}: {status}")
             configs = [p.config for p in points if p.config is not None]

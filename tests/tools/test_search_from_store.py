@@ -20,7 +20,7 @@ WORLD = ["n_modules", "layout"]
 
 def _store(cfg, fake, losses):
     sec = experiments.get("preferences")
-    results.save(sec.name, cfg, fake(cfg, {"eval/loss": {"ood": losses}}), 12.5, code=sec.code)
+    results.Store.default().save(sec, cfg, fake(cfg, {"eval/loss": {"ood": losses}}), 12.5)
 
 
 def test_records_each_stored_config_of_the_figure(store, fake, tmp_path):

@@ -287,8 +287,8 @@ def test_ours_at_the_matched_world_keeps_each_configs_own_output(monkeypatch):
         trained.extend(configs)
         return [{"config": c} for c in configs]
 
-    monkeypatch.setattr(runner, "run", fake_run)
-    monkeypatch.setattr(runner, "load", lambda sec, c: pytest.fail("loaded a config it was asked to train"))
+    monkeypatch.setattr(runner, "train_or_load", fake_run)
+    monkeypatch.setattr(runner, "load", lambda sec, c, **_: pytest.fail("loaded a config it was asked to train"))
     found = twin.train_ours("goals", "quick", [[2020]])["2020"]
     assert len(trained) == len(set(trained)) == len(found)
     assert all(output["config"] == cfg for cfg, output in found.items())

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import sys
 from dataclasses import dataclass
 
 import jax
@@ -21,9 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from compgen import initializers, meta, metrics, models, params, runner
+from compgen import meta, params
 from compgen.experiments import fewshot
-from compgen.models import hypernetwork, mlp
 from compgen.params import field, positive
 from compgen.section import Grid, Preset
 from compgen.tasks import goals as gl
@@ -391,7 +389,6 @@ SECTION = fewshot.make_section(
     "goals",
     GoalsConfig,
     PRESETS,
-    code=(gl, initializers, meta, metrics, models, hypernetwork, mlp, fewshot, runner, sys.modules[__name__]),
     cost=lambda cfg: flops_per_step(cfg) * cfg.outer_steps * len(cfg.seeds),
     label=label,
     keep_params=True,

@@ -10,19 +10,16 @@ the linear decodability of the task code from the adapted fast parameters (spec 
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 import jax
 import numpy as np
 
-from compgen import initializers, meta, metrics, models, params, runner
+from compgen import params
 from compgen.experiments import fewshot
-from compgen.models import hypernetwork, mlp
 from compgen.params import field, positive
 from compgen.section import Grid, Preset, model_table
 from compgen.tasks import hyperteacher as ht
-from compgen.tasks import support
 
 
 @dataclass(frozen=True)
@@ -265,7 +262,6 @@ SECTION = fewshot.make_section(
     "hyperteacher",
     HyperteacherConfig,
     PRESETS,
-    code=(ht, support, initializers, meta, metrics, models, hypernetwork, mlp, fewshot, runner, sys.modules[__name__]),
     cost=lambda cfg: flops_per_step(cfg) * cfg.outer_steps * len(cfg.seeds),
     label=label,
     experiment_fields=("split", "n_modules", "max_hot", "seeds"),

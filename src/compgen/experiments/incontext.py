@@ -25,20 +25,17 @@ trained and evaluated on the same tasks.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 import jax
 
-from compgen import initializers, meta, metrics, models, params, runner
+from compgen import models, params
 from compgen.experiments import fewshot, goals, hyperteacher
-from compgen.models import hypernetwork, mlp
 from compgen.models import incontext as icl
 from compgen.params import field, positive
 from compgen.section import Grid, Preset, make_config
 from compgen.tasks import goals as gl
 from compgen.tasks import hyperteacher as ht
-from compgen.tasks import support, teacher
 
 ENVIRONMENTS = {"hyperteacher": hyperteacher, "goals": goals}
 SPLITS = ("random", "non_compositional")
@@ -319,24 +316,6 @@ SECTION = fewshot.make_section(
     "incontext",
     InContextConfig,
     PRESETS,
-    code=(
-        ht,
-        gl,
-        support,
-        teacher,
-        initializers,
-        hyperteacher,
-        goals,
-        fewshot,
-        meta,
-        metrics,
-        models,
-        hypernetwork,
-        mlp,
-        icl,
-        runner,
-        sys.modules[__name__],
-    ),
     cost=lambda cfg: flops_per_step(cfg) * cfg.outer_steps * len(cfg.seeds),
     label=label,
     models_=icl.INCONTEXT_MODEL_NAMES,

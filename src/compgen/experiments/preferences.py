@@ -11,19 +11,17 @@ fields (:class:`WorldFields`), the paper's by default.
 from __future__ import annotations
 
 import dataclasses
-import sys
 from dataclasses import dataclass
 
 import jax
 import numpy as np
 
-from compgen import initializers, meta, metrics, models, params, runner
+from compgen import params
 from compgen.experiments import fewshot
-from compgen.models import hypernetwork, mlp
 from compgen.params import field, positive
 from compgen.section import Grid, Preset
 from compgen.tasks import preferences as pf
-from compgen.tasks import support, teacher
+from compgen.tasks import teacher
 
 WORLD_FIELDS = tuple(f.name for f in dataclasses.fields(pf.PreferencesWorld))
 
@@ -282,20 +280,6 @@ SECTION = fewshot.make_section(
     "preferences",
     PreferencesConfig,
     PRESETS,
-    code=(
-        pf,
-        support,
-        teacher,
-        initializers,
-        meta,
-        metrics,
-        models,
-        hypernetwork,
-        mlp,
-        fewshot,
-        runner,
-        sys.modules[__name__],
-    ),
     cost=lambda cfg: flops_per_step(cfg) * cfg.outer_steps * len(cfg.seeds),
     label=label,
     experiment_fields=("split", "max_hot", "seeds"),

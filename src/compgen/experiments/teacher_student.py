@@ -10,7 +10,6 @@ alignment (spec §1.5-1.6).
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 import jax
@@ -18,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from compgen import initializers, meta, metrics, params, rng, runner
+from compgen import meta, metrics, params, rng
 from compgen.params import field, positive
 from compgen.section import Grid, Preset, Section
 from compgen.tasks import support, teacher
@@ -392,7 +391,6 @@ SECTION = Section(
     progress=progress,
     label=label,
     cost=cost,
-    code=(teacher, support, initializers, rng, meta, metrics, runner, sys.modules[__name__]),
     data_fields=("masks", "distribution", "weight_decay", "expect_connected", "seeds"),
     experiment_fields=(
         "masks",

@@ -40,6 +40,7 @@ class Runs:
     outputs: dict
     wall_s: float = 0.0
     trained: int = 0
+    store: object = None  # the compgen.results.Store they came from
 
     def configs(self, figure, **where):
         """The configs of ``figure`` whose fields equal ``where`` (e.g. ``model="anil"``), in grid order."""
@@ -89,34 +90,41 @@ def chapter_configs(section_name: str, preset: str, seeds=None, figures=None, **
 
 
 def train(
-    section_name: str, preset: str = "quick", seeds=None, force=False, figures=None, log=print, **overrides
+    section_name: str, preset: str = "quick", seeds=None, force=False, figures=None, log=print, store=None, **overrides
 ) -> Runs:
-    """Train (or load) every run of a section's figures at ``preset`` and return them as :class:`Runs`.
+    """Train (or load) every run of a section's figures at ``preset`` (:func:`compgen.runner.train_or_load`, into
+    ``store``, default :meth:`compgen.results.Store.default`) and return them as :class:`Runs`.
 
     Progress lines go to ``log`` while training; a last line says how many runs were trained and how long it
     took.
     """
-    from compgen import params
+    from compgen import params, results
 
     force = params.parse_bool(force, "force")
+    store = results.Store.default() if store is None else store
     sec, by_figure = chapter_configs(section_name, preset, seeds, figures, **overrides)
     configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
-    stored = sum(runner.load(sec, c, log=log) is not None for c in configs) if not force else 0
+    stored = 0 if force else sum(store.paths(sec, c)[0].exists() for c in configs)
     start = time.perf_counter()
-    outputs = dict(zip(configs, runner.run(sec, configs, force=force, log=log)))
+    outputs = dict(zip(configs, runner.train_or_load(sec, configs, store, force=force, log=log)))
     wall = time.perf_counter() - start
     log(
         f"[{section_name}] {len(configs)} config(s): {len(configs) - stored} trained, {stored} loaded from the "
         f"store, {wall:.0f} s"
     )
-    return Runs(sec, preset, by_figure, outputs, wall, len(configs) - stored)
+    return Runs(sec, preset, by_figure, outputs, wall, len(configs) - stored, store)
 
 
-def stored(section_name: str, preset: str = "quick", seeds=None, **overrides) -> Runs:
-    """The section's runs at ``preset`` as far as the results store holds them; nothing is trained."""
+def stored(section_name: str, preset: str = "quick", seeds=None, store=None, **overrides) -> Runs:
+    """The section's runs at ``preset`` as far as ``store`` (default :meth:`compgen.results.Store.default`) holds
+    them; nothing is trained."""
     sec, by_figure = chapter_configs(section_name, preset, seeds, **overrides)
+    from compgen import results
+
+    store = results.Store.default() if store is None else store
     configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
-    return Runs(sec, preset, by_figure, {c: runner.load(sec, c, log=lambda _: None) for c in configs})
+    outputs = {c: runner.load(sec, c, store, log=lambda _: None) for c in configs}
+    return Runs(sec, preset, by_figure, outputs, store=store)
 
 
 # --------------------------------------------------------------------------------------------- the paper's numbers

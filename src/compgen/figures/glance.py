@@ -58,7 +58,7 @@ def load_second_set(path, preset) -> dict | None:
 
 def code_fingerprints() -> dict:
     """{section: the fingerprint of its training code}, as the results store keys its runs."""
-    return {name: results.code_fingerprint(experiments.get(name).code) for name in CHAPTERS}
+    return {name: experiments.get(name).fingerprint for name in CHAPTERS}
 
 
 def _second_set_matches(found: dict, record: dict) -> dict:

@@ -404,7 +404,7 @@ def search_records(runs: Runs, regime: str) -> list:
         factors = (cfg.hidden_factor, cfg.module_factor)
         column = named.column if cfg in fig2c else None  # Fig. 2C's configs are Table A9's columns
         connected = bool(support.is_connected(cfg.mask_array()))
-        stored = results.load(runs.section.name, cfg, code=runs.section.code, log=lambda _: None)
+        stored = (runs.store or results.Store.default()).load(runs.section, cfg, log=lambda _: None)
         alignment = np.asarray(runs.output(cfg)["eval/alignment"], float)  # (seed, evaluation)
         out.append(
             dict(
