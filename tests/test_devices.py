@@ -120,8 +120,8 @@ def test_train_chunk_adapts_a_large_meta_batch_a_few_tasks_at_a_time_on_a_cpu_on
     assert devices.train_chunk(16, backend="cpu") is None  # the quick presets' meta-batches: all at once
     assert devices.train_chunk(128, backend="gpu") is None
     assert devices.train_chunk(128, chosen=32, backend="gpu") == 32  # a config's train_chunk wins
-    with devices.tasks_split_over(type("Mesh", (), {"size": 32})()):  # each of 32 devices adapts 4 tasks
-        assert devices.train_chunk(128, backend="cpu") == 4
+    mesh = type("Mesh", (), {"size": 32})()  # each of 32 devices adapts 4 tasks
+    assert devices.train_chunk(128, backend="cpu", mesh=mesh) == 4
 
 
 # --------------------------------------------------------------------------------------------- the device's knobs

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compgen import devices, params, results, runner, storage
+from compgen import devices, params, results, runner, section, storage
 from compgen.experiments import hyperteacher as HT
 from compgen.experiments import teacher_student as ts
 from compgen.section import make_config
@@ -132,9 +132,9 @@ def test_a_program_compiles_its_training_chunk_once_for_every_config_of_its_shap
     compiled chunk: the outer step is traced once however many of them run and however often the chunk is called."""
     traces = []
 
-    def counted_step(cfg, run, state):
+    def counted_step(cfg, run, state, mesh=None):
         traces.append(cfg)
-        return S.outer_step(cfg, run, state)
+        return S.outer_step(cfg, run, state, mesh)
 
     traced = dataclasses.replace(S, name="teacher_student_trace_count", outer_step=counted_step)
     configs = [_tiny(), _tiny(masks="1;01;0", distribution="continuous"), _tiny(seeds=(7, 8))]
@@ -164,9 +164,9 @@ def test_a_configs_xla_level_reaches_its_programs_and_separates_them():
     """``xla_opt_level`` becomes the XLA compile option of the config's programs (a CPU's choice when None,
     compgen.devices.resolve): configs that differ in it are different programs, each training to finite numbers."""
     fast, default = _tiny(xla_opt_level=1), _tiny(xla_opt_level=3)
-    assert runner.compiler_options(fast) == {"xla_backend_optimization_level": 1}
-    assert runner.compiler_options(devices.resolve(S, _tiny(), backend="cpu")) == runner.compiler_options(fast)
-    assert runner.compiler_options(devices.resolve(S, _tiny(), backend="gpu")) is None
+    assert section.compiler_options(fast) == {"xla_backend_optimization_level": 1}
+    assert section.compiler_options(devices.resolve(S, _tiny(), backend="cpu")) == section.compiler_options(fast)
+    assert section.compiler_options(devices.resolve(S, _tiny(), backend="gpu")) is None
     assert runner.program(S, fast) is not runner.program(S, default)
     for cfg in (fast, default):
         history, _ = runner.train(S, cfg, log=lambda _: None)

@@ -172,17 +172,16 @@ def _with(cfg, values):
     return copy
 
 
-def train_chunk(meta_batch: int, chosen=None, backend=None) -> int | None:
+def train_chunk(meta_batch: int, chosen=None, backend=None, mesh=None) -> int | None:
     """How many of its ``meta_batch`` tasks each device adapts at once per outer step: ``chosen`` (a config's
     ``train_chunk``) if set; else, on a CPU with a meta-batch of :data:`CPU_CHUNK_MIN_BATCH` or more, the largest
-    divisor of each device's share (:func:`task_mesh`) up to :data:`CPU_TRAIN_CHUNK`; else ``None`` (all at once).
-    Like the split, it changes float32 round-off only."""
+    divisor of each device's share (of the ``mesh`` it is split over) up to :data:`CPU_TRAIN_CHUNK`; else ``None``
+    (all at once). Like the split, it changes float32 round-off only."""
     if chosen is not None:
         return chosen
     backend = jax.default_backend() if backend is None else backend
     if backend != "cpu" or meta_batch < CPU_CHUNK_MIN_BATCH:
         return None
-    mesh = task_mesh()
     share = meta_batch // (1 if mesh is None else mesh.size)
     return max(c for c in range(1, CPU_TRAIN_CHUNK + 1) if share % c == 0)
 
@@ -210,17 +209,6 @@ def split_tasks(devices=None):
     token = _TASK_MESH.set(Mesh(np.array(devices), ("tasks",)) if len(devices) > 1 else None)
     try:
         yield _TASK_MESH.get()
-    finally:
-        _TASK_MESH.reset(token)
-
-
-@contextlib.contextmanager
-def tasks_split_over(mesh):
-    """Within the block, :func:`task_mesh` is ``mesh`` (or no split with ``None``): a compiled program captures the
-    split it was built under and traces with it, wherever it is first called."""
-    token = _TASK_MESH.set(mesh)
-    try:
-        yield mesh
     finally:
         _TASK_MESH.reset(token)
 

@@ -20,8 +20,6 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from compgen import devices
-
 GRADIENT_MODES = ("second_order", "first_order", "stop_gradient")
 
 
@@ -115,7 +113,7 @@ def fewshot_loss(model, meta_params, support, query, loss_fn, optimizer, num_ste
     return loss_fn(prediction, query[1]), (fast, prediction)
 
 
-def mean_over_tasks(task_loss, params, tasks, keys, fixed=None, chunk=None):
+def mean_over_tasks(task_loss, params, tasks, keys, fixed=None, chunk=None, mesh=None):
     """Value and gradient in ``params`` of the mean over tasks of ``task_loss(params, task, key, fixed) -> (loss,
     aux)``.
 
@@ -124,10 +122,10 @@ def mean_over_tasks(task_loss, params, tasks, keys, fixed=None, chunk=None):
     closed over, so that a split (below) replicates it onto each device. Returns ``((mean loss, aux averaged over
     tasks), gradient)``. With ``chunk`` the tasks are taken ``chunk`` at a time, one chunk after another
     (``lax.map``), and the chunks' means averaged: the same result up to float32 round-off, with one chunk's inner
-    loops in memory at a time instead of all of them, which on a CPU also keeps them in its caches. Inside
-    :func:`compgen.devices.split_tasks` the task axis is split over the devices of its mesh (each device chunks its
-    share): each device differentiates its share of the tasks and one all-reduce averages the results, which equal
-    the single-device ones up to float32 round-off.
+    loops in memory at a time instead of all of them, which on a CPU also keeps them in its caches. With a ``mesh``
+    (a one-axis :class:`jax.sharding.Mesh`, :func:`compgen.devices.split_tasks`) the task axis is split over its
+    devices (each device chunks its share): each device differentiates its share of the tasks and one all-reduce
+    averages the results, which equal the single-device ones up to float32 round-off.
     """
 
     def local(params, tasks, keys, fixed):
@@ -149,7 +147,6 @@ def mean_over_tasks(task_loss, params, tasks, keys, fixed=None, chunk=None):
         )
         return jax.tree.map(lambda a: a.mean(0), per_chunk)
 
-    mesh = devices.task_mesh()
     if mesh is None:
         return local(params, tasks, keys, fixed)
     n_tasks, axis = len(jax.tree.leaves(keys)[0]), mesh.axis_names[0]
@@ -213,14 +210,14 @@ def outer_update(optimizer: optax.GradientTransformation, params, state, grads):
     )
 
 
-def outer_step(task_loss, params, state, optimizer, tasks, keys, fixed=None, chunk=None):
+def outer_step(task_loss, params, state, optimizer, tasks, keys, fixed=None, chunk=None, mesh=None):
     """Mean task loss over a batch of tasks, its meta-gradient (:func:`mean_over_tasks`, ``chunk`` tasks at a time)
     and one guarded outer update (:func:`outer_update`). ``task_loss(params, task, key, fixed) -> (loss, aux dict)``.
 
     Returns ``(params, state, metrics)`` with ``metrics`` the mean loss, the mean of each aux entry, the
     gradient norm and the skip counters.
     """
-    (loss, aux), grads = mean_over_tasks(task_loss, params, tasks, keys, fixed, chunk)
+    (loss, aux), grads = mean_over_tasks(task_loss, params, tasks, keys, fixed, chunk, mesh)
     params, state, stats = outer_update(optimizer, params, state, grads)
     return params, state, {"loss": loss, **aux, **stats}
 

@@ -35,16 +35,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from compgen import allocator, checkpoint, devices, memory, meta, params, precision, results, storage, timing
+from compgen import allocator, checkpoint, devices, memory, params, precision, results, storage, timing
 
 DIVERGED_STEPS = 100  # consecutive non-finite outer updates after which a run is stopped
 DIVERGED_EXIT = 3  # a worker's exit status when one of its runs diverged
@@ -55,16 +53,6 @@ class TrainingDiverged(RuntimeError):
     """A run whose outer updates stayed non-finite; it is not stored."""
 
 
-class Program(NamedTuple):
-    """The compiled pieces that train the seeds of one config: ``init(runs) -> state``,
-    ``chunk(runs, state, n) -> (state, per-step metrics)`` (``n`` outer steps under one ``lax.scan``) and
-    ``evaluate(runs, state) -> metrics``; every array has a leading run (seed) axis."""
-
-    init: Callable
-    chunk: Callable
-    evaluate: Callable
-
-
 _PROGRAMS: dict = {}
 
 
@@ -73,29 +61,13 @@ def shape_key(section, cfg):
     return tuple((f.name, getattr(cfg, f.name)) for f in dataclasses.fields(cfg) if f.name not in section.data_fields)
 
 
-def compiler_options(cfg) -> dict | None:
-    """XLA options for ``cfg``'s programs: its ``xla_opt_level`` (:func:`compgen.devices.resolve`), if set."""
-    level = getattr(cfg, "xla_opt_level", None)
-    return None if level is None else {"xla_backend_optimization_level": level}
-
-
-def program(section, cfg) -> Program:
-    """The jitted program of ``cfg`` with the device's knobs (:func:`compgen.devices.resolve`; shared by every config
-    of the same :func:`shape_key`)."""
+def program(section, cfg):
+    """The jitted :class:`compgen.section.Program` of ``cfg`` with the device's knobs
+    (:func:`compgen.devices.resolve`), shared by every config of the same :func:`shape_key`."""
     cfg = devices.resolve(section, cfg)
     key = (section.name, shape_key(section, cfg), devices.task_mesh_id())
-    if key not in _PROGRAMS:
-        mesh = devices.task_mesh()  # traced with the split it was built under, wherever it is first called
-        jit = functools.partial(jax.jit, compiler_options=compiler_options(cfg))
-
-        def chunk(runs, state, n):
-            step_all = lambda s: jax.vmap(lambda r, x: section.outer_step(cfg, r, x))(runs, s)
-            with devices.tasks_split_over(mesh):
-                return meta.scan_steps(step_all, state, n)
-
-        init = jit(lambda runs: jax.vmap(lambda r: section.init(cfg, r))(runs))
-        evaluate = jit(lambda runs, state: jax.vmap(lambda r, s: section.evaluate(cfg, r, s))(runs, state))
-        _PROGRAMS[key] = Program(init, jit(chunk, static_argnums=2), evaluate)
+    if key not in _PROGRAMS:  # the split of the enclosing compgen.devices.split_tasks, if any, chosen here
+        _PROGRAMS[key] = section.program(cfg, devices.task_mesh())
     return _PROGRAMS[key]
 
 

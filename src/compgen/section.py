@@ -21,12 +21,16 @@ results store.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import NamedTuple
 
-from compgen import fingerprint, params
+import jax
+
+from compgen import fingerprint, meta, params
 
 PRESET_NAMES = ("smoke", "quick", "paper")
 # Fields a figure's grid may set that a user may still override: they choose seeds and budget, not the experiment.
@@ -91,13 +95,30 @@ def model_table(columns: tuple, **rows: tuple) -> dict:
     return {model: dict(zip(columns, values)) for model, values in rows.items()}
 
 
+def compiler_options(cfg) -> dict | None:
+    """XLA options for ``cfg``'s programs: its ``xla_opt_level`` (:func:`compgen.devices.resolve`), if set."""
+    level = getattr(cfg, "xla_opt_level", None)
+    return None if level is None else {"xla_backend_optimization_level": level}
+
+
+class Program(NamedTuple):
+    """The compiled pieces that train the seeds of one config: ``init(runs) -> state``,
+    ``chunk(runs, state, n) -> (state, per-step metrics)`` (``n`` outer steps under one ``lax.scan``, ``n`` static)
+    and ``evaluate(runs, state) -> metrics``; every array has a leading run (seed) axis."""
+
+    init: Callable
+    chunk: Callable
+    evaluate: Callable
+
+
 @dataclass(frozen=True)
 class Section:
     """One section of the book, as the engine drives it (see module docstring).
 
     * ``run_arrays(configs) -> runs``: per-run inputs (splits, evaluation tasks), stacked over (config, seed);
-    * ``init(cfg, run) -> state``, ``outer_step(cfg, run, state) -> (state, metrics)`` and
-      ``evaluate(cfg, run, state) -> metrics``: one run; the engine vmaps them over runs;
+    * ``init(cfg, run) -> state``, ``outer_step(cfg, run, state, mesh=None) -> (state, metrics)`` (``mesh``: the
+      devices its tasks are split over, if any) and ``evaluate(cfg, run, state) -> metrics``: one run;
+      :meth:`program` vmaps them over runs and compiles them;
     * ``progress(step_metrics, eval_metrics) -> str``: the progress line's tail;
     * ``label(cfg) -> str``: one line naming a config; ``cost(cfg) -> float``: FLOPs of one run (scheduling);
     * ``data_fields``: the fields that enter only the per-run arrays (a split, masks, seeds): configs that
@@ -134,6 +155,21 @@ class Section:
         """The hash of the code the section's numbers can depend on: its module's import closure
         (:func:`compgen.fingerprint.of_section`), computed once per process."""
         return fingerprint.of_section(self.module)
+
+    def program(self, cfg, mesh=None) -> Program:
+        """The jitted :class:`Program` that trains every seed of ``cfg`` (its device knobs resolved,
+        :func:`compgen.devices.resolve`), with each outer step's tasks split over ``mesh`` (a one-axis
+        :class:`jax.sharding.Mesh`, or ``None``). Built from its arguments only: the same ``(cfg, mesh)`` gives
+        the same program wherever it is built and called."""
+        jit = functools.partial(jax.jit, compiler_options=compiler_options(cfg))
+
+        def chunk(runs, state, n):
+            step_all = lambda s: jax.vmap(lambda r, x: self.outer_step(cfg, r, x, mesh))(runs, s)
+            return meta.scan_steps(step_all, state, n)
+
+        init = jit(lambda runs: jax.vmap(lambda r: self.init(cfg, r))(runs))
+        evaluate = jit(lambda runs, state: jax.vmap(lambda r, s: self.evaluate(cfg, r, s))(runs, state))
+        return Program(init, jit(chunk, static_argnums=2), evaluate)
 
     def config_from_dict(self, values: dict):
         """The config whose fields are ``values`` (a dict read from JSON, where tuples came back as lists)."""

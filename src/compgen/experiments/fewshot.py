@@ -200,8 +200,9 @@ def solve_task(env: Environment, cfg, model, params_, run, world, task, key, n_q
     return loss, (env.metrics(prediction, query_set[1], n_query), representation, support_set, fast, prediction)
 
 
-def outer_step(env: Environment, cfg, run, state):
-    """One outer step of one run: draw tasks, solve them, meta-gradient, guarded clipped AdamW."""
+def outer_step(env: Environment, cfg, run, state, mesh=None):
+    """One outer step of one run: draw tasks, solve them, meta-gradient, guarded clipped AdamW; with a ``mesh``
+    the tasks are split over its devices (:func:`compgen.meta.mean_over_tasks`)."""
     model = cfg.build_model()
     key, k_tasks, k_data = jax.random.split(state["key"], 3)
     tasks = env.sample_tasks(cfg, run, k_tasks, cfg.meta_batch)
@@ -218,7 +219,8 @@ def outer_step(env: Environment, cfg, run, state):
         tasks,
         jax.random.split(k_data, cfg.meta_batch),
         fixed=state["world"],
-        chunk=devices.train_chunk(cfg.meta_batch, cfg.train_chunk),
+        chunk=devices.train_chunk(cfg.meta_batch, cfg.train_chunk, mesh=mesh),
+        mesh=mesh,
     )
     return {**state, "meta": params_, "opt_state": opt_state, "key": key}, step_metrics
 
@@ -339,7 +341,7 @@ def make_section(
         presets=presets,
         run_arrays=lambda configs: stack_runs(env_of(configs[0]), configs),
         init=lambda cfg, run: init_run(env_of(cfg), cfg, run),
-        outer_step=lambda cfg, run, s: outer_step(env_of(cfg), cfg, run, s),
+        outer_step=lambda cfg, run, s, mesh=None: outer_step(env_of(cfg), cfg, run, s, mesh),
         evaluate=lambda cfg, run, s: evaluate_run(env_of(cfg), cfg, run, s),
         progress=progress,
         label=label,

@@ -171,8 +171,9 @@ def init_run(cfg, run):
     }
 
 
-def outer_step(cfg, run, state):
-    """One outer step of one run: B tasks, inner inference, query loss, guarded AdamW update."""
+def outer_step(cfg, run, state, mesh=None):
+    """One outer step of one run: B tasks, inner inference, query loss, guarded AdamW update; with a ``mesh`` the
+    tasks are split over its devices (:func:`compgen.meta.mean_over_tasks`)."""
     key, k_latents, k_tasks = jax.random.split(state["key"], 3)
     z = teacher.sample_latents_padded(
         k_latents, run["masks"], run["n_masks"], run["discrete"], cfg.meta_batch, cfg.normalisation
@@ -195,6 +196,7 @@ def outer_step(cfg, run, state):
         z,
         jax.random.split(k_tasks, cfg.meta_batch),
         fixed=(state["teacher"], state["zhat_init"]),
+        mesh=mesh,
     )
     return {**state, "student": student, "opt_state": opt_state, "key": key}, step_metrics
 
