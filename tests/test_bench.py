@@ -75,19 +75,19 @@ def test_the_table_prints_each_device_its_own_rows(monkeypatch, capsys, kind):
 def test_the_timed_chunk_is_the_runners_up_to_a_cap():
     """The bench times the chunk :func:`compgen.runner.run_chunks` runs (eval_every outer steps, or the whole run if
     shorter), at most the cap; every case's chunk on a CPU is a loop, not one step."""
-    from compgen import experiments, runner
+    from compgen import catalog, runner
     from compgen.section import make_config
 
-    cfg = make_config(experiments.get("teacher_student"), "smoke")
+    cfg = make_config(catalog.get("teacher_student"), "smoke")
     first = []
     runner.run_chunks(lambda s, n: (first.append(n), (s, {}))[1], None, cfg.outer_steps, cfg.eval_every, log=str)
     assert bench.chunk_steps(cfg, 10**6) == first[0] == cfg.eval_every < cfg.outer_steps
     assert bench.chunk_steps(cfg, 5) == min(cfg.eval_every, 5) == 5
-    short = make_config(experiments.get("teacher_student"), "smoke", outer_steps=7)
+    short = make_config(catalog.get("teacher_student"), "smoke", outer_steps=7)
     assert bench.chunk_steps(short, 10**6) == 7
     for name, (section, preset, model, overrides, cap, _) in bench.CASES.items():
         model = "hnet_linear" if model == "tasks" else model  # task generation samples the tasks of this config
-        case_cfg = make_config(experiments.get(section), preset, model, **overrides)
+        case_cfg = make_config(catalog.get(section), preset, model, **overrides)
         assert bench.default_cap(name, "cpu") == cap and bench.default_cap(name, "gpu") == bench.ACCELERATOR_STEPS
         assert bench.chunk_steps(case_cfg, cap) == min(case_cfg.eval_every, cap) >= 2, name
 

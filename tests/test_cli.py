@@ -38,9 +38,9 @@ SHOW_FIG3B = ["show", "hyperteacher", "fig3b", "--preset", "smoke"]
 
 
 def test_show_prints_every_config_of_a_figure_with_its_hash_and_fields(capsys):
-    from compgen import experiments, results, section
+    from compgen import catalog, results, section
 
-    sec = experiments.get("hyperteacher")
+    sec = catalog.get("hyperteacher")
     configs = section.figure_configs(sec, "fig3b", "smoke")
     assert len(configs) == 8  # 4 models x 2 splits
     assert cli.main(SHOW_FIG3B) == 0
@@ -54,9 +54,9 @@ def test_show_prints_every_config_of_a_figure_with_its_hash_and_fields(capsys):
 def test_show_json_round_trips_the_configs(capsys):
     import json
 
-    from compgen import experiments, section
+    from compgen import catalog, section
 
-    sec = experiments.get("hyperteacher")
+    sec = catalog.get("hyperteacher")
     assert cli.main([*SHOW_FIG3B, "--json"]) == 0
     dicts = json.loads(capsys.readouterr().out)
     assert [sec.config(**d) for d in dicts] == section.figure_configs(sec, "fig3b", "smoke")
@@ -102,10 +102,10 @@ def test_run_writes_to_the_store(store, capsys):
 def test_store_lists_current_and_stale_runs_and_removes_the_stale_ones(store, capsys):
     from types import SimpleNamespace
 
-    from compgen import experiments, results
+    from compgen import catalog, results
     from compgen.section import make_config
 
-    sec = experiments.get("teacher_student")
+    sec = catalog.get("teacher_student")
     cfg = make_config(sec, "smoke")
     old_code = SimpleNamespace(name=sec.name, fingerprint="0123456789ab")
     results.Store(store).save(sec, cfg, {"x": np.zeros(1)}, 1.0)

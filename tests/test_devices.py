@@ -93,11 +93,11 @@ def test_train_on_devices_runs_every_job_and_reports_failures():
 
 def test_split_count_splits_only_large_configs_on_a_multicore_cpu(monkeypatch):
     """The default split reads the config and the machine: paper sizes on a CPU with several cores, never quick."""
-    from compgen import experiments
+    from compgen import catalog
     from compgen.section import figure_configs, make_config
 
     monkeypatch.delenv(devices.SPLIT_ENV, raising=False)
-    sec = experiments.get("hyperteacher")
+    sec = catalog.get("hyperteacher")
     paper = make_config(sec, "paper", "hnet_linear", n_modules=4, max_hot=2)
     assert devices.split_count(sec, paper, cores=2, backend="cpu") == 2
     assert devices.split_count(sec, paper, cores=1, backend="cpu") == 1
@@ -106,8 +106,8 @@ def test_split_count_splits_only_large_configs_on_a_multicore_cpu(monkeypatch):
     monkeypatch.setenv(devices.SPLIT_ENV, "0")
     assert devices.split_count(sec, paper, cores=2, backend="cpu") == 1
     monkeypatch.delenv(devices.SPLIT_ENV)
-    for name in experiments.SECTIONS:  # every quick config runs as before, every paper config is split on 2 cores
-        section = experiments.get(name)
+    for name in catalog.SECTIONS:  # every quick config runs as before, every paper config is split on 2 cores
+        section = catalog.get(name)
         for preset, count in (("quick", 1), ("paper", 2)):
             for figure in section.figures(preset):
                 for cfg in figure_configs(section, figure, preset):
@@ -128,10 +128,10 @@ def test_train_chunk_adapts_a_large_meta_batch_a_few_tasks_at_a_time_on_a_cpu_on
 
 
 def _every_config():
-    from compgen import experiments, section
+    from compgen import catalog, section
 
-    for name in experiments.SECTIONS:
-        sec = experiments.get(name)
+    for name in catalog.SECTIONS:
+        sec = catalog.get(name)
         for preset in section.PRESET_NAMES:
             for figure in sec.figures(preset):
                 for cfg in section.figure_configs(sec, figure, preset):
@@ -156,9 +156,9 @@ def test_no_preset_carries_a_device_knob_and_no_cpu_choice_reaches_a_gpu():
 
 
 def test_the_cpu_keeps_its_measured_choices_and_a_forced_knob_is_kept():
-    from compgen import experiments, section
+    from compgen import catalog, section
 
-    prefs = experiments.get("preferences")
+    prefs = catalog.get("preferences")
     linear = section.figure_configs(prefs, "fig4c", "paper", model="hnet_linear")[0]
     assert devices.resolve(prefs, linear, backend="cpu").train_chunk == 32  # CPU_TRAIN_CHUNKS
     assert devices.resolve(prefs, linear, backend="gpu").train_chunk is None
@@ -171,10 +171,10 @@ def test_the_cpu_keeps_its_measured_choices_and_a_forced_knob_is_kept():
 
 def test_a_config_that_does_not_fit_runs_lighter_and_is_stored_as_given(monkeypatch):
     """On a device with too little memory, remat and then smaller chunks are tried before the config is refused."""
-    from compgen import experiments, memory, params, runner, section
+    from compgen import catalog, memory, params, runner, section
 
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")  # an accelerator, as the device rules see it
-    sec = experiments.get("hyperteacher")
+    sec = catalog.get("hyperteacher")
     cfg = section.figure_configs(
         sec, "fig3b", "smoke", model="anil", meta_batch=256, outer_steps=2, eval_every=2, eval_tasks=4, eval_chunk=1
     )[0]
@@ -195,9 +195,9 @@ def test_a_config_that_does_not_fit_runs_lighter_and_is_stored_as_given(monkeypa
 
 
 def test_huge_pages_follow_the_config_size_on_a_cpu_and_reach_the_worker_that_trains_it(monkeypatch):
-    from compgen import allocator, experiments, results, runner, section
+    from compgen import allocator, catalog, results, runner, section
 
-    sec = experiments.get("hyperteacher")
+    sec = catalog.get("hyperteacher")
     paper = section.figure_configs(sec, "fig3b", "paper", model="hnet_linear")[0]
     quick = section.figure_configs(sec, "fig3b", "quick", model="hnet_linear")[0]
     assert devices.huge_pages(sec, paper, "cpu") and not devices.huge_pages(sec, quick, "cpu")

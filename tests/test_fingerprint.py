@@ -9,9 +9,9 @@ from pathlib import Path
 import jax
 import pytest
 
-from compgen import experiments, fingerprint, section
+from compgen import catalog, fingerprint, section
 
-SECTIONS = tuple(experiments.SECTIONS)
+SECTIONS = tuple(catalog.SECTIONS)
 # Code that never runs inside a training step: editing it must leave every stored run valid.
 OUTSIDE = ("compgen.runner", "compgen.results", "compgen.storage", "compgen.checkpoint", "compgen.cli", "compgen.bench")
 
@@ -54,7 +54,7 @@ def test_the_text_is_the_same_on_every_python_version():
 
 @pytest.mark.parametrize("name", SECTIONS)
 def test_the_engine_store_and_figures_are_outside_every_section(name):
-    closure = fingerprint.closure(experiments.SECTIONS[name])
+    closure = fingerprint.closure(catalog.get(name).module)
     assert not [m for m in closure if m in OUTSIDE or m.startswith(("compgen.figures", "compgen.sweeps"))], closure
 
 
@@ -86,7 +86,7 @@ def test_every_module_a_training_step_runs_is_in_the_fingerprint(name):
     """Trace a smoke config of every model: its per-run arrays, initial state, outer step and evaluation, and check
     that every library module whose code ran is in the section's import closure (a module left out would let its
     edits go unseen)."""
-    sec = experiments.get(name)
+    sec = catalog.get(name)
     configs = section.figure_configs(sec, sec.figures("smoke")[0], "smoke", models=sec.models or None)
     by_model = {getattr(c, "model", None): c for c in reversed(configs)}
 
@@ -113,7 +113,7 @@ def test_editing_the_engine_or_figures_keeps_the_fingerprint_and_editing_the_ste
     shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__"))
     script = (
         "from compgen import fingerprint\n"
-        f"print(' '.join(fingerprint.of_section(m) for m in {list(experiments.SECTIONS.values())!r}))"
+        f"print(' '.join(fingerprint.of_section(m) for m in {[s.module for s in catalog.SECTIONS.values()]!r}))"
     )
 
     def fingerprints():
@@ -124,7 +124,7 @@ def test_editing_the_engine_or_figures_keeps_the_fingerprint_and_editing_the_ste
         return out.stdout.split()
 
     before = fingerprints()
-    assert before == [experiments.get(n).fingerprint for n in SECTIONS]
+    assert before == [catalog.get(n).fingerprint for n in SECTIONS]
     for path in (copy / "runner.py", copy / "figures" / "__init__.py", copy / "results.py"):
         path.write_text(path.read_text() + "\n\ndef an_edit():\n    return 'a different progress line'\n")
     assert fingerprints() == before

@@ -29,7 +29,7 @@ LAYERS = [
         "compgen.counterexamples",
     ),
     ("compgen.section", "compgen.runner"),
-    ("compgen.experiments",),
+    ("compgen.experiments", "compgen.catalog"),
     ("compgen.figures",),
     ("compgen.sweeps", "compgen.cli", "compgen.bench", "compgen.__main__"),
 ]

@@ -8,7 +8,7 @@ import time
 import jax
 import pytest
 
-from compgen import cli, experiments, figures, params, runner, sweeps
+from compgen import catalog, cli, figures, params, runner, sweeps
 
 # (section, experiment) of every section, and a field each experiment fixes
 EXPERIMENTS = {
@@ -66,7 +66,7 @@ def test_command_line_refuses_bad_values_in_one_line(section, assignment, expect
     experiment, _ = EXPERIMENTS[section]
     message = _cli_error(["run", section, experiment, "--preset", "smoke", "--set", assignment], capsys)
     field = assignment.split("=")[0]
-    if field in experiments.get(section).preset("smoke").figures[experiment].varied():
+    if field in catalog.get(section).preset("smoke").figures[experiment].varied():
         expected = f"{field} is set by experiment {experiment}"  # a field the figure fixes: refused as such
     assert pytest.importorskip("re").search(expected, message), message
 
@@ -222,7 +222,7 @@ def test_every_bad_input_is_one_line_before_anything_compiles(what, args, env, e
 
 def test_a_workers_value_is_refused_even_when_everything_is_stored(monkeypatch, capsys):
     """COMPGEN_WORKERS=0 was ignored when nothing had to be trained."""
-    monkeypatch.setattr(runner.results, "load", lambda *a, **k: ({}, {"provenance": {}}))
+    monkeypatch.setattr(runner.results.Store, "load", lambda *a, **k: ({}, {"provenance": {}}))
     monkeypatch.setenv("COMPGEN_WORKERS", "0")
     assert "COMPGEN_WORKERS" in _cli_error(["run", "teacher_student", "fig2c", "--preset", "smoke"], capsys)
 

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from compgen import experiments, params
+from compgen import catalog, params
 from compgen.experiments import hyperteacher as HT
 from compgen.experiments import teacher_student as ts
 from compgen.section import PRESET_NAMES, Grid, differences_from_paper, figure_configs, make_config
@@ -56,7 +56,7 @@ def test_the_fields_a_figure_varies_cannot_be_overridden():
 
 
 def test_models_builds_another_model_at_the_figures_points_with_its_own_settings():
-    sec = experiments.get("preferences")
+    sec = catalog.get("preferences")
     grid = sec.preset("smoke").figures["figa8"]  # the linear hypernetwork only
     probe = figure_configs(sec, "figa8", "smoke", models=("hnet_deepmlp",))
     assert [c.model for c in probe] == ["hnet_deepmlp"] * len(list(grid.points()))
@@ -94,12 +94,12 @@ def test_model_table_reads_rows_as_per_model_fields():
         model_table(("hidden", "lr"), maml=(64,))
 
 
-@pytest.mark.parametrize("name", tuple(experiments.SECTIONS))
+@pytest.mark.parametrize("name", tuple(catalog.SECTIONS))
 def test_a_cpu_compiles_the_small_presets_at_level_1_and_paper_at_xlas_default(name):
     """No preset sets ``xla_opt_level``; a CPU chooses it by size (compgen.devices.resolve), as the presets did."""
     from compgen import devices
 
-    section = experiments.get(name)
+    section = catalog.get(name)
     for preset in ("smoke", "quick", "paper"):
         configs = [c for f in section.figures(preset) for c in figure_configs(section, f, preset)]
         assert {c.xla_opt_level for c in configs} == {None}
@@ -111,7 +111,7 @@ def test_a_cpu_compiles_the_small_presets_at_level_1_and_paper_at_xlas_default(n
 def test_every_figure_of_every_section_builds_its_configs_at_every_preset(preset):
     """Presets layer over ``paper``, so a paper value a smaller preset cannot take (a train_chunk that does not divide
     its meta-batch) fails here, not in the middle of a book build."""
-    for name in experiments.SECTIONS:
-        section = experiments.get(name)
+    for name in catalog.SECTIONS:
+        section = catalog.get(name)
         for figure in section.figures(preset):
             assert figure_configs(section, figure, preset), (name, figure)

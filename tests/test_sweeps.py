@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from compgen import cli, params, results, runner, sweeps
-from compgen.experiments import get
+from compgen.catalog import get
 from compgen.experiments import teacher_student as ts
 from compgen.section import figure_configs
 

@@ -173,10 +173,10 @@ def _time_chunks(program, runs, steps, repeats):
 
 def _program(section_name, preset, model, overrides):
     """A case's section, config, run arrays and compiled-program maker (:func:`compgen.runner.program`)."""
-    from compgen import experiments, runner
+    from compgen import catalog, runner
     from compgen.section import make_config
 
-    section = experiments.get(section_name)
+    section = catalog.get(section_name)
     cfg = make_config(section, preset, "hnet_linear" if model == "tasks" else model, **overrides)
     runs = section.run_arrays([cfg])
     return section, cfg, runs, (None if model == "tasks" else runner.program(section, cfg))

@@ -67,7 +67,7 @@ def _add_checkpoint_every(command):
 
 
 def parser() -> argparse.ArgumentParser:
-    from compgen.experiments import SECTIONS
+    from compgen.catalog import SECTIONS
 
     top = _Parser(prog="compgen-cli", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="command", required=True)
@@ -119,10 +119,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _list():
-    from compgen import experiments
+    from compgen import catalog
 
-    for name in experiments.SECTIONS:
-        section = experiments.get(name)
+    for name in catalog.SECTIONS:
+        section = catalog.get(name)
         print(f"{name}: experiments {list(section.figures('paper'))}; presets {list(section.presets)}")
         print("  fields: " + "; ".join(section.config.describe_field(f) for f in section.config.field_names()))
     return 0
@@ -130,9 +130,9 @@ def _list():
 
 def _configs(args):
     """``(section, configs)`` of ``args.experiment`` at ``args.preset`` with the ``--set`` overrides (run and show)."""
-    from compgen import experiments, section
+    from compgen import catalog, section
 
-    sec = experiments.get(args.section)
+    sec = catalog.get(args.section)
     overrides = dict(params.parse_assignment(text) for text in args.set)
     return sec, section.figure_configs(sec, args.experiment, args.preset, **overrides)
 
@@ -217,12 +217,12 @@ def _store(args):
     computed by other code, whose fingerprint differs), and, with ``--remove-stale``, delete the stale ones."""
     import shutil
 
-    from compgen import experiments, results
+    from compgen import catalog, results
 
     store = results.Store.default()
     print(f"results store {store.root}")
-    for name in experiments.SECTIONS:
-        fingerprint = experiments.get(name).fingerprint
+    for name in catalog.SECTIONS:
+        fingerprint = catalog.get(name).fingerprint
         entries = store.entries(name)
         stale = [(e, m) for e, m in entries if (m or {}).get("provenance", {}).get("code_fingerprint") != fingerprint]
         print(
@@ -260,14 +260,14 @@ def main(argv=None):
     if args.command == "store":
         return _store(args)
     if args.command == "sweep":
-        from compgen import experiments, sweeps
+        from compgen import catalog, sweeps
 
         try:
             overrides = dict(params.parse_assignment(text) for text in args.set)
             if args.restart and args.backend == "local" and not args.dry_run:
                 sweep = sweeps.load(args.file)
                 points = sweeps.expand(sweep, args.preset, overrides)
-                _huge_pages_for(experiments.get(sweep.section), [p.config for p in points if p.config is not None])
+                _huge_pages_for(catalog.get(sweep.section), [p.config for p in points if p.config is not None])
         except params.ParameterError as error:
             raise _fail(error) from None
         return sweeps.main(args, overrides)

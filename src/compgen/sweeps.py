@@ -39,7 +39,7 @@ import sys
 from pathlib import Path
 
 from compgen import params, results, runner
-from compgen.experiments import SECTIONS, get
+from compgen.catalog import SECTIONS, get
 from compgen.section import PRESET_NAMES, figure_configs, make_config
 
 try:

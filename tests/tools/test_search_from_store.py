@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from compgen import experiments, results
+from compgen import catalog, results
 from compgen.section import make_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,12 +19,12 @@ WORLD = ["n_modules", "layout"]
 
 
 def _store(cfg, fake, losses):
-    sec = experiments.get("preferences")
+    sec = catalog.get("preferences")
     results.Store.default().save(sec, cfg, fake(cfg, {"eval/loss": {"ood": losses}}), 12.5)
 
 
 def test_records_each_stored_config_of_the_figure(store, fake, tmp_path):
-    sec = experiments.get("preferences")
+    sec = catalog.get("preferences")
     grid = sec.preset("smoke").figures["fig4b"]
     points = list(grid.points())
     cfg = make_config(sec, "smoke", "hnet_linear", **points[0], seeds=(7,))
@@ -40,7 +40,7 @@ def test_records_each_stored_config_of_the_figure(store, fake, tmp_path):
 
 
 def test_models_records_a_model_the_figure_leaves_out(store, fake, tmp_path):
-    sec = experiments.get("preferences")
+    sec = catalog.get("preferences")
     grid = sec.preset("smoke").figures["figa8"]  # the linear hypernetwork only
     assert "hnet_deepmlp" not in grid.models
     point = next(iter(grid.points()))

@@ -19,8 +19,8 @@ from importlib import resources
 
 import numpy as np
 
+from compgen import catalog, plots, runner, section
 from compgen import claims as claims_
-from compgen import experiments, plots, runner, section
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS
 
 FIGURE_WIDTH = 7.2  # inches: the book's text column at 100 px per inch
@@ -81,7 +81,7 @@ def chapter_configs(section_name: str, preset: str, seeds=None, figures=None, **
     string holding one, as papermill passes ``-p seeds '[2020]'``) replaces every config's seeds."""
     from compgen import params
 
-    sec = experiments.get(section_name)
+    sec = catalog.get(section_name)
     seeds = params.seeds_parameter(seeds)
     if seeds is not None:
         overrides["seeds"] = seeds

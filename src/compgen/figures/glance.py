@@ -16,8 +16,8 @@ import html
 import json
 from pathlib import Path
 
+from compgen import catalog, results
 from compgen import claims as C
-from compgen import experiments, results
 from compgen.figures import goals, hyperteacher, incontext, preferences, stored, teacher_student
 from compgen.figures import twin as twin_
 
@@ -58,7 +58,7 @@ def load_second_set(path, preset) -> dict | None:
 
 def code_fingerprints() -> dict:
     """{section: the fingerprint of its training code}, as the results store keys its runs."""
-    return {name: experiments.get(name).fingerprint for name in CHAPTERS}
+    return {name: catalog.get(name).fingerprint for name in CHAPTERS}
 
 
 def _second_set_matches(found: dict, record: dict) -> dict:
