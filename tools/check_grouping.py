@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from compgen import experiments, results, runner
+from compgen import catalog, results, runner
 from compgen.section import figure_configs
 
 
@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     parser.add_argument("--preset", default="quick")
     parser.add_argument("--model", required=True)
     args = parser.parse_args(argv)
-    section = experiments.get(args.section)
+    section = catalog.get(args.section)
     configs = [c for c in figure_configs(section, args.figure, args.preset) if c.model == args.model]
     if len(configs) < 2:
         parser.error(f"{args.figure} at {args.preset} has {len(configs)} config(s) of {args.model}; need 2 or more")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import experiments, params, results
+from compgen import catalog, params, results
 from compgen.section import figure_configs
 
 
@@ -62,7 +62,7 @@ def main(argv=None) -> int:
         "even where the preset's figure runs other models (a probe of a model the figure leaves out)",
     )
     args = parser.parse_args(argv)
-    section = experiments.get(args.section)
+    section = catalog.get(args.section)
     path = args.record or Path(__file__).resolve().parents[1] / "book" / "search" / f"{args.section}.json"
     if not path.exists():
         path.write_text(json.dumps(dict(section=args.section, metric=f"{args.eval_set} {args.metric}", records=[])))

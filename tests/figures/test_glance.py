@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from compgen import claims as C
+from compgen.figures import claims as C
 from compgen.figures import glance
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from compgen import claims as C
+from compgen.figures import claims as C
 from compgen.figures import goals as F
 
 
@@ -73,3 +73,16 @@ def test_diagnosis_reports_each_learners_curve_plateau_inner_loop_and_decodabili
     for row in rows.values():
         assert "90.0 ± 0.0 | 40.0 ± 0.0 | 2.000 → 0.250 | -0.50 → 0.50 |" in row
     assert set(rows) == {"ANIL", "MAML", "Linear hnet", "Nonlinear hnet"}
+
+
+
+def test_a_size_sweep_with_a_whole_cell_missing_is_not_judged_and_does_not_stop_the_others(runs_of, fake):
+    """A Fig. A10 (width, modules) cell with none of its runs stored raised (max of nothing) on the results page."""
+    rule = _accuracies(10.0, 20.0)
+    sweep = runs_of("goals", "quick", lambda c: None).configs("figa10")
+    gone = (sweep[0].hidden, sweep[0].templates)
+    missing = {c for c in sweep if (c.hidden, c.templates) == gone}
+    runs = runs_of("goals", "quick", lambda c: None if c in missing else rule(c, fake))
+    found = F.claims(runs)
+    assert not [c for c in found if c.figure == "Fig. A10"]
+    assert [c for c in found if c.figure == "Fig. 4E"][0].verdict == C.HOLDS

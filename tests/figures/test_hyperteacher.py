@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from compgen import claims as C
 from compgen.experiments.fewshot import MODELS
+from compgen.figures import claims as C
 from compgen.figures import hyperteacher as F
 
 

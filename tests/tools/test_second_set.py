@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from compgen import claims as C
+from compgen.figures import claims as C
 from compgen.figures import glance
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from compgen import claims as C
 from compgen.figures import chapter_configs
+from compgen.figures import claims as C
 from compgen.figures import twin as twin_tables
 
 ROOT = Path(__file__).resolve().parents[2]

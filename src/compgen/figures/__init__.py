@@ -3,7 +3,7 @@
 A chapter trains (or loads) its runs once, :func:`train`, and each figure cell is one call, e.g.
 ``hyperteacher.fig3b(runs)``, that returns a :class:`FigureResult`: the figure, its caption (naming the preset,
 the steps and the seeds), a markdown table of our numbers beside the paper's, and the computed claims
-(:mod:`compgen.claims`). In a notebook the result displays itself in that order; elsewhere
+(:mod:`compgen.figures.claims`). In a notebook the result displays itself in that order; elsewhere
 :meth:`FigureResult.markdown` gives the text. Every module also has ``claims(runs)``, which the
 results-at-a-glance page calls on stored runs without drawing anything.
 """
@@ -19,12 +19,15 @@ from importlib import resources
 
 import numpy as np
 
-from compgen import catalog, plots, runner, section
-from compgen import claims as claims_
+from compgen import catalog, runner, section
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS
+from compgen.figures import claims as claims_
+from compgen.figures import plots
 
 FIGURE_WIDTH = 7.2  # inches: the book's text column at 100 px per inch
 SPLIT_GROUPS = ("compositional (random)", "non-compositional")  # the bars of a figure over the two supports
+SPLITS = ("random", "non_compositional")  # compositional and non-compositional support, in that order
+MONOLITHIC = ("anil", "maml")
 
 
 # --------------------------------------------------------------------------------------------- runs
@@ -351,8 +354,47 @@ def best_per_seed(pairs, seeds, higher=True):
     return np.asarray(out, float)
 
 
+def on_seeds(cfg, values, seeds):
+    """``values`` (per seed of ``cfg``) on ``seeds``, in that order: the one way figures pair seeds."""
+    return np.asarray(values)[[cfg.seeds.index(s) for s in seeds]]
+
+
+@dataclass
+class Versus:
+    """A hypernetwork against the monolithic learners (ANIL, MAML) in one figure, paired by seed: ``seeds`` (the
+    hypernetwork's under random support), ``hnet[split]`` its values on them, ``mono[split]`` the better of ANIL/MAML
+    per seed (:func:`best_per_seed`) and ``mono_runs[split]`` their ``(config, per-seed values)``; a split whose
+    runs are not stored is absent."""
+
+    seeds: tuple
+    hnet: dict
+    mono: dict
+    mono_runs: dict
+
+
+def versus_monolithic(runs: Runs, figure: str, model: str, value, higher=True, splits=SPLITS) -> Versus | None:
+    """The comparison every chapter's "the hypernetwork beats the better of ANIL/MAML" claim reads (Fig. 3B, 4C,
+    4E/F): ``value(cfg, output)`` gives a config's per-seed values (``higher``: better). ``None`` if the
+    hypernetwork's random-support run is not stored."""
+    stored = lambda m, s: next((c for c in [runs.one(figure, model=m, split=s)] if runs.output(c) is not None), None)
+    cfg = stored(model, splits[0])
+    if cfg is None:
+        return None
+    seeds = cfg.seeds
+    hnet, mono, mono_runs = {}, {}, {}
+    for split in splits:
+        own = stored(model, split)
+        if own is not None:
+            hnet[split] = on_seeds(own, value(own, runs.output(own)), seeds)
+        pairs = [(c, value(c, runs.output(c))) for c in (stored(m, split) for m in MONOLITHIC) if c is not None]
+        if pairs:
+            mono_runs[split] = pairs
+            mono[split] = best_per_seed(pairs, seeds, higher)
+    return Versus(seeds, hnet, mono, mono_runs)
+
+
 def accuracy_bars(groups, series, values, chance=None, chance_label="chance"):
-    """:func:`compgen.plots.grouped_bars` of OOD accuracy in % (0 to 100), ``chance`` (if given) dashed."""
+    """:func:`compgen.figures.plots.grouped_bars` of OOD accuracy in % (0 to 100), ``chance`` (if given) dashed."""
     return plots.grouped_bars(
         groups, series, values, "OOD accuracy (%)", ylim=(0, 100), reference=chance, reference_label=chance_label
     )
@@ -362,13 +404,14 @@ def size_grid(runs: Runs, figure: str, model: str, value, best=max):
     """A hypernetwork size sweep (Fig. A8, A10) as a grid: ``(configs, hidden widths, module counts, grid)`` where
     ``grid[i, j]`` is the best (``best``: max or min, over the remaining axes such as the outer learning rate) of
     the seed mean of ``value(config, output)`` at width ``hidden[i]`` and ``templates[j]`` modules; only configs
-    with stored runs count."""
+    with stored runs count (NaN where a cell has none)."""
     cfgs = [c for c in runs.configs(figure, model=model) if runs.output(c) is not None]
     hidden, templates = sorted({c.hidden for c in cfgs}), sorted({c.templates for c in cfgs})
     grid = np.full((len(hidden), len(templates)), np.nan)
     for i, h in enumerate(hidden):
         for j, t in enumerate(templates):
-            grid[i, j] = best(value(c, runs.output(c)).mean() for c in cfgs if c.hidden == h and c.templates == t)
+            cell = [value(c, runs.output(c)).mean() for c in cfgs if c.hidden == h and c.templates == t]
+            grid[i, j] = best(cell) if cell else np.nan  # a (width, modules) cell with none of its runs stored
     return cfgs, hidden, templates, grid
 
 

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from compgen import catalog, results
-from compgen import claims as C
+from compgen.figures import claims as C
 from compgen.figures import goals, hyperteacher, incontext, preferences, stored, teacher_student
 from compgen.figures import twin as twin_
 

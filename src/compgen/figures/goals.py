@@ -6,30 +6,33 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from compgen import claims as C
-from compgen import gridplots, plots
 from compgen.experiments import goals as goals_experiment
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS, MODELS
 from compgen.figures import (
+    MONOLITHIC,
     SPLIT_GROUPS,
+    SPLITS,
     FigureResult,
     Runs,
     accuracy_bars,
     best_per_seed,
     caption,
     final,
+    gridplots,
     joined,
     learning_diagnosis,
     mean_std,
+    plots,
     size_figures,
     size_grid,
+    versus_monolithic,
 )
+from compgen.figures import claims as C
 from compgen.tasks import goals as gl
 
 SECTION = "goals"
 LEAD = 5.0  # accuracy points a claimed difference must reach
 OPTIMAL_LEVEL = 5.0  # % of optimal OOD episodes a hypernetwork must reach for the Fig. A9 claim
-SPLITS = ("random", "non_compositional")
 MODEL_COLOURS = dict(zip(MODELS, ("#66c2a5", "#fc8d62", "#8da0cb", "#e78ac3")))
 
 # Fig. 4E/F on the OOD step accuracy; Fig. A9 the same two claims on the fraction of optimal OOD episodes.
@@ -172,25 +175,25 @@ def splits(runs: Runs) -> FigureResult:
 def _claims(runs: Runs, name="acc", lead=FIG4E, drop=FIG4F, level=None):
     """The ``lead`` and ``drop`` claims of each hypernetwork on metric ``name`` (``level``: the least the
     hypernetwork must reach)."""
-    values = _values(runs, name)
     found = []
-    mono = [values[(m, "random")] for m in ("anil", "maml") if values[(m, "random")] is not None]
     for m in HNETS:
-        comp, noncomp = values[(m, "random")], values[(m, "non_compositional")]
+        versus = versus_monolithic(runs, "fig4ef", m, lambda c, out: metric(c, out, name))
         check_e = check_f = None
         ours_e = ours_f = "–"
         seeds = ()
-        if comp is not None and mono:
-            seeds = comp[0].seeds
-            pick = lambda pair: pair[1][[pair[0].seeds.index(s) for s in seeds]]
-            best = best_per_seed(mono, seeds)
-            level_ok = True if level is None else bool(pick(comp).mean() >= level)
-            check_e = C.paired(pick(comp), best, LEAD, level_ok=level_ok)
-            ours_e = f"{pick(comp).mean():.1f} vs {best.mean():.1f} %: {C.describe_difference(check_e, ' pts', 1)}"
-            drops = [(values[(mm, "random")], values[(mm, "non_compositional")]) for mm in ("anil", "maml")]
-            drops = [(a[0], a[1] - b[1]) for a, b in drops if a is not None and b is not None]
-            if noncomp is not None and drops:
-                hnet_drop = pick(comp) - pick(noncomp)
+        if versus is not None and "random" in versus.mono:
+            seeds, comp, best = versus.seeds, versus.hnet["random"], versus.mono["random"]
+            level_ok = True if level is None else bool(comp.mean() >= level)
+            check_e = C.paired(comp, best, LEAD, level_ok=level_ok)
+            ours_e = f"{comp.mean():.1f} vs {best.mean():.1f} %: {C.describe_difference(check_e, ' pts', 1)}"
+            mono = {(c.model, s): (c, v) for s in SPLITS for c, v in versus.mono_runs.get(s, ())}
+            drops = [
+                (mono[(mm, "random")][0], mono[(mm, "random")][1] - mono[(mm, "non_compositional")][1])
+                for mm in MONOLITHIC
+                if (mm, "random") in mono and (mm, "non_compositional") in mono
+            ]
+            if "non_compositional" in versus.hnet and drops:
+                hnet_drop = comp - versus.hnet["non_compositional"]
                 mono_drop = best_per_seed(drops, seeds)
                 check_f = C.paired(hnet_drop, mono_drop, LEAD)
                 ours_f = (

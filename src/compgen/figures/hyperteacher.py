@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from compgen import claims as C
-from compgen import plots
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS, MODELS
 from compgen.figures import (
     SPLIT_GROUPS,
+    SPLITS,
     FigureResult,
     Runs,
     accuracy_bars,
-    best_per_seed,
     caption,
     final,
     joined,
     mean_std,
+    on_seeds,
     paper_numbers,
+    plots,
+    versus_monolithic,
 )
+from compgen.figures import claims as C
 from compgen.tasks import hyperteacher as ht
 from compgen.tasks import support
 
@@ -99,22 +101,6 @@ def _caption(runs, cfgs, what):
     )
 
 
-def _paired_seeds(a_cfg, b_cfg):
-    """Indices into each config's seeds of the seeds they share, in order."""
-    shared = [s for s in a_cfg.seeds if s in b_cfg.seeds]
-    return [a_cfg.seeds.index(s) for s in shared], [b_cfg.seeds.index(s) for s in shared], tuple(shared)
-
-
-def _monolithic(runs, split, set_name="ood"):
-    """``(config, per-seed accuracy)`` of ANIL and MAML on ``split`` (the runs that are stored)."""
-    cfgs = [runs.one("fig3b", model=m, split=split) for m in ("anil", "maml")]
-    return [(c, accuracy(c, runs.output(c), set_name)) for c in cfgs if c is not None and runs.output(c) is not None]
-
-
-def _on_seeds(cfg, values, seeds):
-    return values[[cfg.seeds.index(s) for s in seeds]]
-
-
 # --------------------------------------------------------------------------------------------- splits
 
 
@@ -161,23 +147,19 @@ def splits(runs: Runs) -> FigureResult:
 
 def _fig3b_claims(runs: Runs):
     found = []
-    mono_runs = {s: _monolithic(runs, s) for s in ("random", "non_compositional")}
     for m in HNETS:
-        cfg = {s: runs.one("fig3b", model=m, split=s) for s in ("random", "non_compositional")}
-        have = all(c is not None and runs.output(c) is not None for c in cfg.values()) and all(mono_runs.values())
+        versus = versus_monolithic(runs, "fig3b", m, accuracy)
         check_c = check_n = None
         ours_c = ours_n = "–"
         seeds = ()
-        if have:
-            seeds = cfg["random"].seeds
-            hnet = {s: _on_seeds(cfg[s], accuracy(cfg[s], runs.output(cfg[s])), seeds) for s in cfg}
-            mono = {s: best_per_seed(mono_runs[s], seeds) for s in cfg}
+        if versus is not None and len(versus.hnet) == len(versus.mono) == len(SPLITS):
+            seeds, hnet, mono = versus.seeds, versus.hnet, versus.mono
             check_c = C.paired(hnet["random"], mono["random"], LEAD)
             ours_c = (
                 f"{hnet['random'].mean():.1f} vs {mono['random'].mean():.1f} %: "
                 f"{C.describe_difference(check_c, ' pts', 1)}"
             )
-            lead = {s: hnet[s] - mono[s] for s in cfg}
+            lead = {s: hnet[s] - mono[s] for s in SPLITS}
             check_n = C.paired(
                 lead["random"], lead["non_compositional"], LEAD, level_ok=bool(lead["non_compositional"].mean() <= 0)
             )
@@ -255,9 +237,10 @@ def _fig3cd_claims(runs: Runs, values):
             check, ours, seeds = None, "–", ()
             if values[(m, first)] is not None and values[(m, second)] is not None:
                 (ca, a), (cb, b) = values[(m, first)], values[(m, second)]
-                ia, ib, seeds = _paired_seeds(ca, cb)
-                check = C.paired(a[ia], b[ib], R2_MARGIN)
-                means = [f"{v.mean():.2f}" if np.isfinite(v).all() else "n/a" for v in (a[ia], b[ib])]  # NaN: undefined
+                seeds = tuple(s for s in ca.seeds if s in cb.seeds)
+                a, b = on_seeds(ca, a, seeds), on_seeds(cb, b, seeds)
+                check = C.paired(a, b, R2_MARGIN)
+                means = [f"{v.mean():.2f}" if np.isfinite(v).all() else "n/a" for v in (a, b)]  # NaN: undefined
                 ours = f"{means[0]} vs {means[1]}: {C.describe_difference(check)}"
             found.append(FIG3CD.judge(check, ours, seeds, model=MODEL_LABELS[m], support=what))
     return found

@@ -6,17 +6,27 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from compgen import claims as C
-from compgen import models, plots
+from compgen import models
 from compgen.experiments import incontext as icl
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS, MODELS
-from compgen.figures import SPLIT_GROUPS, FigureResult, Runs, accuracy_bars, caption, final, joined, mean_std
+from compgen.figures import (
+    SPLIT_GROUPS,
+    SPLITS,
+    FigureResult,
+    Runs,
+    accuracy_bars,
+    caption,
+    final,
+    joined,
+    mean_std,
+    plots,
+)
+from compgen.figures import claims as C
 
 SECTION = "incontext"
 LABELS = {**MODEL_LABELS, **icl.MODEL_LABELS}
 LEARNERS = tuple(icl.MODEL_LABELS)
 LEAD = 5.0
-SPLITS = ("random", "non_compositional")
 WORLDS = {
     "hyperteacher": ("comparison", "fig3b", "accuracy", 12.5, "chance"),
     "goals": ("goals", "fig4ef", "acc", 100 / 6, "uniform guess (1 of 6 actions)"),

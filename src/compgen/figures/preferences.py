@@ -6,23 +6,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from compgen import claims as C
-from compgen import plots
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS, MODELS
 from compgen.experiments.preferences import is_paper_world, world_label
 from compgen.figures import (
     SPLIT_GROUPS,
     FigureResult,
     Runs,
-    best_per_seed,
     caption,
     final,
     joined,
     learning_diagnosis,
     mean_std,
+    plots,
     size_figures,
     size_grid,
+    versus_monolithic,
 )
+from compgen.figures import claims as C
 from compgen.tasks import preferences as pf
 from compgen.tasks import support
 
@@ -210,25 +210,22 @@ def _per_seed(runs, figure, model, split, set_name="ood"):
 
 def _fig4c_claims(runs: Runs):
     found = []
-    mono = [_per_seed(runs, "fig4c", m, "random") for m in ("anil", "maml")]
-    mono = [x for x in mono if x is not None]
     for m in HNETS:
-        comp, noncomp = _per_seed(runs, "fig4c", m, "random"), _per_seed(runs, "fig4c", m, "non_compositional")
+        versus = versus_monolithic(runs, "fig4c", m, loss, higher=False)
         check_c = check_n = None
         ours_c = ours_n = "–"
-        seeds = ()
-        if comp is not None and mono:
-            seeds = comp[0].seeds
-            best = best_per_seed(mono, seeds, higher=False)
-            check_c = C.lower(comp[1], best, RELATIVE, relative=True)
-            ours_c = f"{comp[1].mean():.3f} vs {best.mean():.3f}: {C.describe_difference(check_c, digits=3)}"
-        if comp is not None and noncomp is not None:
-            check_n = C.paired(noncomp[1], comp[1], RELATIVE, relative=True)
+        seeds = () if versus is None else versus.seeds
+        if versus is not None and "random" in versus.mono:
+            comp, best = versus.hnet["random"], versus.mono["random"]
+            check_c = C.lower(comp, best, RELATIVE, relative=True)
+            ours_c = f"{comp.mean():.3f} vs {best.mean():.3f}: {C.describe_difference(check_c, digits=3)}"
+        if versus is not None and "non_compositional" in versus.hnet:
+            comp, noncomp = versus.hnet["random"], versus.hnet["non_compositional"]
+            check_n = C.paired(noncomp, comp, RELATIVE, relative=True)
             ours_n = (
-                f"{noncomp[1].mean():.3f} vs {comp[1].mean():.3f} ({noncomp[1].mean() / comp[1].mean():.2f}x): "
+                f"{noncomp.mean():.3f} vs {comp.mean():.3f} ({noncomp.mean() / comp.mean():.2f}x): "
                 f"{C.describe_difference(check_n, digits=3)}"
             )
-            seeds = seeds or comp[0].seeds
         found.append(FIG4C_LEAD.judge(check_c, ours_c, seeds, model=MODEL_LABELS[m]))
         found.append(FIG4C_NONCOMP.judge(check_n, ours_n, seeds, model=MODEL_LABELS[m]))
     return found

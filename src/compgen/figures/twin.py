@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import claims as C
+from compgen.figures import claims as C
 
 SHORT = {C.HOLDS: "✅", C.NOT_REPRODUCED: "❌", C.NOT_RUN: "–"}  # markdown tables
 # HTML cells (the results page): marks every font has, coloured by the page's style
@@ -39,7 +39,8 @@ def seed_sets(record: dict) -> list:
 
 
 def verdicts(record: dict | None, claim) -> dict:
-    """{seed set: the reference's claim entry (verdict, ours) or None} for one of our :class:`~compgen.claims.Claim`."""
+    """{seed set: the reference's claim entry (verdict, ours) or None} for one of our
+    :class:`~compgen.figures.claims.Claim`."""
     if record is None:
         return {}
     return {seeds: _entry(entries, claim) for seeds, entries in record.get("claims", {}).items()}

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from compgen import plots
+from compgen.figures import plots
 
 
 @pytest.mark.parametrize("n_series", [2, 4, 7])

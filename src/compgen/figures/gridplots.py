@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import ListedColormap
 
-from compgen.plots import _title, subplots
+from compgen.figures.plots import figure_title, subplots
 from compgen.tasks import goals as gl
 
 OBJECT_COLOURS = ("#e41a1c", "#377eb8", "#4daf4a", "#984ea3", "#ff7f00")  # one per object type
@@ -107,7 +107,7 @@ def mazes_figure(mazes, title=""):
     fig, axes = subplots(1, len(mazes), figsize=(2.1 * len(mazes), 2.5))
     for i, (ax, walls) in enumerate(zip(np.atleast_1d(axes), mazes)):
         draw_maze(ax, walls, title=f"maze {i}")
-    _title(fig, title)
+    figure_title(fig, title)
     fig.tight_layout()
     return fig
 
@@ -133,7 +133,7 @@ def instances_figure(walls, instances, paths, distances, titles, title=""):
         draw_path(ax, _trim(path, d), PATH_COLOURS["optimal"])
         draw_objects(ax, instance)
     object_legend(fig, ncol=4)
-    _title(fig, title)
+    figure_title(fig, title)
     fig.tight_layout(rect=(0, 0.12, 1, 1))
     return fig
 
@@ -164,7 +164,7 @@ def imitation_figure(walls, rollouts, titles, title=""):
     handles.append(plt.Line2D([], [], color=PATH_COLOURS["learner"], lw=2, label="learner (greedy, closed loop)"))
     fig.legend(handles=handles, loc="lower right", fontsize=7, frameon=False, ncol=3)
     object_legend(fig, loc="lower left", ncol=4)
-    _title(fig, title)
+    figure_title(fig, title)
     fig.tight_layout(rect=(0, 0.13, 1, 1))
     return fig
 
@@ -198,7 +198,7 @@ def goal_split_figure(splits, title="", world=gl.WORLD):
         for edge in np.arange(1, gl.N_QUADRANTS) * n_int - 0.5:
             ax.axhline(edge, color="w", lw=1.2)
         ax.set_title(f"{name}: {len(train)} training goals (green), {len(ood)} OOD goals (magenta)", fontsize=8)
-    _title(fig, title)
+    figure_title(fig, title)
     fig.tight_layout()
     return fig
 
@@ -217,6 +217,6 @@ def learning_curves(panels, styles, title="", ylabel="accuracy (%)"):
         ax.set_title(name, fontsize=9)
     axes[0][0].set_ylabel(ylabel)
     axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    _title(fig, title)
+    figure_title(fig, title)
     fig.tight_layout()
     return fig

@@ -23,7 +23,7 @@ def subplots(nrows=1, ncols=1, figsize=(COLUMN_WIDTH, 3.6), layout=None, **kwarg
     return fig, fig.subplots(nrows, ncols, **kwargs)
 
 
-def _title(fig, title, size=9):
+def figure_title(fig, title, size=9):
     if title:
         fig.suptitle(textwrap.fill(title, 100), fontsize=size)
 
@@ -100,7 +100,7 @@ def fig2d_overparameterisation(factors, alignment_by_distribution, teacher_hidde
         ax.set_ylabel("module alignment A")
         ax.set_ylim(0, 1.05)
         ax.legend(fontsize=8)
-    _title(fig, title)
+    figure_title(fig, title)
     fig.tight_layout()
     return fig
 
@@ -125,7 +125,7 @@ def training_curves(step_losses, eval_steps, eval_alignment, labels, title="", s
     ax_align.set_ylabel("module alignment A")
     ax_align.set_ylim(0, 1.05)
     ax_loss.legend(fontsize=6, ncol=2)
-    _title(fig, title)
+    figure_title(fig, title)
     fig.tight_layout()
     return fig
 
@@ -157,7 +157,7 @@ def task_split_grids(
         ax.set_title(name, fontsize=9)
     handles = [plt.Rectangle((0, 0), 1, 1, color=SPLIT_COLOURS[k], ec="k") for k in ("train", "ood", "unused")]
     fig.legend(handles, ["training task", "OOD task", "in neither"], loc="lower center", ncol=3, fontsize=8)
-    _title(fig, title)
+    figure_title(fig, title)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
@@ -231,7 +231,7 @@ def accuracy_curves(curves, title="", chance=None, quantity="accuracy", ylabel="
             ax.set_yscale("log")
     axes[0][0].set_ylabel(ylabel)
     axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    _title(fig, title)
+    figure_title(fig, title)
     fig.tight_layout()
     return fig
 
@@ -282,5 +282,5 @@ def preference_templates(templates, task_preferences, title=""):
     axes[0].set_title("preference modules P (rows)", fontsize=9)
     axes[1].set_title("task preferences Pᵀz", fontsize=9)
     fig.colorbar(image, ax=list(axes), label="reward of a colour", shrink=0.8)
-    _title(fig, title)
+    figure_title(fig, title)
     return fig
