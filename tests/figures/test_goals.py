@@ -75,7 +75,6 @@ def test_diagnosis_reports_each_learners_curve_plateau_inner_loop_and_decodabili
     assert set(rows) == {"ANIL", "MAML", "Linear hnet", "Nonlinear hnet"}
 
 
-
 def test_a_size_sweep_with_a_whole_cell_missing_is_not_judged_and_does_not_stop_the_others(runs_of, fake):
     """A Fig. A10 (width, modules) cell with none of its runs stored raised (max of nothing) on the results page."""
     rule = _accuracies(10.0, 20.0)
