@@ -63,7 +63,8 @@ def _executed_library_modules(fn) -> set:
     files = set()
 
     def profile(frame, event, _arg):
-        if event == "call":
+        caller = frame.f_back.f_code.co_filename if frame.f_back else ""
+        if event == "call" and "monitoring" not in caller:  # JAX's compile-time listeners (compgen.timing) aside
             files.add(frame.f_code.co_filename)
 
     sys.setprofile(profile)

@@ -76,9 +76,9 @@ def test_apply_changes_jax_only_when_asked():
 def test_provenance_records_the_precision_it_ran_at():
     assert precision.current() == (jax.config.jax_default_matmul_precision or "default")
     with jax.default_matmul_precision("highest"):
-        assert results.provenance(1.0)["matmul_precision"] == precision.current() == "highest"
+        assert results.provenance(1.0, "c0de00000001")["matmul_precision"] == precision.current() == "highest"
     if jax.config.jax_default_matmul_precision is None:
-        assert results.provenance(1.0)["matmul_precision"] == "default"
+        assert results.provenance(1.0, "c0de00000001")["matmul_precision"] == "default"
 
 
 def test_full_precision_fixture_sets_highest(full_precision):
