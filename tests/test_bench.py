@@ -3,6 +3,7 @@ executed book's time went."""
 
 import json
 
+import numpy as np
 import pytest
 
 from compgen import bench
@@ -131,9 +132,10 @@ def _notebook(path, start, end, cells):
     )
 
 
-def _stored_run(folder, name, date, **seconds):
+def _stored_run(folder, name, date, gemm=None, **seconds):
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.json").write_text(json.dumps({"provenance": {"date": date, "seconds": seconds}}))
+    provenance = {"date": date, "seconds": seconds, **({"gemm_gflops": gemm} if gemm else {})}
+    (folder / f"{name}.json").write_text(json.dumps({"provenance": provenance}))
 
 
 def test_book_time_gives_each_chapter_the_runs_stored_while_it_executed(tmp_path):
@@ -147,8 +149,12 @@ def test_book_time_gives_each_chapter_the_runs_stored_while_it_executed(tmp_path
     )
     _notebook(book / "b.ipynb", "2026-11-24T10:10:05", "2026-11-24T10:12:05", [("print(1)", 1.0)])
     (book / "unexecuted.ipynb").write_text(json.dumps({"metadata": {}, "cells": []}))
-    _stored_run(store / "a", "r1", "2026-11-24T10:03:00+00:00", compile=30.0, setup=1.0, train=200.0, evaluate=9.0)
-    _stored_run(store / "a", "r2", "2026-11-24T11:05:00+01:00", compile=10.0, setup=1.0, train=100.0, evaluate=1.0)
+    _stored_run(
+        store / "a", "r1", "2026-11-24T10:03:00+00:00", 400.0, compile=30.0, setup=1.0, train=200.0, evaluate=9.0
+    )
+    _stored_run(
+        store / "a", "r2", "2026-11-24T11:05:00+01:00", 600.0, compile=10.0, setup=1.0, train=100.0, evaluate=1.0
+    )
     _stored_run(store / "a", "old", "2026-11-23T10:05:00+00:00", compile=99.0, setup=9.0, train=999.0, evaluate=9.0)
     _stored_run(store / "other", "r3", "2026-11-24T10:11:00+00:00")  # no parts recorded
     rows = {r["chapter"]: r for r in bench.book_time(book, store)}
@@ -156,9 +162,11 @@ def test_book_time_gives_each_chapter_the_runs_stored_while_it_executed(tmp_path
     assert rows["a"]["wall"] == 600 and rows["a"]["training_cells"] == 400 and rows["a"]["runs"] == 2
     assert (rows["a"]["compile"], rows["a"]["train"], rows["a"]["evaluate"]) == (40.0, 300.0, 10.0)
     assert rows["b"]["runs"] == 1 and rows["b"]["compile"] == 0.0
+    assert rows["a"]["gemm"] == 500.0 and np.isnan(rows["b"]["gemm"])  # the runs' mean reading; none recorded in b
     table = bench.book_time_table(list(rows.values()))
-    assert "| a | 10.0 | 6.7 | 2 | 0.7 / 0.0 / 5.0 / 0.2 | 11 % | 3.3 |" in table
-    assert table.splitlines()[-1].startswith("| total | 12.0 | 6.7 | 3 |")
+    # a's 6.7 training minutes on a machine reading 500 GFLOP/s take twice as long on one reading 250
+    assert "| a | 10.0 | 6.7 | 500 | 13.3 | 2 | 0.7 / 0.0 / 5.0 / 0.2 | 11 % | 3.3 |" in table
+    assert table.splitlines()[-1].startswith("| total | 12.0 | 6.7 | 500 | 13.3 | 3 |")
 
 
 def test_op_profile_groups_thunks_by_kind_per_step():

@@ -45,6 +45,7 @@ def test_round_trip_with_provenance(tmp_path):
     np.testing.assert_array_equal(loaded["loss"], arrays["loss"])
     assert meta["config"] == {"steps": 3, "seeds": [1, 2]}
     assert meta["provenance"]["code_fingerprint"] == TOY.fingerprint
+    assert meta["provenance"]["gemm_gflops"] > 0  # how fast this machine multiplies (compgen.timing)
     for field in ("compgen_version", "code_fingerprint", "git_commit", "jax_version", "device", "wall_time_s"):
         assert field in meta["provenance"]
     entry, sidecar = store.paths(TOY, ToyConfig())

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compgen import devices, params, results, runner, section, storage
+from compgen import devices, params, results, runner, section, storage, timing
 from compgen.experiments import hyperteacher as HT
 from compgen.experiments import teacher_student as ts
 from compgen.section import make_config
@@ -114,6 +114,8 @@ def test_the_same_run_in_a_worker_process_and_in_this_one_is_identical(store):
         "[worker",
     }  # both trained in workers
     in_workers = [_stored_bytes(S, c) for c in (a, b)]
+    readings = {results.Store.default().load(S, c)[1]["provenance"]["gemm_gflops"] for c in (a, b)}
+    assert readings == {round(timing.gemm_gflops(), 1)}  # the workers record the reading this process took first
     runner.train_or_load(S, [a, b], force=True, workers=1, log=lambda _: None)
     assert [_stored_bytes(S, c) for c in (a, b)] == in_workers
 

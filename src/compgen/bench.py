@@ -44,7 +44,9 @@ import sys
 import time
 from pathlib import Path
 
-from compgen import allocator, storage
+import numpy as np
+
+from compgen import allocator, storage, timing
 
 SPLIT_SUFFIX = ", tasks split"  # cases run with the meta-batch split over one host device per core
 CASES = {
@@ -280,7 +282,7 @@ def profile_case(name: str, cap: int | None = None) -> str:
     flops = section.cost(cfg) / cfg.outer_steps
     lines = [
         f"{name}, a chunk of {steps} outer steps: {plain * 1e3:.2f} ms per outer step untraced "
-        f"({flops / plain / 1e9:.0f} GFLOP/s; a 1024² GEMM {_gemm_gflops():.0f} in this process), "
+        f"({flops / plain / 1e9:.0f} GFLOP/s; a 1024² GEMM {timing.gemm_gflops():.0f} in this process), "
         f"{traced * 1e3:.2f} traced (first to last thunk); "
         f"{sum(r[1] for r in rows):.0f} thunks per step taking {total:.2f} ms summed over the executor's threads "
         f"({total / (traced * 1e3):.2f} threads busy on average), "
@@ -294,25 +296,6 @@ def profile_case(name: str, cap: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def _jit_gflops(fn, args, flops, repeats=10):
-    """GFLOP/s of ``jax.jit(fn)(*args)`` doing ``flops`` per call, after one warm-up call."""
-    import jax
-
-    f = jax.jit(fn)
-    f(*args).block_until_ready()
-    start = time.perf_counter()
-    for _ in range(repeats):
-        f(*args).block_until_ready()
-    return flops * repeats / (time.perf_counter() - start) / 1e9
-
-
-def _gemm_gflops():
-    import jax
-
-    a = jax.random.normal(jax.random.key(0), (1024, 1024))
-    return _jit_gflops(lambda a: a @ a, (a,), 2 * 1024**3)
-
-
 def _batched_gemm_gflops(tasks=128, rows=256, width=128):
     """GFLOP/s of the hypernetworks' typical matmul: one (rows, width) @ (width, width) product per task.
 
@@ -324,7 +307,7 @@ def _batched_gemm_gflops(tasks=128, rows=256, width=128):
 
     x = jax.random.normal(jax.random.key(0), (tasks, rows, width))
     w = jax.random.normal(jax.random.key(1), (tasks, width, width))
-    return _jit_gflops(lambda x, w: jnp.einsum("bnh,bhk->bnk", x, w), (x, w), 2 * tasks * rows * width**2)
+    return timing.jit_gflops(lambda x, w: jnp.einsum("bnh,bhk->bnk", x, w), (x, w), 2 * tasks * rows * width**2)
 
 
 def tcmalloc():
@@ -368,7 +351,7 @@ def run_case(name, cap=None):
     result["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     result["peak_device_gb"] = peak_device_gb(jax.devices()[0])
     result["device_kind"] = jax.devices()[0].device_kind
-    result["gemm_gflops"] = _gemm_gflops()
+    result["gemm_gflops"] = timing.gemm_gflops()
     result["batched_gemm_gflops"] = _batched_gemm_gflops()
     return result
 
@@ -473,6 +456,7 @@ def table_notes(kind):
 
 
 RUN_PARTS = ("compile", "setup", "train", "evaluate")  # where a run's seconds go (compgen.runner.train)
+BUDGET_GEMM = 250.0  # GFLOP/s: the slow 2-core machine the quick book's time budget is stated for (README)
 
 
 def _utc(text: str) -> datetime.datetime:
@@ -484,13 +468,15 @@ def _utc(text: str) -> datetime.datetime:
 def book_time(notebooks: Path, store: Path) -> list[dict]:
     """Per executed notebook of ``notebooks`` (papermill's metadata): ``chapter``, its ``wall`` seconds, the seconds
     of its cells that call ``figures.train`` (``training_cells``), the number of ``runs`` stored in ``store``
-    while it executed and their process seconds per part of :data:`RUN_PARTS` (summed over the worker processes,
-    which run in parallel). A run stored without its parts counts in ``runs`` only."""
+    while it executed, their process seconds per part of :data:`RUN_PARTS` (summed over the worker processes,
+    which run in parallel) and ``gemm``, the mean GEMM reading (GFLOP/s, :func:`compgen.timing.gemm_gflops`) they
+    recorded (NaN if none did). A run stored without its parts counts in ``runs`` only."""
     stored = []
     for sidecar in Path(store).glob("*/*.json"):
         provenance = json.loads(sidecar.read_text()).get("provenance", {})
         if "date" in provenance:
-            stored.append((_utc(provenance["date"]), provenance.get("seconds", {})))
+            seconds = {**provenance.get("seconds", {}), "gemm": provenance.get("gemm_gflops")}
+            stored.append((_utc(provenance["date"]), seconds))
     rows = []
     for path in sorted(Path(notebooks).glob("*.ipynb")):
         notebook = json.loads(path.read_text())
@@ -507,24 +493,40 @@ def book_time(notebooks: Path, store: Path) -> list[dict]:
         row = {"chapter": path.stem, "wall": (end - start).total_seconds(), "training_cells": training}
         row["runs"] = len(mine)
         row.update({part: sum(s.get(part, 0.0) for s in mine) for part in RUN_PARTS})
+        readings = [s["gemm"] for s in mine if s.get("gemm")]
+        row["gemm"] = float(np.mean(readings)) if readings else float("nan")
         rows.append(row)
     return rows
 
 
+def at_budget_machine(seconds: float, gemm: float) -> float:
+    """``seconds`` measured on a machine whose GEMM read ``gemm`` GFLOP/s, scaled to one reading
+    :data:`BUDGET_GEMM` (NaN without a reading, unless no time was measured)."""
+    return seconds * gemm / BUDGET_GEMM if seconds and np.isfinite(gemm) else (0.0 if not seconds else float("nan"))
+
+
 def book_time_table(rows: list[dict]) -> str:
-    """:func:`book_time` as a markdown table (minutes), with a total row."""
+    """:func:`book_time` as a markdown table (minutes), with a total row; each chapter's training-cell minutes also
+    scaled to a machine whose GEMM reads :data:`BUDGET_GEMM` GFLOP/s (:func:`at_budget_machine`)."""
     total = {k: sum(r[k] for r in rows) for k in ("wall", "training_cells", "runs", *RUN_PARTS)}
+    total["scaled"] = sum(at_budget_machine(r["training_cells"], r.get("gemm", np.nan)) for r in rows)
+    readings = [r["gemm"] for r in rows if np.isfinite(r.get("gemm", np.nan))]
+    total["gemm"] = float(np.mean(readings)) if readings else float("nan")
     lines = [
-        "| chapter | wall min | training cells min | runs trained | their process min: compile / set-up / train / "
-        "evaluate | compile share | rest of the notebook min |",
-        "|---|---|---|---|---|---|---|",
+        "| chapter | wall min | training cells min | GEMM GFLOP/s | training min at "
+        f"{BUDGET_GEMM:.0f} GFLOP/s | runs trained | their process min: compile / set-up / train / evaluate "
+        "| compile share | rest of the notebook min |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in [*rows, {"chapter": "total", **total}]:
         process = sum(r[p] for p in RUN_PARTS)
         share = f"{100 * r['compile'] / process:.0f} %" if process else "–"
         parts = " / ".join(f"{r[p] / 60:.1f}" for p in RUN_PARTS)
+        gemm = r.get("gemm", np.nan)
+        scaled = r.get("scaled", at_budget_machine(r["training_cells"], gemm))
         lines.append(
-            f"| {r['chapter']} | {r['wall'] / 60:.1f} | {r['training_cells'] / 60:.1f} | {r['runs']} | {parts} "
+            f"| {r['chapter']} | {r['wall'] / 60:.1f} | {r['training_cells'] / 60:.1f} "
+            f"| {gemm:.0f} | {scaled / 60:.1f} | {r['runs']} | {parts} "
             f"| {share} | {(r['wall'] - r['training_cells']) / 60:.1f} |"
         )
     return "\n".join(lines)

@@ -33,7 +33,7 @@ import jax
 import numpy as np
 
 import compgen
-from compgen import storage
+from compgen import storage, timing
 
 __all__ = ["Store", "config_dict", "config_hash", "provenance"]
 
@@ -110,6 +110,7 @@ def provenance(wall_time_s: float, fingerprint: str, seconds: dict | None = None
         "matmul_precision": jax.config.jax_default_matmul_precision or "default",  # compgen.precision
         "host": platform.node(),
         "wall_time_s": round(float(wall_time_s), 3),
+        "gemm_gflops": round(timing.gemm_gflops(), 1),  # how fast this machine multiplies (compgen.timing)
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         **({"seconds": dict(seconds)} if seconds else {}),
         **({"knobs": dict(knobs)} if knobs else {}),

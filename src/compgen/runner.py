@@ -324,6 +324,7 @@ def train_or_load(
     if not todo:
         return [loaded[c] for c in configs]
     store.check_writable(section, bool(every))  # a store that cannot take the results fails now, not after training
+    timing.gemm_gflops()  # the machine's speed, read before the workers compete for its cores; every run records it
     errors = {}
 
     def attempt(config, train_one):
@@ -482,6 +483,7 @@ def _start(section, configs, slot, store, log, checkpoint_every, split=1, force=
     job = {
         "configs": [dataclasses.asdict(c) for c in configs],
         "store": [str(store.root), str(store.checkpoints)],
+        "gemm_gflops": timing.gemm_gflops(),
         "checkpoint_every": checkpoint_every,
         "split": split,
         "force": force,
@@ -616,6 +618,7 @@ def _worker(module_name: str, path: str) -> int:
     _end_with_parent(job.get("parent", os.getppid()))
     section = section_of(module_name)
     configs = [section.config_from_dict(d) for d in job["configs"]]
+    timing.gemm_gflops(job.get("gemm_gflops"))
     store = results.Store(*job["store"])
     split = job.get("split", 1)
     if split > 1:

@@ -9,6 +9,9 @@ as ``compile``:
     with clock.measure("train"):
         state = step(state)          # the first call compiles
     clock.seconds()                  # {"compile": 12.3, "train": 40.1}
+
+:func:`gemm_gflops` reads how fast this machine multiplies (a 1024² float32 GEMM), once per process; every stored run
+records it (:func:`compgen.results.provenance`), so a time measured on one machine can be scaled to another.
 """
 
 from __future__ import annotations
@@ -25,6 +28,32 @@ COMPILE_EVENTS = frozenset(
         "/jax/core/compile/backend_compile_duration",
     }
 )
+GEMM_SIZE = 1024
+_gemm_reading: list = []  # this process's GEMM reading, once taken or given (gemm_gflops)
+
+
+def jit_gflops(fn, args, flops, repeats=10):
+    """GFLOP/s of ``jax.jit(fn)(*args)`` doing ``flops`` per call, after one warm-up call."""
+    f = jax.jit(fn)
+    f(*args).block_until_ready()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        f(*args).block_until_ready()
+    return flops * repeats / (time.perf_counter() - start) / 1e9
+
+
+def gemm_gflops(given: float | None = None) -> float:
+    """GFLOP/s of a 1024² float32 matrix product on JAX's default device, measured once per process (about 0.2 s on
+    2 cores) or ``given`` by the process that started this one (a worker takes its parent's reading, made before the
+    workers compete for the cores)."""
+    if given is not None and not _gemm_reading:
+        _gemm_reading.append(float(given))
+    if not _gemm_reading:
+        a = jax.random.normal(jax.random.key(0), (GEMM_SIZE, GEMM_SIZE))
+        _gemm_reading.append(jit_gflops(lambda a: a @ a, (a,), 2 * GEMM_SIZE**3))
+    return _gemm_reading[0]
+
+
 _spans: list = []  # (start, end) in time.time() seconds of every compile event seen since the first Stopwatch
 _listening = False
 
