@@ -66,6 +66,7 @@ if "google.colab" in sys.modules:
 from compgen import figures
 from compgen.figures import glance, twin
 from compgen.figures import teacher_student as chapter
+from compgen.figures import teacher_student_search as search_record
 
 figures.check_parameters(globals())
 
@@ -234,13 +235,13 @@ chapter.table_a1(runs)
 # above are from the current runs.
 
 # %%
-figures.show(chapter.search_tables("search/teacher_student.json"))
+figures.show(search_record.search_tables("search/teacher_student.json"))
 
 # %% [markdown]
 # The chapter's claims, checked regime by regime:
 
 # %%
-figures.show(chapter.search_verdicts("search/teacher_student.json"))
+figures.show(search_record.search_verdicts("search/teacher_student.json"))
 
 # %% [markdown]
 # What the search found about the overparameterised students, from the same record. The probe also measured,
@@ -250,7 +251,7 @@ figures.show(chapter.search_verdicts("search/teacher_student.json"))
 # look-up student, scores low on the first and high on the second.
 
 # %%
-figures.show(chapter.search_findings("search/teacher_student.json"))
+figures.show(search_record.search_findings("search/teacher_student.json"))
 
 # %% [markdown]
 # **The smaller worlds at twice the steps.** At 8,000 steps W2 (one output) stays where it was at 4,000: every

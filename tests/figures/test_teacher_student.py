@@ -5,6 +5,7 @@ import pytest
 
 from compgen.figures import claims as C
 from compgen.figures import teacher_student as F
+from compgen.figures import teacher_student_search as Search
 
 
 def _alignment(connected_value, disconnected_value, discrete_drop=0.2, continuous_drop=0.0, wd_gain=0.0):
@@ -82,13 +83,13 @@ def test_table_a1_of_the_paper_is_read_from_the_data_file(runs_of, fake):
 
 
 def _record(regime, factors, distribution, values, weight_decay=0.0, connected=True, column=None, name=None):
-    name = name or F.OVERPARAM_NAME
+    name = name or Search.OVERPARAM_NAME
     return dict(
         regime=regime,
         world=dict(n=8, h=8, outputs=4, M=6),
         budget=dict(outer_steps=4000, meta_batch=8, inner_steps=50),
-        model=F.search_model(*factors, weight_decay),
-        split=F.search_split(distribution, connected, name),
+        model=Search.search_model(*factors, weight_decay),
+        split=Search.search_split(distribution, connected, name),
         factors=list(factors),
         weight_decay=weight_decay,
         distribution=distribution,
@@ -114,18 +115,18 @@ def _regime(connected=0.95, disconnected=0.8, discrete_large=0.7, continuous_lar
 
 
 def test_search_checks_apply_the_chapters_criteria_to_a_regimes_records():
-    checks = F.search_checks(_regime())
+    checks = Search.search_checks(_regime())
     assert set(checks) == {"Fig. 2C discrete", "Fig. 2D", "Table A1"}  # no continuous Table A9 columns here
     assert all(check.holds for check, _ in checks.values())
     assert "connected 0.950" in checks["Fig. 2C discrete"][1] and "gain +0.000" in checks["Table A1"][1]
-    failing = F.search_checks(_regime(disconnected=0.9, discrete_large=0.95, decayed=0.95 + 0.2))
+    failing = Search.search_checks(_regime(disconnected=0.9, discrete_large=0.95, decayed=0.95 + 0.2))
     assert not any(check.holds for check, _ in failing.values())
 
 
 def test_search_records_name_each_stored_config_of_the_chapter(runs_of, fake, store):
     rule = _alignment(0.97, 0.8)
     runs = runs_of("teacher_student", "quick", lambda c: rule(c, fake))
-    records = F.search_records(runs, "main: quick")
+    records = Search.search_records(runs, "main: quick")
     configs = {c for cs in runs.figures.values() for c in cs}
     # quick: Fig. 2C's discrete and continuous pairs in the paper's world, Fig. 2D's (2, 2) and (8, 8) students and
     # Table A1's decayed one in W1
@@ -140,18 +141,18 @@ def test_search_records_name_each_stored_config_of_the_chapter(runs_of, fake, st
     assert {r["world"]["n"] for r in records} == {8, 16}
     assert by_name[(16, "f=(2,2)", "continuous connected: ring pairs")]["column"] == 3
     assert by_name[(16, "f=(2,2)", "continuous disconnected: two triangles")]["column"] == 5
-    assert set(F.search_checks(records)) == set(F.SEARCH_CLAIMS)
+    assert set(Search.search_checks(records)) == set(Search.SEARCH_CLAIMS)
 
 
 def test_the_books_search_record_renders_with_a_verdict_per_regime():
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[2] / "book" / "search" / "teacher_student.json"
-    tables = F.search_tables(path)
+    tables = Search.search_tables(path)
     assert tables.count("| W1, the book's seeds |") == 2 and "**Fig. 2C**" in tables
-    verdicts = F.search_verdicts(path)
+    verdicts = Search.search_verdicts(path)
     assert F.FIG2D.criterion in verdicts and verdicts.count("| W1 | 7, 8, 9 |") == 1
-    findings = F.search_findings(path)
+    findings = Search.search_findings(path)
     assert findings.count("\n* ") >= 3 and "regimes with its runs" in findings
 
 

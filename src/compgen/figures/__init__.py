@@ -400,25 +400,33 @@ def accuracy_bars(groups, series, values, chance=None, chance_label="chance"):
     )
 
 
-def size_grid(runs: Runs, figure: str, model: str, value, best=max):
-    """A hypernetwork size sweep (Fig. A8, A10) as a grid: ``(configs, hidden widths, module counts, grid)`` where
-    ``grid[i, j]`` is the best (``best``: max or min, over the remaining axes such as the outer learning rate) of
-    the seed mean of ``value(config, output)`` at width ``hidden[i]`` and ``templates[j]`` modules; only configs
-    with stored runs count (NaN where a cell has none)."""
+def size_grid(runs: Runs, figure: str, model: str, value, best=max, across="templates"):
+    """A hypernetwork size sweep (Fig. 3F, A8, A10) as a grid: ``(configs, hidden widths, module counts, grid)``
+    where ``grid[i, j]`` is the best (``best``: max or min, over the remaining axes such as the outer learning rate)
+    of the seed mean of ``value(config, output)`` at width ``hidden[i]`` and the ``j``-th value of the config field
+    ``across`` (the number of modules); only configs with stored runs count (NaN where a cell has none)."""
     cfgs = [c for c in runs.configs(figure, model=model) if runs.output(c) is not None]
-    hidden, templates = sorted({c.hidden for c in cfgs}), sorted({c.templates for c in cfgs})
+    hidden, templates = sorted({c.hidden for c in cfgs}), sorted({getattr(c, across) for c in cfgs})
     grid = np.full((len(hidden), len(templates)), np.nan)
     for i, h in enumerate(hidden):
         for j, t in enumerate(templates):
-            cell = [value(c, runs.output(c)).mean() for c in cfgs if c.hidden == h and c.templates == t]
+            cell = [value(c, runs.output(c)).mean() for c in cfgs if c.hidden == h and getattr(c, across) == t]
             grid[i, j] = best(cell) if cell else np.nan  # a (width, modules) cell with none of its runs stored
     return cfgs, hidden, templates, grid
 
 
-def size_heatmap(grid, hidden, templates, label: str, fmt="{:.1f}"):
+def size_heatmap(
+    grid,
+    hidden,
+    templates,
+    label: str,
+    fmt="{:.1f}",
+    across="number of modules T",
+    down="hidden width of the base network",
+):
     """The heatmap of a :func:`size_grid`: width down, number of modules across, ``label`` on the colour bar."""
     rows, cols = [str(h) for h in hidden], [str(t) for t in templates]
-    return plots.heatmap(grid, rows, cols, "number of modules T", "hidden width of the base network", label, fmt=fmt)
+    return plots.heatmap(grid, rows, cols, across, down, label, fmt=fmt)
 
 
 def size_figures(runs: Runs, figure: str, value, label: str, caption_of, claims: list, best=max, fmt="{:.1f}"):

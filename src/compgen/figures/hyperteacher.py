@@ -18,6 +18,8 @@ from compgen.figures import (
     on_seeds,
     paper_numbers,
     plots,
+    size_grid,
+    size_heatmap,
     versus_monolithic,
 )
 from compgen.figures import claims as C
@@ -414,26 +416,11 @@ def fig3f(runs: Runs) -> list:
     """Fig. 3F: OOD accuracy over the student's hidden width and T/M (best outer lr per cell), per hypernetwork."""
     found = []
     for model in HNETS:
-        cfgs = [c for c in runs.configs("fig3f", model=model) if runs.output(c) is not None]
+        cfgs, hidden, ratios, grid = size_grid(runs, "fig3f", model, accuracy, across="templates_per_module")
         if not cfgs:
             continue
-        hidden = sorted({c.hidden for c in cfgs})
-        ratios = sorted({c.templates_per_module for c in cfgs})
-        grid = np.full((len(hidden), len(ratios)), np.nan)
-        for i, h in enumerate(hidden):
-            for j, r in enumerate(ratios):
-                cell = [
-                    accuracy(c, runs.output(c)).mean() for c in cfgs if c.hidden == h and c.templates_per_module == r
-                ]
-                grid[i, j] = max(cell) if cell else np.nan  # a cell the preset does not run
-        fig = plots.heatmap(
-            grid,
-            [str(h) for h in hidden],
-            [str(r) for r in ratios],
-            "modules per expert T/M",
-            f"student hidden width (teacher {cfgs[0].teacher_hidden})",
-            "OOD accuracy (%)",
-        )
+        down = f"student hidden width (teacher {cfgs[0].teacher_hidden})"
+        fig = size_heatmap(grid, hidden, ratios, "OOD accuracy (%)", across="modules per expert T/M", down=down)
         found.append(
             FigureResult(
                 fig,
