@@ -66,14 +66,14 @@ if "google.colab" in sys.modules:
     subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", f"compgen @ git+{repository}"])
 
 # %%
-from compgen import figures
+from compgen import figures, notebook
 from compgen.figures import glance, search, twin
 from compgen.figures import goals as chapter
 
-figures.check_parameters(globals())
+notebook.check_parameters(globals())
 
 # %% tags=["hide-output"]
-runs = figures.train("goals", preset, seeds, force)
+runs = notebook.train("goals", preset, seeds, force)
 
 # %% [markdown]
 # Every figure below reads these runs: each config is trained by its own compiled program (demonstrations are

@@ -58,16 +58,16 @@ if "google.colab" in sys.modules:
     subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", f"compgen @ git+{repository}"])
 
 # %%
-from compgen import figures
+from compgen import figures, notebook
 from compgen.figures import incontext as chapter
 from compgen.figures import search
 
-figures.check_parameters(globals())
+notebook.check_parameters(globals())
 
 # %% tags=["hide-output"]
-runs = figures.train("incontext", preset, seeds, force)
-hyperteacher = figures.train("hyperteacher", preset, seeds, force, figures=("fig3b",))
-goals = figures.train("goals", preset, seeds, force, figures=("fig4ef",))
+runs = notebook.train("incontext", preset, seeds, force)
+hyperteacher = notebook.train("hyperteacher", preset, seeds, force, figures=("fig3b",))
+goals = notebook.train("goals", preset, seeds, force, figures=("fig4ef",))
 
 # %% [markdown]
 # The paper's four models are the hyperteacher chapter's Fig. 3B runs and the goals chapter's Fig. 4E/F runs,

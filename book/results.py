@@ -56,9 +56,9 @@ if "google.colab" in sys.modules:
     subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", f"compgen @ git+{repository}"])
 
 # %%
-from compgen import figures
+from compgen import figures, notebook
 from compgen.figures import glance
 
-figures.check_parameters(globals())
+notebook.check_parameters(globals())
 
 figures.show(glance.page(preset, seeds, second_set="search/second_set.json", twins="search"))

@@ -63,15 +63,15 @@ if "google.colab" in sys.modules:
     subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", f"compgen @ git+{repository}"])
 
 # %%
-from compgen import figures
+from compgen import figures, notebook
 from compgen.figures import glance, twin
 from compgen.figures import teacher_student as chapter
 from compgen.figures import teacher_student_search as search_record
 
-figures.check_parameters(globals())
+notebook.check_parameters(globals())
 
 # %% tags=["hide-output"]
-runs = figures.train("teacher_student", preset, seeds, force)
+runs = notebook.train("teacher_student", preset, seeds, force)
 
 # %% [markdown]
 # Every figure below reads these runs. Each config is trained by its own compiled program (its seeds vmapped,

@@ -132,11 +132,11 @@ if "google.colab" in sys.modules:
     subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", f"compgen @ git+{repository}"])
 
 # %%
-from compgen import figures
+from compgen import figures, notebook
 from compgen.figures import theory as chapter
 from compgen.tasks import support
 
-figures.check_parameters(globals(), "seed")
+notebook.check_parameters(globals(), "seed")
 
 built = chapter.constructions(preset, seed)
 figures.show(chapter.settings_text(built))

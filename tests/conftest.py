@@ -58,13 +58,13 @@ def fake():
 
 @pytest.fixture
 def runs_of():
-    """``runs_of(section name, preset, outputs_for)``: a :class:`compgen.figures.Runs` whose outputs come from
+    """``runs_of(section name, preset, outputs_for)``: a :class:`compgen.notebook.Runs` whose outputs come from
     ``outputs_for(cfg)`` (None: not stored)."""
-    from compgen import figures
+    from compgen import notebook
 
     def make(section_name, preset, outputs_for):
-        sec, by_figure = figures.chapter_configs(section_name, preset)
+        sec, by_figure = notebook.chapter_configs(section_name, preset)
         configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
-        return figures.Runs(sec, preset, by_figure, {c: outputs_for(c) for c in configs})
+        return notebook.Runs(sec, preset, by_figure, {c: outputs_for(c) for c in configs})
 
     return make

@@ -145,7 +145,7 @@ def test_book_time_gives_each_chapter_the_runs_stored_while_it_executed(tmp_path
         book / "a.ipynb",
         "2026-11-24T10:00:00",
         "2026-11-24T10:10:00",
-        [("import x", 2.0), ('runs = figures.train("a", preset)', 400.0), ("figures.show(...)", 60.0)],
+        [("import x", 2.0), ('runs = notebook.train("a", preset)', 400.0), ("figures.show(...)", 60.0)],
     )
     _notebook(book / "b.ipynb", "2026-11-24T10:10:05", "2026-11-24T10:12:05", [("print(1)", 1.0)])
     (book / "unexecuted.ipynb").write_text(json.dumps({"metadata": {}, "cells": []}))

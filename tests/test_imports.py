@@ -22,7 +22,7 @@ LAYERS = [
     ("compgen.meta", "compgen.metrics"),
     ("compgen.results", "compgen.checkpoint"),
     ("compgen.section", "compgen.runner"),
-    ("compgen.experiments", "compgen.catalog"),
+    ("compgen.experiments", "compgen.catalog", "compgen.notebook"),
     ("compgen.figures",),
     ("compgen.sweeps", "compgen.cli", "compgen.bench", "compgen.__main__"),
 ]

@@ -8,7 +8,7 @@ import time
 import jax
 import pytest
 
-from compgen import catalog, cli, figures, params, runner, sweeps
+from compgen import catalog, cli, notebook, params, runner, sweeps
 
 # (section, experiment) of every section, and a field each experiment fixes
 EXPERIMENTS = {
@@ -106,7 +106,7 @@ def test_command_line_refuses_bad_names_and_checkpoint_intervals(capsys, monkeyp
 def test_notebook_parameters_are_checked(section, kwargs, expected):
     call = {"preset": "smoke", "seeds": None, "force": False, **kwargs}
     with pytest.raises(params.ParameterError, match=expected):
-        figures.train(section, call["preset"], call["seeds"], call["force"], log=lambda _: None)
+        notebook.train(section, call["preset"], call["seeds"], call["force"], log=lambda _: None)
 
 
 def test_boolean_strings_are_parsed_exactly():
@@ -296,15 +296,15 @@ def test_notebook_parameters_are_checked_where_the_notebook_sees_them(names, exp
     import subprocess as a_module
 
     with pytest.raises(params.ParameterError, match=expected):
-        figures.check_parameters({"In": [], "_": None, "subprocess": a_module, **names})
+        notebook.check_parameters({"In": [], "_": None, "subprocess": a_module, **names})
 
 
 def test_notebook_seeds_given_as_text_are_a_list():
     """papermill -p seeds '[2020]' passes the string "[2020]"; it was read character by character."""
-    figures.check_parameters({"preset": "smoke", "seeds": "[2020, 2021]", "force": "false", "repository": None})
+    notebook.check_parameters({"preset": "smoke", "seeds": "[2020, 2021]", "force": "false", "repository": None})
     assert params.seeds_parameter("[2020, 2021]") == (2020, 2021) and params.seeds_parameter("None") is None
     with pytest.raises(params.ParameterError, match="at most 1000 seeds"):
         params.seeds_parameter(list(range(1001)))
-    sec, by_figure = figures.chapter_configs("hyperteacher", "smoke", "[7]")
+    sec, by_figure = notebook.chapter_configs("hyperteacher", "smoke", "[7]")
     assert {c.seeds for cs in by_figure.values() for c in cs} == {(7,)}
-    figures.check_parameters({"preset": "smoke", "seed": 0}, "seed")  # the theory chapter's own parameter
+    notebook.check_parameters({"preset": "smoke", "seed": 0}, "seed")  # the theory chapter's own parameter

@@ -19,7 +19,7 @@ import json
 import time
 from pathlib import Path
 
-from compgen import figures, results
+from compgen import notebook, results
 from compgen.figures import glance
 
 DEFAULT = Path(__file__).resolve().parents[1] / "book" / "search" / "second_set.json"
@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     for name in args.chapters:
         if not args.no_train:  # --no-train keeps the wall time of the training that stored the runs
             start = time.perf_counter()
-            figures.train(name, args.preset, args.seeds)
+            notebook.train(name, args.preset, args.seeds)
             record["wall_s"][name] = round(time.perf_counter() - start, 1)
         found = glance.claims(args.preset, args.seeds, [name])[name]
         record["claims"] = [c for c in record["claims"] if c["section"] != name] + [

@@ -512,7 +512,7 @@ def reference_output(chapter: str, cfg, runs: list) -> dict:
 def claim_configs(chapter: str, preset: str, seeds):
     """(section, {figure: configs}) of the chapter's claim figures at ``preset`` with ``seeds``, each moved to the
     nearest world the reference expresses (:data:`MATCHED`) where it cannot express the preset's."""
-    from compgen.figures import chapter_configs
+    from compgen.notebook import chapter_configs
 
     sec, by_figure = chapter_configs(chapter, preset, None if seeds is None else list(seeds), CLAIM_FIGURES[chapter])
     changes = MATCHED.get((chapter, preset), {})

@@ -467,7 +467,7 @@ def _utc(text: str) -> datetime.datetime:
 
 def book_time(notebooks: Path, store: Path) -> list[dict]:
     """Per executed notebook of ``notebooks`` (papermill's metadata): ``chapter``, its ``wall`` seconds, the seconds
-    of its cells that call ``figures.train`` (``training_cells``), the number of ``runs`` stored in ``store``
+    of its cells that call ``notebook.train`` (``training_cells``), the number of ``runs`` stored in ``store``
     while it executed, their process seconds per part of :data:`RUN_PARTS` (summed over the worker processes,
     which run in parallel) and ``gemm``, the mean GEMM reading (GFLOP/s, :func:`compgen.timing.gemm_gflops`) they
     recorded (NaN if none did). A run stored without its parts counts in ``runs`` only."""
@@ -488,7 +488,7 @@ def book_time(notebooks: Path, store: Path) -> list[dict]:
         training = sum(
             cell.get("metadata", {}).get("papermill", {}).get("duration") or 0.0
             for cell in notebook["cells"]
-            if cell["cell_type"] == "code" and "figures.train(" in "".join(cell["source"])
+            if cell["cell_type"] == "code" and "notebook.train(" in "".join(cell["source"])
         )
         row = {"chapter": path.stem, "wall": (end - start).total_seconds(), "training_cells": training}
         row["runs"] = len(mine)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from compgen.figures import chapter_configs
 from compgen.figures import claims as C
 from compgen.figures import twin as twin_tables
+from compgen.notebook import chapter_configs
 
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("twin", ROOT / "tools" / "twin.py")

@@ -1,6 +1,6 @@
 """The book's figures, tables and claim checks: one module per section, a function per paper figure.
 
-A chapter trains (or loads) its runs once, :func:`train`, and each figure cell is one call, e.g.
+A chapter trains (or loads) its runs once (:func:`compgen.notebook.train`), and each figure cell is one call, e.g.
 ``hyperteacher.fig3b(runs)``, that returns a :class:`FigureResult`: the figure, its caption (naming the preset,
 the steps and the seeds), a markdown table of our numbers beside the paper's, and the computed claims
 (:mod:`compgen.figures.claims`). In a notebook the result displays itself in that order; elsewhere
@@ -13,121 +13,21 @@ from __future__ import annotations
 import functools
 import io
 import json
-import time
 from dataclasses import dataclass, field
 from importlib import resources
 
 import numpy as np
 
-from compgen import catalog, runner, section
+from compgen import section
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS
 from compgen.figures import claims as claims_
 from compgen.figures import plots
+from compgen.notebook import Runs
 
 FIGURE_WIDTH = 7.2  # inches: the book's text column at 100 px per inch
 SPLIT_GROUPS = ("compositional (random)", "non-compositional")  # the bars of a figure over the two supports
 SPLITS = ("random", "non_compositional")  # compositional and non-compositional support, in that order
 MONOLITHIC = ("anil", "maml")
-
-
-# --------------------------------------------------------------------------------------------- runs
-
-
-@dataclass
-class Runs:
-    """A chapter's runs: the configs of each figure at a preset, and their outputs (``None``: not stored)."""
-
-    section: object
-    preset: str
-    figures: dict
-    outputs: dict
-    wall_s: float = 0.0
-    trained: int = 0
-    store: object = None  # the compgen.results.Store they came from
-
-    def configs(self, figure, **where):
-        """The configs of ``figure`` whose fields equal ``where`` (e.g. ``model="anil"``), in grid order."""
-        return [c for c in self.figures.get(figure, []) if all(getattr(c, k) == v for k, v in where.items())]
-
-    def one(self, figure, **where):
-        """The single config of ``figure`` matching ``where``, or ``None``."""
-        found = self.configs(figure, **where)
-        return found[0] if found else None
-
-    def output(self, cfg):
-        return None if cfg is None else self.outputs.get(cfg)
-
-    @property
-    def seeds(self):
-        return tuple(sorted({s for cs in self.figures.values() for c in cs for s in c.seeds}))
-
-
-NOTEBOOK_PARAMETERS = ("preset", "force", "seeds", "repository")  # every chapter's parameters cell
-
-
-def check_parameters(names: dict, *extra: str) -> None:
-    """Check a notebook's parameters before anything runs: ``names`` is the notebook's ``globals()``, ``extra``
-    the parameters it has besides :data:`NOTEBOOK_PARAMETERS`. papermill only warns about a parameter the notebook
-    does not have (``-p presett smoke``); here it is a :class:`compgen.params.ParameterError`, and so is a bad
-    preset, force or seeds value."""
-    from compgen import params
-
-    params.check_notebook_parameters(names, NOTEBOOK_PARAMETERS + extra)
-    if names.get("preset") not in section.PRESET_NAMES:
-        raise params.ParameterError(f"preset must be one of {section.PRESET_NAMES}, got {names.get('preset')!r}")
-    params.parse_bool(names.get("force", False), "force")
-    params.seeds_parameter(names.get("seeds"))
-
-
-def chapter_configs(section_name: str, preset: str, seeds=None, figures=None, **overrides):
-    """``{figure: [configs]}`` of a section at a preset (every figure unless ``figures``); ``seeds`` (a list, or a
-    string holding one, as papermill passes ``-p seeds '[2020]'``) replaces every config's seeds."""
-    from compgen import params
-
-    sec = catalog.get(section_name)
-    seeds = params.seeds_parameter(seeds)
-    if seeds is not None:
-        overrides["seeds"] = seeds
-    names = figures or sec.figures(preset)
-    return sec, {name: section.figure_configs(sec, name, preset, **overrides) for name in names}
-
-
-def train(
-    section_name: str, preset: str = "quick", seeds=None, force=False, figures=None, log=print, store=None, **overrides
-) -> Runs:
-    """Train (or load) every run of a section's figures at ``preset`` (:func:`compgen.runner.train_or_load`, into
-    ``store``, default :meth:`compgen.results.Store.default`) and return them as :class:`Runs`.
-
-    Progress lines go to ``log`` while training; a last line says how many runs were trained and how long it
-    took.
-    """
-    from compgen import params, results
-
-    force = params.parse_bool(force, "force")
-    store = results.Store.default() if store is None else store
-    sec, by_figure = chapter_configs(section_name, preset, seeds, figures, **overrides)
-    configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
-    stored = 0 if force else sum(store.paths(sec, c)[0].exists() for c in configs)
-    start = time.perf_counter()
-    outputs = dict(zip(configs, runner.train_or_load(sec, configs, store, force=force, log=log)))
-    wall = time.perf_counter() - start
-    log(
-        f"[{section_name}] {len(configs)} config(s): {len(configs) - stored} trained, {stored} loaded from the "
-        f"store, {wall:.0f} s"
-    )
-    return Runs(sec, preset, by_figure, outputs, wall, len(configs) - stored, store)
-
-
-def stored(section_name: str, preset: str = "quick", seeds=None, store=None, **overrides) -> Runs:
-    """The section's runs at ``preset`` as far as ``store`` (default :meth:`compgen.results.Store.default`) holds
-    them; nothing is trained."""
-    sec, by_figure = chapter_configs(section_name, preset, seeds, **overrides)
-    from compgen import results
-
-    store = results.Store.default() if store is None else store
-    configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
-    outputs = {c: runner.load(sec, c, store, log=lambda _: None) for c in configs}
-    return Runs(sec, preset, by_figure, outputs, store=store)
 
 
 # --------------------------------------------------------------------------------------------- the paper's numbers

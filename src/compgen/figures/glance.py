@@ -18,8 +18,9 @@ from pathlib import Path
 
 from compgen import catalog, results
 from compgen.figures import claims as C
-from compgen.figures import goals, hyperteacher, incontext, preferences, stored, teacher_student
+from compgen.figures import goals, hyperteacher, incontext, preferences, teacher_student
 from compgen.figures import twin as twin_
+from compgen.notebook import stored
 
 CHAPTERS = {
     "teacher_student": teacher_student,

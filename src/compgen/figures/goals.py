@@ -13,7 +13,6 @@ from compgen.figures import (
     SPLIT_GROUPS,
     SPLITS,
     FigureResult,
-    Runs,
     accuracy_bars,
     best_per_seed,
     caption,
@@ -28,6 +27,7 @@ from compgen.figures import (
     versus_monolithic,
 )
 from compgen.figures import claims as C
+from compgen.notebook import Runs
 from compgen.tasks import goals as gl
 
 SECTION = "goals"

@@ -9,7 +9,6 @@ from compgen.figures import (
     SPLIT_GROUPS,
     SPLITS,
     FigureResult,
-    Runs,
     accuracy_bars,
     caption,
     final,
@@ -23,6 +22,7 @@ from compgen.figures import (
     versus_monolithic,
 )
 from compgen.figures import claims as C
+from compgen.notebook import Runs
 from compgen.tasks import hyperteacher as ht
 from compgen.tasks import support
 

@@ -13,7 +13,6 @@ from compgen.figures import (
     SPLIT_GROUPS,
     SPLITS,
     FigureResult,
-    Runs,
     accuracy_bars,
     caption,
     final,
@@ -22,6 +21,7 @@ from compgen.figures import (
     plots,
 )
 from compgen.figures import claims as C
+from compgen.notebook import Runs
 
 SECTION = "incontext"
 LABELS = {**MODEL_LABELS, **icl.MODEL_LABELS}

@@ -11,7 +11,6 @@ from compgen.experiments.preferences import is_paper_world, world_label
 from compgen.figures import (
     SPLIT_GROUPS,
     FigureResult,
-    Runs,
     caption,
     final,
     joined,
@@ -23,6 +22,7 @@ from compgen.figures import (
     versus_monolithic,
 )
 from compgen.figures import claims as C
+from compgen.notebook import Runs
 from compgen.tasks import preferences as pf
 from compgen.tasks import support
 

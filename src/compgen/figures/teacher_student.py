@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from compgen import metrics
-from compgen.figures import FigureResult, Runs, caption, final, mean_std, paper_numbers, plots
+from compgen.figures import FigureResult, caption, final, mean_std, paper_numbers, plots
 from compgen.figures import claims as C
+from compgen.notebook import Runs
 from compgen.tasks import support, teacher
 
 SECTION = "teacher_student"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from compgen.figures import Runs
 from compgen.figures import claims as C
 from compgen.figures.teacher_student import (
     ALIGNMENT_MARGIN,
@@ -24,6 +23,7 @@ from compgen.figures.teacher_student import (
     fig2d_check,
     table_a1_check,
 )
+from compgen.notebook import Runs
 from compgen.tasks import support
 
 OVERPARAM_NAME = "one-hots + ring pairs"  # the support of Fig. 2D and Table A1, Table A9 column 1's masks

@@ -237,7 +237,7 @@ def ours_by_set(record: dict, runs) -> dict:
 
 
 def our_rows(chapter: str, runs, figures) -> dict:
-    """{row: {name: per-seed values}} of our stored runs of ``figures`` (a :class:`compgen.figures.Runs`)."""
+    """{row: {name: per-seed values}} of our stored runs of ``figures`` (a :class:`compgen.notebook.Runs`)."""
     from compgen import results
 
     found = {}
@@ -268,7 +268,7 @@ def unmatched(record: dict) -> list:
 def appendix(path, preset: str, runs, ours: list, second_set: dict | None, labels: dict) -> str:
     """A chapter's twin appendix as markdown: the claims table (``ours``: the chapter's claims, beside the
     authors' code per seed set), each config's numbers (ours from ``runs``, the chapter's
-    :class:`~compgen.figures.Runs`, beside the reference's), and what the translation could not match. A record
+    :class:`~compgen.notebook.Runs`, beside the reference's), and what the translation could not match. A record
     of another preset than the chapter's is named, not compared."""
     record = load_twin(path)
     if record is None:
