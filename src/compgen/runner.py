@@ -166,7 +166,7 @@ def train(section, cfg, log=print, saver=None):
         prog, knobs = fitting_program(section, cfg, runs, log)
         initial = jax.block_until_ready(prog.init(runs))
     n = len(cfg.seeds)
-    show = lambda m, e: section.progress(m, e)
+    show = lambda m, e: section.progress(cfg, m, e)
     state, history = run_chunks(
         lambda s, k: prog.chunk(runs, s, k),
         initial,

@@ -119,7 +119,7 @@ class Section:
     * ``init(cfg, run) -> state``, ``outer_step(cfg, run, state, mesh=None) -> (state, metrics)`` (``mesh``: the
       devices its tasks are split over, if any) and ``evaluate(cfg, run, state) -> metrics``: one run;
       :meth:`program` vmaps them over runs and compiles them;
-    * ``progress(step_metrics, eval_metrics) -> str``: the progress line's tail;
+    * ``progress(cfg, step_metrics, eval_metrics) -> str``: the progress line's tail;
     * ``label(cfg) -> str``: one line naming a config; ``cost(cfg) -> float``: FLOPs of one run (scheduling);
     * ``data_fields``: the fields that enter only the per-run arrays (a split, masks, seeds): configs that
       differ only there share one compiled program;

@@ -290,9 +290,10 @@ def stack_runs(env: Environment, configs):
 HEADLINES = ("accuracy", "acc")  # the metric a progress line shows besides the loss, where a world has one
 
 
-def progress(step_metrics, evaluation, ood_index=2):
-    """Progress line: training loss, the headline metric on the training tasks and on the OOD set (the third
-    evaluation set: valid, test, ood, ...), or the OOD loss where the world has no accuracy."""
+def progress(cfg, step_metrics, evaluation):
+    """Progress line: training loss, the headline metric on the training tasks and on the config's OOD evaluation
+    set, or the OOD loss where the world has no accuracy."""
+    ood_index = cfg.eval_set_names().index("ood")
     headline = next((h for h in HEADLINES if h in step_metrics), None)
     text = f"loss {np.mean(step_metrics['loss'][-1]):.4f}"
     if headline:

@@ -252,7 +252,7 @@ def evaluate_run(cfg, run, state):
     }
 
 
-def progress(step_metrics, evaluation):
+def progress(cfg, step_metrics, evaluation):
     text = f"loss {np.mean(step_metrics['loss'][-1]):.2e}"
     if evaluation is not None:
         text += f"  alignment {np.mean(evaluation['alignment']):.3f}"
