@@ -643,6 +643,11 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--workers", type=int, help="the runner's worker processes for ours (default: its own)")
     parser.add_argument(
+        "--reference-only",
+        action="store_true",
+        help="train only the reference runs; ours at the matched world are loaded from the store if there",
+    )
+    parser.add_argument(
         "--figures", nargs="+", help="train only these claim figures (default: all); the claims read the whole record"
     )
     args = parser.parse_args(argv)
@@ -682,7 +687,8 @@ def main(argv=None) -> int:
         s: _entries(reference_claims(chapter, args.preset, seeds, record)) for s, seeds in zip(sets, args.seeds)
     }
     if record["matched_world"]:  # ours at the same world, trained (or loaded) by the runner, judged the same way
-        trained = train_ours(chapter, args.preset, args.seeds, args.workers, not args.no_train, args.figures)
+        train = not (args.no_train or args.reference_only)
+        trained = train_ours(chapter, args.preset, args.seeds, args.workers, train, args.figures)
         ours, rows = {}, []
         for s, seeds in zip(sets, args.seeds):
             output_of = trained[s].get
