@@ -502,7 +502,7 @@ def book_time(notebooks: Path, store: Path) -> list[dict]:
 def at_budget_machine(seconds: float, gemm: float) -> float:
     """``seconds`` measured on a machine whose GEMM read ``gemm`` GFLOP/s, scaled to one reading
     :data:`BUDGET_GEMM` (NaN without a reading, unless no time was measured)."""
-    return seconds * gemm / BUDGET_GEMM if seconds and np.isfinite(gemm) else (0.0 if not seconds else float("nan"))
+    return seconds * gemm / BUDGET_GEMM if seconds else 0.0
 
 
 def book_time_table(rows: list[dict]) -> str:

@@ -215,8 +215,6 @@ def _run(args):
 def _store(args):
     """Per section: how many stored runs this code would load (current) and how many it never will (stale:
     computed by other code, whose fingerprint differs), and, with ``--remove-stale``, delete the stale ones."""
-    import shutil
-
     from compgen import catalog, results
 
     store = results.Store.default()
@@ -233,9 +231,7 @@ def _store(args):
             print(f"    {entry.stem}  fingerprint {prov.get('code_fingerprint')}  {prov.get('date', 'no description')}")
         if args.remove_stale:
             for entry, _ in stale:
-                for path in (entry, entry.with_suffix(".json")):
-                    path.unlink(missing_ok=True)
-                shutil.rmtree(store.checkpoints / name / entry.stem, ignore_errors=True)
+                store.remove(name, entry)
             if stale:
                 print(f"    removed {len(stale)} stale run(s)")
     return 0

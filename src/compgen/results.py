@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -185,7 +186,16 @@ class Store:
     def checkpoint_dir(self, section, config) -> Path:
         """The folder of the checkpoints of ``config``'s run under this code, so the same run started again finds
         it and other code never does."""
-        return self.checkpoints / section.name / config_hash(config, section.fingerprint)
+        return self._checkpoint_dir(section.name, self.paths(section, config)[0])
+
+    def _checkpoint_dir(self, section_name: str, entry: Path) -> Path:
+        return self.checkpoints / section_name / entry.stem
+
+    def remove(self, section_name: str, entry: Path) -> None:
+        """Delete a stored run: its ``entry`` (a path from :meth:`entries`), its description and its checkpoints."""
+        for path in (entry, entry.with_suffix(".json")):
+            path.unlink(missing_ok=True)
+        shutil.rmtree(self._checkpoint_dir(section_name, entry), ignore_errors=True)
 
     def check_writable(self, section, checkpoints: bool = False) -> None:
         """Refuse a store (or, with ``checkpoints``, a checkpoint folder) that cannot be written, before training."""

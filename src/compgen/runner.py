@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
-import functools
 import json
 import os
 import shutil
@@ -325,30 +324,27 @@ def train_or_load(
         return [loaded[c] for c in configs]
     store.check_writable(section, bool(every))  # a store that cannot take the results fails now, not after training
     timing.gemm_gflops()  # the machine's speed, read before the workers compete for its cores; every run records it
-    errors = {}
-
-    def attempt(config, train_one):
-        if failures is None:
-            return train_one()
-        try:
-            train_one()
-        except Exception as error:  # noqa: BLE001  (one failing run must not stop the others)
-            errors[config] = error
-            log(f"[train] FAILED {section.label(config)}: {error}")
-
+    errors = {}  # config -> the exception its training raised
     if backend == "workers":
         _train_in_workers(section, todo, store, workers, log, every, force)
     elif backend == "local":
         for c in todo:
-            attempt(c, functools.partial(train_and_store, section, [c], store, log, every, force))
+            try:
+                train_and_store(section, [c], store, log, every, force)
+            except Exception as error:  # noqa: BLE001  (one failing run must not stop the others)
+                if failures is None:
+                    raise
+                errors[c] = error
     elif backend == "devices":
         log(f"[train] one config per device at a time over {jax.local_device_count()} device(s): {jax.local_devices()}")
         job = lambda c, job_log: train_and_store(section, [c], store, job_log, every, force)
-        for c, error in devices.train_on_devices(job, todo, log=log):
-            attempt(c, functools.partial(_reraise, error))
+        errors = dict(devices.train_on_devices(job, todo, log=log))
     else:
-        for c, error in _train_on_ray(section, todo, store, every, log, **(ray_options or {})):
-            attempt(c, functools.partial(_reraise, error))
+        errors = dict(_train_on_ray(section, todo, store, every, log, **(ray_options or {})))
+    if errors and failures is None:
+        raise next(iter(errors.values()))
+    for c in errors:
+        log(f"[train] FAILED {section.label(c)}: {errors[c]}")
     for c in todo:
         if c in errors:
             failures[c] = f"{type(errors[c]).__name__}: {errors[c]}"
@@ -362,10 +358,6 @@ def train_or_load(
             )
         loaded[c] = stored[0]
     return [loaded[c] for c in configs]
-
-
-def _reraise(error):
-    raise error
 
 
 def _train_in_workers(section, todo, store, workers, log, every, force):

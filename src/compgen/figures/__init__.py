@@ -276,7 +276,11 @@ def versus_monolithic(runs: Runs, figure: str, model: str, value, higher=True, s
     """The comparison every chapter's "the hypernetwork beats the better of ANIL/MAML" claim reads (Fig. 3B, 4C,
     4E/F): ``value(cfg, output)`` gives a config's per-seed values (``higher``: better). ``None`` if the
     hypernetwork's random-support run is not stored."""
-    stored = lambda m, s: next((c for c in [runs.one(figure, model=m, split=s)] if runs.output(c) is not None), None)
+
+    def stored(model, split):  # the config of ``model`` on ``split`` if its runs are stored, else None
+        cfg = runs.one(figure, model=model, split=split)
+        return cfg if runs.output(cfg) is not None else None
+
     cfg = stored(model, splits[0])
     if cfg is None:
         return None
