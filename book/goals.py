@@ -308,9 +308,26 @@ figures.show(chapter.diagnosis(runs, "random"), chapter.diagnosis(runs, "non_com
 # 31–33 (checked with the reference's own class). The mapping, field by field, and what each run costs are in
 # `tools/twin_grid_worlds.md`.
 #
-# The table below is empty until the twins have run (`make twin REFERENCE=<checkout> CHAPTER=goals`): a reference
-# run of this chapter's ANIL takes 100 second-order inner steps per outer step, and the 60 runs of both seed sets
-# did not fit the two cores of the session that wrote the tool, nor a GPU shared by many processes.
+# **What the twins show so far: too little to judge a claim.** A reference run of this chapter's ANIL takes 100
+# second-order inner steps per outer step, and the 66 runs of both seed sets fit neither the two cores of these
+# machines nor one GPU lease: on an H200 shared by 16 reference processes (2026-11-27, 9 minutes of device time)
+# each run took about 8 minutes, and 10 finished, all on the book's seeds: MAML on both supports (6 runs) and the
+# linear hypernetwork on the random support (3) and on the non-compositional support (seed 2020). ANIL and the
+# nonlinear hypernetwork have no reference run yet, so every claim's twin verdict below reads "not run" (a claim
+# against "the better of ANIL and MAML" is not judged on MAML alone). What the finished runs show, as OOD step
+# accuracy at the 7 × 7 world:
+#
+# - **The MAML control agrees.** The reference's MAML reached 70.7, 66.1 and 69.0 % on the random support and
+#   62.6, 68.6 and 63.3 % on the non-compositional one; ours at the same world (trained on the same GPU) 75.3,
+#   68.7 and 68.2 %, and 67.5, 63.9 and 61.0 %. Seed means: 68.6 % (reference) against 70.7 % (ours) on the random
+#   support and 64.8 against 64.1 % without compositional support, within the seeds' spread, with the same small
+#   cost of holding out a quadrant.
+# - **The reference's linear hypernetwork leads MAML on the random support** on each of the book's seeds (77.9,
+#   72.4 and 78.5 %, +7.7 points over MAML's mean), and on seed 2020 it drops to 63.0 % without compositional
+#   support, the pattern of Fig. 4E/F that ours shows at `quick`.
+#
+# `make twin REFERENCE=<checkout> CHAPTER=goals` (or `tools/gpu_check.sh`'s twin step on a GPU) resumes the
+# record where it stopped.
 
 # %%
 figures.show(

@@ -456,7 +456,7 @@ def summarise(chapter: str, cfg, arrays: dict) -> dict:
     hyperteacher also our R² on the fast parameters it adapted to the test and OOD tasks, and its own decoder
     R². Teacher-student: its module alignment (``template_alignment_all_mean`` of its train-vs-OOD decoder on the
     training tasks) and loss."""
-    common = {"wall_s": round(float(arrays["wall_s"]), 1)}
+    common = {"wall_s": round(float(arrays["wall_s"]), 1), "device": str(arrays.get("device", "cpu"))}
     steps = [int(s) for s in arrays["log_step"]]
     if chapter == "teacher_student":
         alignment = _log(arrays, "_train_train_vs_oodtemplate_alignment_all_mean")
@@ -592,6 +592,7 @@ def train_all(args, record: dict, out: Path) -> None:
         arrays = train_reference(args.reference, args.python, translation, chapter == "teacher_student")
         with lock:
             run = _record_run(record, chapter, figure, cfg, seed, translation, arrays)
+            run["runs_at_a_time"] = max(1, args.jobs)  # reference processes sharing the device (wall time)
             _write(out, record)
         shown = ", ".join(f"{k} {v:.3g}" for k, v in tables.reference_headline(chapter, run).items())
         print(f"  {i + 1}/{len(todo)} {name}: {shown}, {time.perf_counter() - start:.0f} s", flush=True)

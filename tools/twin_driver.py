@@ -133,7 +133,14 @@ def main(argv=None):
     steps = sorted(set(range(0, n, eval_every)) | {n - 1})  # the steps at which the reference evaluates
     keys = sorted({k for entry in recorder.logs for k in entry})
     arrays = {f"log/{k}": np.array([entry.get(k, np.nan) for entry in recorder.logs]) for k in keys}
-    np.savez(out, log_step=np.array(steps), wall_s=wall, **arrays, **adapted)
+    np.savez(out, log_step=np.array(steps), wall_s=wall, device=_device(), **arrays, **adapted)
+
+
+def _device() -> str:
+    """The device the reference ran on, as the results store names one (``cpu:...``, ``gpu:NVIDIA H200``)."""
+    import jax
+
+    return f"{jax.default_backend()}:{jax.devices()[0].device_kind}"
 
 
 def theory(reference, cfg, out):
@@ -149,7 +156,7 @@ def theory(reference, cfg, out):
     wall = time.perf_counter() - start
     keys = sorted({k for entry in recorder.logs for k in entry})
     arrays = {f"log/{k}": np.array([entry.get(k, np.nan) for entry in recorder.logs]) for k in keys}
-    np.savez(out, log_step=arrays["log/step"].astype(int), wall_s=wall, **arrays)
+    np.savez(out, log_step=arrays["log/step"].astype(int), wall_s=wall, device=_device(), **arrays)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,15 @@ def test_fig4ef_claims(runs_of, fake, lead, drop, holds):
     assert verdicts == {C.HOLDS} if holds else C.NOT_REPRODUCED in verdicts
 
 
+def test_a_record_missing_one_monolithic_learner_is_not_judged(runs_of, fake):
+    """A partial record (ANIL's runs not stored yet) must not pass "beats the better of ANIL and MAML" on MAML
+    alone: the claims read the comparison as not run."""
+    rule = _accuracies(10.0, 20.0)
+    runs = runs_of("goals", "quick", lambda c: None if c.model == "anil" else rule(c, fake))
+    verdicts = {c.verdict for c in F.claims(runs) if c.figure in ("Fig. 4E", "Fig. 4F")}
+    assert C.HOLDS not in verdicts
+
+
 def test_figa9_needs_a_non_trivial_fraction_of_exact_episodes(runs_of, fake):
     for exact, verdict in ((0.2, C.HOLDS), (0.0, C.NOT_REPRODUCED)):
         rule = _accuracies(10.0, 20.0, exact=exact)

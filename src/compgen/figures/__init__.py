@@ -275,7 +275,8 @@ class Versus:
 def versus_monolithic(runs: Runs, figure: str, model: str, value, higher=True, splits=SPLITS) -> Versus | None:
     """The comparison every chapter's "the hypernetwork beats the better of ANIL/MAML" claim reads (Fig. 3B, 4C,
     4E/F): ``value(cfg, output)`` gives a config's per-seed values (``higher``: better). ``None`` if the
-    hypernetwork's random-support run is not stored."""
+    hypernetwork's random-support run is not stored; a split enters the monolithic side only when every monolithic
+    learner the figure trains on it is stored (a partial record compares with none rather than with one of them)."""
 
     def stored(model, split):  # the config of ``model`` on ``split`` if its runs are stored, else None
         cfg = runs.one(figure, model=model, split=split)
@@ -290,8 +291,10 @@ def versus_monolithic(runs: Runs, figure: str, model: str, value, higher=True, s
         own = stored(model, split)
         if own is not None:
             hnet[split] = on_seeds(own, value(own, runs.output(own)), seeds)
-        pairs = [(c, value(c, runs.output(c))) for c in (stored(m, split) for m in MONOLITHIC) if c is not None]
-        if pairs:
+        # the better of the monolithic learners the figure has: all of them stored, or no comparison on this split
+        learners = [m for m in MONOLITHIC if runs.one(figure, model=m, split=split) is not None]
+        pairs = [(c, value(c, runs.output(c))) for c in (stored(m, split) for m in learners) if c is not None]
+        if pairs and len(pairs) == len(learners):
             mono_runs[split] = pairs
             mono[split] = best_per_seed(pairs, seeds, higher)
     return Versus(seeds, hnet, mono, mono_runs)

@@ -265,6 +265,21 @@ def unmatched(record: dict) -> list:
     return list(seen.items())
 
 
+def _where_trained(runs) -> str:
+    """ "82 minutes of training on ..." per device the reference ran on (a run without one: these CPUs)."""
+    minutes, at_a_time = {}, {}
+    for run in runs:
+        device = run.get("device", "cpu")
+        minutes[device] = minutes.get(device, 0.0) + run["wall_s"] / 60
+        at_a_time[device] = max(at_a_time.get(device, 1), run.get("runs_at_a_time", 1))
+    parts = []
+    for device, total in minutes.items():
+        where = "two CPU cores" if device.startswith("cpu") else device.split(":", 1)[-1]
+        shared = f", up to {at_a_time[device]} runs at a time" if at_a_time[device] > 1 else ""
+        parts.append(f"{total:.0f} minutes of training on {where}{shared}")
+    return "; ".join(parts)
+
+
 def appendix(path, preset: str, runs, ours: list, second_set: dict | None, labels: dict) -> str:
     """A chapter's twin appendix as markdown: the claims table (``ours``: the chapter's claims, beside the
     authors' code per seed set), each config's numbers (ours from ``runs``, the chapter's
@@ -279,10 +294,9 @@ def appendix(path, preset: str, runs, ours: list, second_set: dict | None, label
             f"The twin record (`{path}`) was made at preset `{record.get('preset')}`; this build is at `{preset}`, "
             "so the two are not compared here."
         )
-    minutes = sum(r["wall_s"] for r in record["runs"].values()) / 60
     lines = [
         f"Reference: `{record['reference']['repository']}` at commit `{record['reference']['commit'][:12]}`; "
-        f"{len(record['runs'])} runs, {minutes:.0f} minutes of training on this machine's two cores.",
+        f"{len(record['runs'])} runs, {_where_trained(record['runs'].values())}.",
         "",
         claims_table(record, ours, second_set),
         "",
