@@ -70,7 +70,7 @@ def test_split_tasks_equals_one_device_and_checks_the_meta_batch():
 
 def test_split_tasks_on_one_device_changes_nothing():
     with devices.split_tasks(jax.devices()[:1]) as mesh:
-        assert mesh is None and devices.task_mesh() is None and devices.task_mesh_id() is None
+        assert mesh is None and devices.task_mesh() is None
     with pytest.raises(ValueError, match="at least one device"):
         with devices.split_tasks([]):
             pass

@@ -21,8 +21,9 @@ LAYERS = [
     ("compgen.tasks", "compgen.models"),
     ("compgen.meta", "compgen.metrics"),
     ("compgen.results", "compgen.checkpoint"),
-    ("compgen.section", "compgen.runner"),
-    ("compgen.experiments", "compgen.catalog", "compgen.notebook"),
+    ("compgen.section",),
+    ("compgen.experiments", "compgen.catalog"),
+    ("compgen.runner", "compgen.notebook"),
     ("compgen.figures",),
     ("compgen.sweeps", "compgen.cli", "compgen.bench", "compgen.__main__"),
 ]

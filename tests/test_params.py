@@ -9,6 +9,9 @@ import jax
 import pytest
 
 from compgen import catalog, cli, notebook, params, runner, sweeps
+from compgen.section import Section
+
+ORIGINAL_PROGRAM = Section.program
 
 # (section, experiment) of every section, and a field each experiment fixes
 EXPERIMENTS = {
@@ -38,9 +41,6 @@ BAD_SETS = [
 ]
 
 
-ORIGINAL_PROGRAM = runner.program
-
-
 @pytest.fixture(autouse=True)
 def nothing_compiles(monkeypatch, store):
     """A bad parameter must be refused before any program is built."""
@@ -48,7 +48,7 @@ def nothing_compiles(monkeypatch, store):
     def refuse(*args, **kwargs):
         raise AssertionError("a program was compiled for a bad parameter")
 
-    monkeypatch.setattr(runner, "program", refuse)
+    monkeypatch.setattr(Section, "program", refuse)
 
 
 def _cli_error(argv, capsys):
@@ -231,8 +231,8 @@ def test_a_config_too_large_for_memory_is_refused_after_tracing_without_compilin
     """meta_batch=100000000 compiled, then failed with RESOURCE_EXHAUSTED; now its traced programs are measured."""
     original = ORIGINAL_PROGRAM
 
-    def traced_only(section, cfg):  # the real program, whose init (the first thing compiled) must not be reached
-        prog = original(section, cfg)
+    def traced_only(section, cfg, mesh=None):  # the real program, whose init (the first thing compiled) must not run
+        prog = original(section, cfg, mesh)
 
         class Init:
             trace, lower = prog.init.trace, prog.init.lower
@@ -242,7 +242,7 @@ def test_a_config_too_large_for_memory_is_refused_after_tracing_without_compilin
 
         return prog._replace(init=Init())
 
-    monkeypatch.setattr(runner, "program", traced_only)
+    monkeypatch.setattr(Section, "program", traced_only)
     monkeypatch.setattr(runner.memory, "device_bytes", lambda: 2 * 10**9)  # the test does not depend on this machine
     monkeypatch.setenv("COMPGEN_WORKERS", "1")
     compiled = []

@@ -46,12 +46,6 @@ def task_mesh():
     return _TASK_MESH.get()
 
 
-def task_mesh_id():
-    """The ids of the devices the tasks are split over (part of a compiled program's identity), or ``None``."""
-    mesh = task_mesh()
-    return None if mesh is None else tuple(d.id for d in mesh.devices.flat)
-
-
 # FLOP per seed and outer step (the section's analytic cost) from which a run trains alone with its tasks split. The
 # quick presets stay below 1.5e9 and the paper's configurations start at 4.9e9 (teacher-student). On 2 cores the split
 # made paper steps 1.1-1.7x faster (goals' linear hnet level), and two plain runs side by side had the throughput of

@@ -14,8 +14,8 @@ Between chunks the driver prints a progress line, evaluates, saves a checkpoint 
 non-finite for :data:`DIVERGED_STEPS` steps (or a whole chunk) stops with :class:`TrainingDiverged` and is not
 stored.
 
-Workers: ``python -m compgen.runner <section module> <configs.json>`` trains configs of the section that
-``<section module>.SECTION`` names (see :func:`run_workers`); it deletes the job file once read and ends when
+Workers: ``python -m compgen.runner <job.json>`` trains the configs of the section that the job file names (found
+in :data:`compgen.catalog.SECTIONS`, see :func:`run_workers`); it deletes the job file once read and ends when
 its parent process dies. A config is trained under a lock in the store (:func:`compgen.storage.lock`), so two
 processes asked for it train it once; the store and checkpoint folders are checked before anything trains.
 """
@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from compgen import allocator, checkpoint, devices, memory, params, precision, results, storage, timing
+from compgen import allocator, catalog, checkpoint, devices, memory, params, precision, results, storage, timing
 
 DIVERGED_STEPS = 100  # consecutive non-finite outer updates after which a run is stopped
 DIVERGED_EXIT = 3  # a worker's exit status when one of its runs diverged
@@ -52,22 +52,11 @@ class TrainingDiverged(RuntimeError):
     """A run whose outer updates stayed non-finite; it is not stored."""
 
 
-_PROGRAMS: dict = {}
-
-
-def shape_key(section, cfg):
-    """The fields that shape ``cfg``'s program: all but those that only enter its per-run arrays."""
-    return tuple((f.name, getattr(cfg, f.name)) for f in dataclasses.fields(cfg) if f.name not in section.data_fields)
-
-
 def program(section, cfg):
-    """The jitted :class:`compgen.section.Program` of ``cfg`` with the device's knobs
-    (:func:`compgen.devices.resolve`), shared by every config of the same :func:`shape_key`."""
-    cfg = devices.resolve(section, cfg)
-    key = (section.name, shape_key(section, cfg), devices.task_mesh_id())
-    if key not in _PROGRAMS:  # the split of the enclosing compgen.devices.split_tasks, if any, chosen here
-        _PROGRAMS[key] = section.program(cfg, devices.task_mesh())
-    return _PROGRAMS[key]
+    """The jitted :class:`compgen.section.Program` of ``cfg`` with the device's knobs (:func:`compgen.devices.resolve`)
+    and the task split of the enclosing :func:`compgen.devices.split_tasks`, if any (:meth:`Section.program
+    <compgen.section.Section.program>`: one per shape, built once per process)."""
+    return section.program(devices.resolve(section, cfg), devices.task_mesh())
 
 
 # --------------------------------------------------------------------------------------------- one run
@@ -192,7 +181,7 @@ def fitting_program(section, cfg, runs, log=print):
     chosen = devices.resolve(section, cfg)
     refusal = None
     for candidate in (chosen, *devices.lighter(chosen, cfg)):
-        prog = program(section, candidate)
+        prog = section.program(candidate, devices.task_mesh())
         try:  # a lighter version, chosen by a lower bound, must fit twice over
             memory.check(section, candidate, prog, runs, memory.device_bytes() // (1 if candidate is chosen else 2))
         except params.ParameterError as error:
@@ -325,8 +314,17 @@ def train_or_load(
     store.check_writable(section, bool(every))  # a store that cannot take the results fails now, not after training
     timing.gemm_gflops()  # the machine's speed, read before the workers compete for its cores; every run records it
     errors = {}  # config -> the exception its training raised
-    if backend == "workers":
-        _train_in_workers(section, todo, store, workers, log, every, force)
+    if backend == "workers":  # a config split over every core (devices.split_count) trains first, alone
+        splits = {c: 1 if devices.task_mesh() is not None else devices.split_count(section, c) for c in todo}
+        for c in (c for c in todo if splits[c] > 1):
+            run_workers(section, [[c]], 1, store, log, every, split=splits[c], force=force)
+        rest = [c for c in todo if splits[c] == 1]
+        workers = default_workers(len(rest)) if workers is None else workers
+        jobs = balance(rest, workers, section)
+        if workers > 1 and len(jobs) > 1:
+            run_workers(section, jobs, workers, store, log, every, force=force)
+        elif rest:
+            train_and_store(section, rest, store, log, every, force)
     elif backend == "local":
         for c in todo:
             try:
@@ -360,25 +358,9 @@ def train_or_load(
     return [loaded[c] for c in configs]
 
 
-def _train_in_workers(section, todo, store, workers, log, every, force):
-    """The ``"workers"`` backend of :func:`train_or_load`."""
-    splits = {c: 1 if devices.task_mesh() is not None else devices.split_count(section, c) for c in todo}
-    rest = [c for c in todo if splits[c] == 1]
-    for c in todo:  # a split config trains alone, its tasks split over every core (devices.split_count)
-        if splits[c] > 1:
-            run_workers(section, [[c]], 1, store, log, every, split=splits[c], force=force)
-    if rest:
-        workers = default_workers(len(rest)) if workers is None else workers
-        jobs = balance(rest, workers, section)
-        if workers > 1 and len(jobs) > 1:
-            run_workers(section, jobs, workers, store, log, every, force=force)
-        else:
-            train_and_store(section, rest, store, log, every, force)
-
-
-def _train_remote(section_module: str, config: dict, checkpoint_every, checkpoints: str) -> dict:
+def _train_remote(section_name: str, config: dict, checkpoint_every, checkpoints: str) -> dict:
     """A Ray task: train one config into a private store; returns its files (path in the store -> bytes)."""
-    section = section_of(section_module)
+    section = catalog.get(section_name)
     with tempfile.TemporaryDirectory() as root:
         store = results.Store(root, checkpoints)
         train_and_store(section, [section.config_from_dict(config)], store, print, checkpoint_every)
@@ -416,7 +398,7 @@ def _train_on_ray(section, todo, store, every, log, address=None, num_gpus=0, nu
         ray.init(address=address)
     task = ray.remote(_train_remote).options(num_gpus=num_gpus, num_cpus=num_cpus)
     checkpoints = str(store.checkpoints)
-    pending = {task.remote(section.module, dataclasses.asdict(c), every, checkpoints): c for c in todo}
+    pending = {task.remote(section.name, dataclasses.asdict(c), every, checkpoints): c for c in todo}
     failed = []
     while pending:
         (ref,), _ = ray.wait(list(pending), num_returns=1)
@@ -454,7 +436,7 @@ def balance(configs, workers: int, section) -> list:
     numbers, only compilation (a split group compiles once per process, or loads the persistent cache)."""
     groups = {}
     for c in configs:
-        groups.setdefault(shape_key(section, c), []).append(c)
+        groups.setdefault(section.shape_key(c), []).append(c)
     jobs = list(groups.values())
     cost = lambda job: sum(section.cost(c) for c in job)
     share = sum(map(cost, jobs)) / max(workers, 1)
@@ -473,6 +455,7 @@ def balance(configs, workers: int, section) -> list:
 def _start(section, configs, slot, store, log, checkpoint_every, split=1, force=False):
     handle = tempfile.NamedTemporaryFile("w", prefix="compgen-job-", suffix=".json", delete=False)
     job = {
+        "section": section.name,
         "configs": [dataclasses.asdict(c) for c in configs],
         "store": [str(store.root), str(store.checkpoints)],
         "gemm_gflops": timing.gemm_gflops(),
@@ -490,7 +473,7 @@ def _start(section, configs, slot, store, log, checkpoint_every, split=1, force=
         env = allocator.environment(env)
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-u", "-m", "compgen.runner", section.module, handle.name],
+            [sys.executable, "-u", "-m", "compgen.runner", handle.name],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -562,13 +545,6 @@ def run_workers(
         raise RuntimeError(f"{len(failed)} training job(s) failed: " + "; ".join(line for _, line in failed))
 
 
-def section_of(module_name: str):
-    """The ``SECTION`` of a section module, imported by name (workers receive the name, not the object)."""
-    import importlib
-
-    return importlib.import_module(module_name).SECTION
-
-
 class WorkerStopped(SystemExit):
     """A worker told to stop (SIGTERM); it ends once unwound, without waiting for a computation under way."""
 
@@ -603,12 +579,12 @@ def _end_with_parent(parent: int, grace_s: float = 2.0) -> None:
     threading.Thread(target=watch, daemon=True).start()  # also covers a parent that died before prctl
 
 
-def _worker(module_name: str, path: str) -> int:
+def _worker(path: str) -> int:
     with open(path) as handle:
         job = json.load(handle)
     os.unlink(path)
     _end_with_parent(job.get("parent", os.getppid()))
-    section = section_of(module_name)
+    section = catalog.get(job["section"])
     configs = [section.config_from_dict(d) for d in job["configs"]]
     timing.gemm_gflops(job.get("gemm_gflops"))
     store = results.Store(*job["store"])
@@ -630,6 +606,6 @@ def _worker(module_name: str, path: str) -> int:
 
 if __name__ == "__main__":
     try:
-        sys.exit(_worker(sys.argv[1], sys.argv[2]))
+        sys.exit(_worker(sys.argv[1]))
     except WorkerStopped as stopped:  # unwound: the XLA computation under way would hold up a normal exit
         os._exit(stopped.code)

@@ -101,6 +101,9 @@ def compiler_options(cfg) -> dict | None:
     return None if level is None else {"xla_backend_optimization_level": level}
 
 
+_PROGRAMS: dict = {}  # (section, shape key, device ids) -> Program: this process's compiled programs
+
+
 class Program(NamedTuple):
     """The compiled pieces that train the seeds of one config: ``init(runs) -> state``,
     ``chunk(runs, state, n) -> (state, per-step metrics)`` (``n`` outer steps under one ``lax.scan``, ``n`` static)
@@ -147,7 +150,7 @@ class Section:
 
     @property
     def module(self) -> str:
-        """The module that defines the section (workers import it to find ``SECTION``)."""
+        """The module that defines the section (its code fingerprint starts there)."""
         return self.config.__module__
 
     @property
@@ -156,11 +159,24 @@ class Section:
         (:func:`compgen.fingerprint.of_section`), computed once per process."""
         return fingerprint.of_section(self.module)
 
+    def shape_key(self, cfg) -> tuple:
+        """The fields that shape ``cfg``'s program: all but :attr:`data_fields` (configs with the same key share
+        one compiled program, their differences passed in as per-run arrays)."""
+        return tuple((f.name, getattr(cfg, f.name)) for f in dataclasses.fields(cfg) if f.name not in self.data_fields)
+
     def program(self, cfg, mesh=None) -> Program:
         """The jitted :class:`Program` that trains every seed of ``cfg`` (its device knobs resolved,
         :func:`compgen.devices.resolve`), with each outer step's tasks split over ``mesh`` (a one-axis
         :class:`jax.sharding.Mesh`, or ``None``). Built from its arguments only: the same ``(cfg, mesh)`` gives
-        the same program wherever it is built and called."""
+        the same program wherever it is built and called, and within a process the same object for every config
+        of the same :meth:`shape_key` (built once)."""
+        devices = None if mesh is None else tuple(d.id for d in mesh.devices.flat)
+        key = (self.name, self.shape_key(cfg), devices)
+        if key not in _PROGRAMS:
+            _PROGRAMS[key] = self._build_program(cfg, mesh)
+        return _PROGRAMS[key]
+
+    def _build_program(self, cfg, mesh) -> Program:
         jit = functools.partial(jax.jit, compiler_options=compiler_options(cfg))
 
         def chunk(runs, state, n):
