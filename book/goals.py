@@ -152,7 +152,7 @@ figures.show(figures.header(runs, "fig4ef", chapter.MODEL_LABELS))
 # interacts.
 
 # %%
-figures.show(*chapter.world(runs))
+chapter.world(runs)
 
 # %% [markdown]
 # ## The splits
@@ -195,7 +195,7 @@ chapter.figa9(runs)
 # our reading of its figure (no numbers were given): the best and the worst cell at most 5 points apart.
 
 # %%
-figures.show(*chapter.figa10(runs))
+chapter.figa10(runs)
 
 # %% [markdown]
 # ## Training curves

@@ -118,7 +118,7 @@ figures.show(figures.header(runs, "fig3b", chapter.MODEL_LABELS))
 # splits (spec §2.3) train on overlapping pairs of experts or on two separate halves of them.
 
 # %%
-figures.show(*chapter.splits(runs))
+chapter.splits(runs)
 
 # %% [markdown]
 # (fig3b)=
@@ -174,7 +174,7 @@ chapter.fig3e(runs)
 # larger students also learn faster per step, so the short budget favours them.
 
 # %%
-figures.show(*chapter.fig3f(runs))
+chapter.fig3f(runs)
 
 # %% [markdown]
 # ## Fig. A7 — training curves

@@ -151,7 +151,7 @@ figures.show(figures.header(runs, "fig4c", chapter.MODEL_LABELS), chapter.world_
 # layouts of the last of these tasks with the agent's greedy behaviour, and the action values it regresses.
 
 # %%
-figures.show(*chapter.world(runs))
+chapter.world(runs)
 
 # %% [markdown]
 # ## The splits
@@ -209,7 +209,7 @@ figures.show(chapter.more_modules(runs))
 # `quick` only the linear hypernetwork's width is varied (32 or 64, $T = 16$), on the three seeds of Fig. 4C.
 
 # %%
-figures.show(*chapter.figa8(runs))
+chapter.figa8(runs)
 
 # %% [markdown]
 # ## Training curves

@@ -47,6 +47,24 @@ def test_configs_layer_paper_then_preset_then_figure_then_overrides():
     ]
 
 
+@pytest.mark.parametrize("name", list(catalog.SECTIONS))
+def test_the_paper_config_is_the_class_defaults_with_the_models_paper_values(name):
+    """One source for the paper's values: the config class's defaults, plus each model's row of the paper preset."""
+    sec = catalog.get(name)
+    assert not sec.presets["paper"].common
+    for model in sec.models or (None,):
+        paper = make_config(sec, "paper", model)
+        own = dict(sec.presets["paper"].per_model.get(model, {}), **({"model": model} if model else {}))
+        base = dict(sec.base_fields("paper", model, {})) if sec.base_fields else {}
+        for f in dataclasses.fields(paper):
+            expected = own.get(f.name, base.get(f.name, f.default))
+            assert getattr(paper, f.name) == expected, (name, model, f.name)
+    with pytest.raises(ValueError, match="belong in the config class's defaults"):
+        dataclasses.replace(
+            sec, presets={**sec.presets, "paper": dataclasses.replace(sec.presets["paper"], common={"seeds": (1,)})}
+        )
+
+
 def test_the_fields_a_figure_varies_cannot_be_overridden():
     with pytest.raises(params.ParameterError, match="split is set by experiment fig3b"):
         figure_configs(HT.SECTION, "fig3b", "smoke", split="random")

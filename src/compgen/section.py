@@ -4,11 +4,12 @@ A section is a frozen :class:`Section`: its config class, its presets, and the p
 engine (:mod:`compgen.runner`) compiles - per-run arrays, initial state, one outer step, evaluation - plus a
 progress line, a label and a cost estimate. Its code fingerprint follows from its module's imports.
 
-Presets are data. ``PRESETS["paper"]`` holds the paper's configuration: its ``per_model`` values are each
-model's paper hyper-parameters and its ``common`` values the section's. Every other preset starts from
-the paper's and overrides fields: a config of ``model`` at ``preset`` is built (:func:`make_config`) from
+Presets are data. The config class's defaults are the paper's configuration of the section, and
+``PRESETS["paper"].per_model`` each model's paper hyper-parameters (the paper preset sets nothing else). Every other
+preset is a set of replacements over them: a config of ``model`` at ``preset`` is built (:func:`make_config`, the one
+place configs are resolved; the config validates itself once, when constructed) from
 
-    paper.common, paper.per_model[model], preset.common, preset.per_model[model], the figure's grid, overrides.
+    the class defaults, paper.per_model[model], preset.common, preset.per_model[model], the figure's grid, overrides.
 
 A figure's configs are a :class:`Grid` expanded by :func:`figure_configs`: its models, times the cartesian
 product of its ``axes`` (first axis outermost), times its ``cases`` (fields that vary together), each with
@@ -148,6 +149,10 @@ class Section:
     keep_params: bool = False
     experiment_fields: tuple = ("seeds",)  # fields that pick an experiment, never "differences from the paper"
 
+    def __post_init__(self):
+        if self.presets["paper"].common:  # one source for the paper's values
+            raise ValueError(f"{self.name}: the paper's common settings belong in the config class's defaults")
+
     @property
     def module(self) -> str:
         """The module that defines the section (its code fingerprint starts there)."""
@@ -210,7 +215,6 @@ def make_config(section: Section, preset: str = "quick", model: str | None = Non
             raise params.ParameterError(f"model must be one of {section.models}, got {model!r}")
     params.check_overrides(section.config, {k: v for k, v in overrides.items() if k != "model"}, "override")
     fields = dict(section.base_fields(preset, model, overrides)) if section.base_fields else {}
-    fields.update(paper.common)
     fields.update(paper.per_model.get(model, {}))
     if preset != "paper":
         fields.update(p.common)

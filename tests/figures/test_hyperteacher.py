@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from compgen.experiments.fewshot import MODELS
+from compgen.figures import FigureResult, FigureResults
 from compgen.figures import claims as C
 from compgen.figures import hyperteacher as F
 
@@ -55,7 +56,9 @@ def test_missing_runs_are_not_run(runs_of):
 
 def test_figures_draw_with_captions_naming_preset_and_seeds(runs_of, fake):
     runs = runs_of("hyperteacher", "smoke", lambda c: fake(c, _accuracies(c, 10.0, -8.0)))
-    results = [F.fig3b(runs), F.fig3cd(runs), F.fig3e(runs), F.curves(runs), *F.fig3f(runs), *F.splits(runs)]
+    shown = (F.fig3b(runs), F.fig3cd(runs), F.fig3e(runs), F.curves(runs), F.fig3f(runs), F.splits(runs))
+    assert all(isinstance(r, (FigureResult, FigureResults)) for r in shown)  # one way to show a figure
+    results = [r for group in shown for r in (group if isinstance(group, FigureResults) else (group,))]
     for result in results:
         assert result.figure is not None
         assert "Preset smoke" in result.caption and "seed" in result.caption, result.caption

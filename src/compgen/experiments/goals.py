@@ -107,6 +107,8 @@ class GoalsConfig(fewshot.FewshotConfig, WorldFields):
 
     split: str = field("random", choices=gl.SPLITS)
     templates: int = positive(32)  # T, the hypernetworks' number of modules
+    num_hidden: int = positive(2)
+    outer_steps: int = positive(200_000)
     shots_support: int = positive(1)
     shots_query: int = positive(1)
     eval_shots_query: int = positive(1)
@@ -313,17 +315,8 @@ def _figa10(models_, hidden, templates, outer_lr=None, **fixed):
 PRESETS = {
     "paper": Preset(
         "the paper's configuration (spec §4.3); GPU",
-        # B = 128, 200k steps, shots 1/1, outer weight decay 1e-2, inner weight decay 1e-4, constant lr
-        common=dict(
-            num_hidden=2,
-            meta_batch=128,
-            outer_steps=200_000,
-            outer_weight_decay=1e-2,
-            inner_weight_decay=1e-4,
-            shots_support=1,
-            shots_query=1,
-            demo_length=120,
-        ),
+        # the class defaults: B = 128, 200k steps, shots 1/1, outer weight decay 1e-2, inner weight decay 1e-4,
+        # constant lr, demonstrations padded to 120 steps
         per_model={
             "hnet_deepmlp": dict(hidden=32, templates=8, inner_steps=10, inner_lr=0.1, outer_lr=1e-3, clip_norm=2.0),
             "hnet_linear": dict(hidden=32, templates=8, inner_steps=10, inner_lr=0.3, outer_lr=3e-3, clip_norm=2.0),

@@ -91,6 +91,18 @@ class FigureResult:
                 display(Markdown(part))
 
 
+class FigureResults(tuple):
+    """Several :class:`FigureResult` that belong together (a figure's panels, a world's pictures), shown one after
+    another: what a figure function returns when it draws more than one figure. Like a :class:`FigureResult`, it
+    displays itself as a notebook cell's value."""
+
+    def markdown(self) -> str:
+        return "\n\n".join(r.markdown() for r in self)
+
+    def _ipython_display_(self):
+        show(*self)
+
+
 def show(*results):
     """Display several :class:`FigureResult` (or markdown strings) one after another."""
     from IPython.display import Markdown, display
@@ -336,7 +348,9 @@ def size_heatmap(
     return plots.heatmap(grid, rows, cols, across, down, label, fmt=fmt)
 
 
-def size_figures(runs: Runs, figure: str, value, label: str, caption_of, claims: list, best=max, fmt="{:.1f}"):
+def size_figures(
+    runs: Runs, figure: str, value, label: str, caption_of, claims: list, best=max, fmt="{:.1f}"
+) -> FigureResults:
     """A size-sweep figure (Fig. A8, A10): one :func:`size_heatmap` per hypernetwork with stored runs of ``figure``,
     captioned by ``caption_of(model, configs)``, with those of ``claims`` that name the model."""
     out = []
@@ -346,4 +360,4 @@ def size_figures(runs: Runs, figure: str, value, label: str, caption_of, claims:
             fig = size_heatmap(grid, hidden, templates, label, fmt)
             mine = [c for c in claims if MODEL_LABELS[m] in c.claim]
             out.append(FigureResult(fig, caption_of(m, cfgs), claims=mine))
-    return out
+    return FigureResults(out)

@@ -13,6 +13,7 @@ from compgen.figures import (
     SPLIT_GROUPS,
     SPLITS,
     FigureResult,
+    FigureResults,
     accuracy_bars,
     best_per_seed,
     caption,
@@ -111,7 +112,7 @@ def _values(runs, name="acc"):
 # --------------------------------------------------------------------------------------------- the world
 
 
-def world(runs: Runs):
+def world(runs: Runs) -> FigureResults:
     """The mazes of the first seed and two instances of an OOD goal with their optimal paths."""
     cfg = runs.configs("fig4ef")[0]
     seed, w = cfg.seeds[0], cfg.world
@@ -132,7 +133,7 @@ def world(runs: Runs):
     )
     _, actions, mask = gl.demonstration(tables, mazes, instances[0], goal, gl.max_demo_length(tables), w)
     demonstrated = ", ".join(w.actions[a] for a in np.asarray(actions)[np.asarray(mask)])
-    return (
+    panels = (
         FigureResult(
             first,
             f"The {len(mazes)} mazes of seed {seed} ({w.grid}x{w.grid} cells; walls grey, quadrant boundaries "
@@ -148,6 +149,7 @@ def world(runs: Runs):
             notes=f"Demonstrated actions of instance 1: {demonstrated}.",
         ),
     )
+    return FigureResults(panels)
 
 
 def splits(runs: Runs) -> FigureResult:
@@ -284,7 +286,7 @@ def _figa10_claims(runs):
     return found
 
 
-def figa10(runs: Runs) -> list:
+def figa10(runs: Runs) -> FigureResults:
     return size_figures(
         runs,
         "figa10",

@@ -9,6 +9,7 @@ from compgen.figures import (
     SPLIT_GROUPS,
     SPLITS,
     FigureResult,
+    FigureResults,
     accuracy_bars,
     caption,
     final,
@@ -106,7 +107,7 @@ def _caption(runs, cfgs, what):
 # --------------------------------------------------------------------------------------------- splits
 
 
-def splits(runs: Runs) -> FigureResult:
+def splits(runs: Runs) -> FigureResults:
     """The task universe (layer-0 x layer-1 combinations) of each split of Fig. 3B and Fig. 3C/D."""
     b0 = runs.configs("fig3b")[0]
     cd = runs.configs("fig3cd")[0] if runs.configs("fig3cd") else None
@@ -128,7 +129,7 @@ def splits(runs: Runs) -> FigureResult:
         labels_cd = [support.mask_to_string(m) for m in ht.layer_combinations(cd.n_modules, 2)]
         second = plots.task_split_grids(dict(items[2:]), labels_cd)
     seeds = f"seed {b0.seeds[0]}"
-    return (
+    panels = (
         FigureResult(
             first,
             f"Task splits of Fig. 3B at M = {b0.n_modules}, K = {b0.max_hot} (experts numbered "
@@ -142,6 +143,7 @@ def splits(runs: Runs) -> FigureResult:
         if second is not None
         else None,
     )
+    return FigureResults(p for p in panels if p is not None)
 
 
 # --------------------------------------------------------------------------------------------- Fig. 3B
@@ -412,7 +414,7 @@ def fig3e(runs: Runs) -> FigureResult:
 # --------------------------------------------------------------------------------------------- Fig. 3F
 
 
-def fig3f(runs: Runs) -> list:
+def fig3f(runs: Runs) -> FigureResults:
     """Fig. 3F: OOD accuracy over the student's hidden width and T/M (best outer lr per cell), per hypernetwork."""
     found = []
     for model in HNETS:
@@ -433,7 +435,7 @@ def fig3f(runs: Runs) -> list:
                 ),
             )
         )
-    return found
+    return FigureResults(found)
 
 
 # --------------------------------------------------------------------------------------------- Fig. A7

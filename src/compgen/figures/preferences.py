@@ -11,6 +11,7 @@ from compgen.experiments.preferences import is_paper_world, world_label
 from compgen.figures import (
     SPLIT_GROUPS,
     FigureResult,
+    FigureResults,
     caption,
     final,
     joined,
@@ -114,7 +115,7 @@ def _caption(runs, cfgs, what):
 # --------------------------------------------------------------------------------------------- the world
 
 
-def world(runs: Runs):
+def world(runs: Runs) -> FigureResults:
     """The preference modules of the first seed and six training tasks built from them, four greedy
     demonstrations of the last one, and the action values along the longest: (FigureResult, FigureResult, table)."""
     cfg = runs.configs("fig4c")[0]
@@ -160,7 +161,7 @@ def world(runs: Runs):
         )
     )
     tasks = ", ".join("{" + support.mask_to_string(m) + "}" for m in masks[shown])
-    return (
+    panels = (
         FigureResult(
             first,
             f"Preference modules P of seed {seed} (rows) and the colour preferences Pᵀz of six "
@@ -176,6 +177,7 @@ def world(runs: Runs):
             table,
         ),
     )
+    return FigureResults(panels)
 
 
 def splits(runs: Runs) -> FigureResult:
@@ -366,7 +368,7 @@ def _figa8_claims(runs: Runs):
     return found
 
 
-def figa8(runs: Runs) -> list:
+def figa8(runs: Runs) -> FigureResults:
     """Fig. A8: OOD loss of the hypernetworks over width and number of modules T (best outer lr per cell)."""
     return size_figures(
         runs,
