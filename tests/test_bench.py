@@ -13,9 +13,9 @@ def test_authors_figures_belong_to_paper_cases_plain_and_split():
     with_figures = {name for name in bench.CASES if bench.authors(name)}
     assert "hyperteacher hnet_linear paper (M=4, K=2)" in with_figures
     assert "goals anil paper" in with_figures and "preferences hnet_linear paper" in with_figures
-    assert f"goals anil paper{bench.SPLIT_SUFFIX}" in with_figures  # compgen's default at paper sizes
+    assert f"goals anil paper{bench.SHARD_SUFFIX}" in with_figures  # compgen's default at paper sizes
     assert not any("quick" in name or name.startswith("teacher_student") for name in with_figures)
-    plain = {name for name in with_figures if not name.endswith(bench.SPLIT_SUFFIX)}
+    plain = {name for name in with_figures if not name.endswith(bench.SHARD_SUFFIX)}
     assert len(plain) == len(bench.AUTHORS)  # every figure of the authors has its plain-process case
 
 
@@ -74,14 +74,14 @@ def test_the_table_prints_each_device_its_own_rows(monkeypatch, capsys, kind):
 
 
 def test_the_timed_chunk_is_the_runners_up_to_a_cap():
-    """The bench times the chunk :func:`compgen.runner.run_chunks` runs (eval_every outer steps, or the whole run if
+    """The bench times the chunk :func:`compgen.runner.run_steps` runs (eval_every outer steps, or the whole run if
     shorter), at most the cap; every case's chunk on a CPU is a loop, not one step."""
     from compgen import catalog, runner
     from compgen.section import make_config
 
     cfg = make_config(catalog.get("teacher_student"), "smoke")
     first = []
-    runner.run_chunks(lambda s, n: (first.append(n), (s, {}))[1], None, cfg.outer_steps, cfg.eval_every, log=str)
+    runner.run_steps(lambda s, n: (first.append(n), (s, {}))[1], None, cfg.outer_steps, cfg.eval_every, log=str)
     assert bench.chunk_steps(cfg, 10**6) == first[0] == cfg.eval_every < cfg.outer_steps
     assert bench.chunk_steps(cfg, 5) == min(cfg.eval_every, 5) == 5
     short = make_config(catalog.get("teacher_student"), "smoke", outer_steps=7)
@@ -111,7 +111,7 @@ def test_paper_cases_run_with_huge_pages_and_a_split_case_with_host_devices(monk
     monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
     assert "GLIBC_TUNABLES" not in bench.case_environment("hyperteacher maml quick")
     plain = bench.case_environment("hyperteacher maml paper (M=4, K=2)")
-    split = bench.case_environment(f"hyperteacher maml paper (M=4, K=2){bench.SPLIT_SUFFIX}")
+    split = bench.case_environment(f"hyperteacher maml paper (M=4, K=2){bench.SHARD_SUFFIX}")
     assert "glibc.malloc.hugetlb=1" in plain["GLIBC_TUNABLES"] and "glibc.malloc.hugetlb=1" in split["GLIBC_TUNABLES"]
     assert "host_platform_device_count" in split["XLA_FLAGS"]
     assert "host_platform_device_count" not in plain.get("XLA_FLAGS", "")

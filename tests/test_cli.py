@@ -140,16 +140,16 @@ def test_a_diverging_run_exits_non_zero_and_is_not_stored(store, capsys):
     assert not list((store / "teacher_student").glob("*.result"))
 
 
-def test_split_tasks_trains_on_one_cpu_device_per_core(tmp_path):
+def test_shard_tasks_trains_on_one_cpu_device_per_core(tmp_path):
     # a subprocess: the CLI must set the host-device flag before jax starts its backend
     env = {**os.environ, "COMPGEN_RESULTS": str(tmp_path)}
     env.pop("XLA_FLAGS", None)
-    args = [*SMOKE_TABLE_A1, "--split-tasks"]
+    args = [*SMOKE_TABLE_A1, "--shard-tasks"]
     out = subprocess.run(
         [sys.executable, "-m", "compgen.cli", *args], env=env, capture_output=True, text=True, timeout=600
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    assert f"split over {os.cpu_count()} cpu device(s)" in out.stdout
+    assert f"sharded over {os.cpu_count()} cpu device(s)" in out.stdout
     assert len(list((tmp_path / "teacher_student").glob("*.result"))) == 2
 
 

@@ -1,5 +1,5 @@
 """Splitting a run's tasks over devices, and one config per device; two-device cases run in a subprocess with two
-CPU host devices; the meta-batch split over devices and taken in chunks (train_chunk) equals it taken at once."""
+CPU host devices; the meta-batch sharded over devices and taken in chunks (train_chunk) equals it taken at once."""
 
 import os
 import subprocess
@@ -12,7 +12,7 @@ import pytest
 from compgen import devices
 
 # A few steps of the hyperteacher (smoke preset, meta-batch 4) trained with the meta-batch on one device and
-# split over two; prints the largest relative difference of the meta-parameters and of the step losses.
+# sharded over two; prints the largest relative difference of the meta-parameters and of the step losses.
 TWO_DEVICE_SCRIPT = textwrap.dedent("""
     import jax, numpy as np
     from compgen import devices, runner
@@ -25,11 +25,11 @@ TWO_DEVICE_SCRIPT = textwrap.dedent("""
         cfg = make_config(S, "smoke", model, seeds=(2020, 2021), **fields)
         runs = S.run_arrays([cfg])
         if split:
-            with devices.split_tasks():
+            with devices.shard_tasks():
                 program = runner.program(S, cfg)  # the program keeps the split it was built under
         else:
             program = runner.program(S, cfg)
-        state, metrics = program.chunk(runs, program.init(runs), 3)
+        state, metrics = program.steps(runs, program.init(runs), 3)
         return jax.device_get((state["meta"], metrics["loss"]))
 
     for model in ("hnet_linear", "anil"):
@@ -45,17 +45,17 @@ TWO_DEVICE_SCRIPT = textwrap.dedent("""
                   for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(two)))
         print(name, "params", rel, "loss", float(np.max(np.abs(loss_one - loss_two) / np.abs(loss_one))))
     cfg = make_config(S, "smoke", "anil", meta_batch=3)
-    with devices.split_tasks():
+    with devices.shard_tasks():
         program = runner.program(S, cfg)
     runs = S.run_arrays([cfg])
     try:
-        program.chunk(runs, program.init(runs), 1)
+        program.steps(runs, program.init(runs), 1)
     except ValueError as error:
         print("error:", error)
 """)
 
 
-def test_split_tasks_equals_one_device_and_checks_the_meta_batch():
+def test_shard_tasks_equals_one_device_and_checks_the_meta_batch():
     env = {**os.environ, "XLA_FLAGS": devices.host_devices_flag(2)}
     out = subprocess.run(
         [sys.executable, "-c", TWO_DEVICE_SCRIPT], env=env, capture_output=True, text=True, timeout=600
@@ -65,14 +65,14 @@ def test_split_tasks_equals_one_device_and_checks_the_meta_batch():
     for model in ("hnet_linear", "anil", "chunked", "chunked-split"):
         _, params, _, loss = lines[model].split()
         assert float(params) < 1e-4 and float(loss) < 1e-5, lines[model]  # float32 round-off only
-    assert "meta_batch (3) must be a multiple of the number of devices" in lines["error:"]
+    assert "meta_batch (3) must be a multiple of the devices" in lines["error:"]
 
 
-def test_split_tasks_on_one_device_changes_nothing():
-    with devices.split_tasks(jax.devices()[:1]) as mesh:
+def test_shard_tasks_on_one_device_changes_nothing():
+    with devices.shard_tasks(jax.devices()[:1]) as mesh:
         assert mesh is None and devices.task_mesh() is None
     with pytest.raises(ValueError, match="at least one device"):
-        with devices.split_tasks([]):
+        with devices.shard_tasks([]):
             pass
 
 
@@ -91,27 +91,27 @@ def test_train_on_devices_runs_every_job_and_reports_failures():
     assert any(line.startswith("[device 0]") for line in lines)
 
 
-def test_split_count_splits_only_large_configs_on_a_multicore_cpu(monkeypatch):
+def test_shard_count_splits_only_large_configs_on_a_multicore_cpu(monkeypatch):
     """The default split reads the config and the machine: paper sizes on a CPU with several cores, never quick."""
     from compgen import catalog
     from compgen.section import figure_configs, make_config
 
-    monkeypatch.delenv(devices.SPLIT_ENV, raising=False)
+    monkeypatch.delenv(devices.SHARD_ENV, raising=False)
     sec = catalog.get("hyperteacher")
     paper = make_config(sec, "paper", "hnet_linear", n_modules=4, max_hot=2)
-    assert devices.split_count(sec, paper, cores=2, backend="cpu") == 2
-    assert devices.split_count(sec, paper, cores=1, backend="cpu") == 1
-    assert devices.split_count(sec, paper, cores=2, backend="gpu") == 1
-    assert devices.split_count(sec, paper, cores=3, backend="cpu") == 1  # 128 tasks do not split in three
-    monkeypatch.setenv(devices.SPLIT_ENV, "0")
-    assert devices.split_count(sec, paper, cores=2, backend="cpu") == 1
-    monkeypatch.delenv(devices.SPLIT_ENV)
+    assert devices.shard_count(sec, paper, cores=2, backend="cpu") == 2
+    assert devices.shard_count(sec, paper, cores=1, backend="cpu") == 1
+    assert devices.shard_count(sec, paper, cores=2, backend="gpu") == 1
+    assert devices.shard_count(sec, paper, cores=3, backend="cpu") == 1  # 128 tasks do not split in three
+    monkeypatch.setenv(devices.SHARD_ENV, "0")
+    assert devices.shard_count(sec, paper, cores=2, backend="cpu") == 1
+    monkeypatch.delenv(devices.SHARD_ENV)
     for name in catalog.SECTIONS:  # every quick config runs as before, every paper config is split on 2 cores
         section = catalog.get(name)
         for preset, count in (("quick", 1), ("paper", 2)):
             for figure in section.figures(preset):
                 for cfg in figure_configs(section, figure, preset):
-                    assert devices.split_count(section, cfg, cores=2, backend="cpu") == count, (name, preset, figure)
+                    assert devices.shard_count(section, cfg, cores=2, backend="cpu") == count, (name, preset, figure)
 
 
 def test_train_chunk_adapts_a_large_meta_batch_a_few_tasks_at_a_time_on_a_cpu_only():

@@ -146,7 +146,7 @@ def test_a_program_compiles_its_training_chunk_once_for_every_config_of_its_shap
         runs = traced.run_arrays([cfg])
         state = program.init(runs)
         for _ in range(2):
-            state, _ = program.chunk(runs, state, 3)
+            state, _ = program.steps(runs, state, 3)
     assert len(traces) == 1
     assert runner.program(traced, _tiny(hidden_factor=2)) is not runner.program(traced, configs[0])  # another shape
 
@@ -180,17 +180,17 @@ def test_a_configs_xla_level_reaches_its_programs_and_separates_them():
 def test_a_large_run_trains_alone_with_its_tasks_split_and_stores_the_unsplit_numbers_up_to_round_off(
     store, monkeypatch
 ):
-    """A config that ``devices.split_count`` splits trains in a worker of two host devices, before the rest; its
+    """A config that ``devices.shard_count`` splits trains in a worker of two host devices, before the rest; its
     numbers equal the unsplit run's up to float32 round-off, and a config below the threshold is untouched."""
 
     large, small = _tiny(), _tiny(masks="01;1", distribution="continuous")
     runner.train_or_load(S, [large], workers=1, log=lambda _: None)
     unsplit = runner.load(S, large)
-    monkeypatch.setattr(devices, "split_count", lambda section, cfg: 2 if cfg == large else 1)
+    monkeypatch.setattr(devices, "shard_count", lambda section, cfg: 2 if cfg == large else 1)
     lines = []
     runner.train_or_load(S, [small, large], force=True, workers=1, log=lines.append)
     split_lines = [line for line in lines if line.startswith("[worker 0]")]
-    assert "[devices] every meta-batch split over 2 cpu device(s)" in split_lines[0]
+    assert "[devices] every meta-batch sharded over 2 cpu device(s)" in split_lines[0]
     assert any("[train]" in line for line in lines if not line.startswith("[worker"))  # the small one, here
     assert lines.index(split_lines[0]) < min(
         i for i, line in enumerate(lines) if "[train]" in line and "worker" not in line

@@ -133,3 +133,17 @@ def test_every_figure_of_every_section_builds_its_configs_at_every_preset(preset
         section = catalog.get(name)
         for figure in section.figures(preset):
             assert figure_configs(section, figure, preset), (name, figure)
+
+
+@pytest.mark.parametrize("name", list(catalog.SECTIONS))
+def test_a_section_gives_the_flops_of_one_outer_step_and_a_run_costs_steps_times_seeds(name):
+    """FLOPs per step are the section's own (bench, sharding rule); only the paper's sizes reach the sharding size."""
+    from compgen import devices
+
+    sec = catalog.get(name)
+    for preset in ("quick", "paper"):
+        for cfg in figure_configs(sec, sec.figures(preset)[0], preset):
+            flops = sec.flops_per_step(cfg)
+            assert 0 < flops < 1e13
+            assert sec.cost(cfg) == flops * cfg.outer_steps * len(cfg.seeds)
+            assert (flops >= devices.SHARD_MIN_FLOP) == (preset == "paper"), (name, preset, flops)

@@ -219,7 +219,7 @@ def test_devices_backend_matches_local(local_store, tmp_path):
         # On a GPU two processes may differ in the last bits: XLA picks each product's kernel by timing it in the
         # process (autotuning) and some reductions sum with atomics, in no fixed order; the README's "Running on a
         # GPU" says when bytes are identical there. Training carries round-off on: the tolerance of
-        # tests/test_runner.py's split-tasks run, the same numbers summed in another order.
+        # tests/test_runner.py's shard-tasks run, the same numbers summed in another order.
         assert sorted(a) == sorted(b)
         for name in a:
             np.testing.assert_allclose(a[name], b[name], rtol=2e-3, atol=1e-5, equal_nan=True, err_msg=name)

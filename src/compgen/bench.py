@@ -9,9 +9,9 @@ device's (``memory_stats``) where it reports one, else the process's peak reside
 
 Every paper case runs with glibc's transparent huge pages (:mod:`compgen.allocator`), as ``compgen-cli``
 and ``make`` run the paper's sizes. The paper rows of the hyperteacher (and some of the other sections) are measured
-twice: as a plain process runs them (one XLA device), and with each meta-batch split over one CPU host device per
-core, as :func:`compgen.runner.run` trains a paper-sized run by default
-(:func:`compgen.devices.split_tasks`) and tcmalloc preloaded if it is installed (Debian:
+twice: as a plain process runs them (one XLA device), and with each meta-batch sharded over one CPU host device per
+core, as :func:`compgen.runner.train_or_load` trains a paper-sized run by default
+(:func:`compgen.devices.shard_tasks`) and tcmalloc preloaded if it is installed (Debian:
 ``libtcmalloc-minimal4``). XLA's CPU kernels run most of a step's per-task batched products on one core, so the
 split is what uses a multi-core CPU.
 
@@ -48,12 +48,12 @@ import numpy as np
 
 from compgen import allocator, storage, timing
 
-SPLIT_SUFFIX = ", tasks split"  # cases run with the meta-batch split over one host device per core
+SHARD_SUFFIX = ", tasks sharded"  # cases run with the meta-batch sharded over one host device per core
 CASES = {
     # name: (section, preset, model (None: the section has no models), overrides, the timed chunk's cap on a CPU
     # (chunk_steps), timed chunks)
     "teacher_student paper, 1 run": ("teacher_student", "paper", None, {"seeds": (100,)}, 2, 3),
-    f"teacher_student paper, 1 run{SPLIT_SUFFIX}": ("teacher_student", "paper", None, {"seeds": (100,)}, 2, 3),
+    f"teacher_student paper, 1 run{SHARD_SUFFIX}": ("teacher_student", "paper", None, {"seeds": (100,)}, 2, 3),
     "teacher_student quick, 1 run": ("teacher_student", "quick", None, {"seeds": (100,)}, 50, 5),
     "teacher_student quick, 3 seeds": ("teacher_student", "quick", None, {}, 20, 3),
 }
@@ -67,7 +67,7 @@ _PAPER_REPEATS = {"hnet_linear": 2, "hnet_deepmlp": 2, "anil": 2, "maml": 1}
 for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
     _case_args = ("hyperteacher", "paper", _model, _HT_PAPER, 2, _PAPER_REPEATS[_model])
     CASES[f"hyperteacher {_model} paper (M=4, K=2)"] = _case_args
-    CASES[f"hyperteacher {_model} paper (M=4, K=2){SPLIT_SUFFIX}"] = _case_args
+    CASES[f"hyperteacher {_model} paper (M=4, K=2){SHARD_SUFFIX}"] = _case_args
 for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
     CASES[f"hyperteacher {_model} quick"] = ("hyperteacher", "quick", _model, {"seeds": (2020,)}, 20, 3)
 # The grid worlds: task generation alone (one meta-batch of tasks with their demonstrations), and one outer step
@@ -78,7 +78,7 @@ for _section in ("preferences", "goals"):
     for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
         CASES[f"{_section} {_model} paper"] = (_section, "paper", _model, {"seeds": (2020,)}, 2, _PAPER_REPEATS[_model])
     for _model in ("hnet_linear", "anil"):
-        CASES[f"{_section} {_model} paper{SPLIT_SUFFIX}"] = (_section, "paper", _model, {"seeds": (2020,)}, 2, 2)
+        CASES[f"{_section} {_model} paper{SHARD_SUFFIX}"] = (_section, "paper", _model, {"seeds": (2020,)}, 2, 2)
     for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
         CASES[f"{_section} {_model} quick"] = (_section, "quick", _model, {"seeds": (2020,)}, 20, 3)
 # The authors' implementation at the paper configuration, measured on this project's idle 2-core machine, alternating
@@ -142,7 +142,7 @@ def on_device(figures: dict, kind: str):
 
 def chunk_steps(cfg, cap: int) -> int:
     """Outer steps in the bench's timed chunk: those of the runner's chunk (``cfg.eval_every``, or the whole run if
-    it is shorter; :func:`compgen.runner.run_chunks`), at most ``cap``."""
+    it is shorter; :func:`compgen.runner.run_steps`), at most ``cap``."""
     return min(cfg.eval_every, cfg.outer_steps, cap)
 
 
@@ -160,7 +160,7 @@ def _time_chunks(program, runs, steps, repeats):
 
     state = program.init(runs)
     start = time.perf_counter()
-    compiled = program.chunk.lower(runs, state, steps).compile()
+    compiled = program.steps.lower(runs, state, steps).compile()
     compile_s = time.perf_counter() - start
     state, _ = compiled(runs, state)
     jax.block_until_ready(state)
@@ -193,7 +193,7 @@ def _case(section_name, preset, model, overrides, cap, repeats):
     steps = chunk_steps(cfg, cap)
     if model != "tasks":
         s_per_step, compile_s, _, _ = _time_chunks(program, runs, steps, repeats)
-        flops = section.cost(cfg) / cfg.outer_steps  # every seed of the config, one outer step
+        flops = section.flops_per_step(cfg) * len(cfg.seeds)  # every seed of the config, one outer step
         return {
             "runs": len(cfg.seeds),
             "chunk_steps": steps,
@@ -279,7 +279,7 @@ def profile_case(name: str, cap: int | None = None) -> str:
     traced = (max(e["ts"] + e.get("dur", 0) for e in thunks) - min(e["ts"] for e in thunks)) / 1e6 / steps
     total = sum(r[2] for r in rows)
     products = sum(r[2] for r in rows if r[0] in PRODUCT_KINDS)
-    flops = section.cost(cfg) / cfg.outer_steps
+    flops = section.flops_per_step(cfg) * len(cfg.seeds)
     lines = [
         f"{name}, a chunk of {steps} outer steps: {plain * 1e3:.2f} ms per outer step untraced "
         f"({flops / plain / 1e9:.0f} GFLOP/s; a 1024² GEMM {timing.gemm_gflops():.0f} in this process), "
@@ -317,10 +317,10 @@ def tcmalloc():
 
 def case_environment(name):
     """The environment a case's subprocess runs in: for a paper case glibc's huge pages, as ``compgen-cli``
-    and ``make`` use at the paper's sizes (:mod:`compgen.allocator`); for a split case also one host device per core
+    and ``make`` use at the paper's sizes (:mod:`compgen.allocator`); for a sharded case also one host device per core
     and tcmalloc if installed."""
     env = allocator.environment() if CASES[name][1] == "paper" else dict(os.environ)
-    if name.endswith(SPLIT_SUFFIX):
+    if name.endswith(SHARD_SUFFIX):
         from compgen import devices
 
         env["XLA_FLAGS"] = devices.xla_flags_with_host_devices(os.cpu_count(), env)
@@ -346,7 +346,7 @@ def run_case(name, cap=None):
 
     section_name, preset, model, overrides, _, repeats = CASES[name]
     cap = cap or default_cap(name, jax.default_backend())
-    with devices.split_tasks() if name.endswith(SPLIT_SUFFIX) else contextlib.nullcontext():
+    with devices.shard_tasks() if name.endswith(SHARD_SUFFIX) else contextlib.nullcontext():
         result = _case(section_name, preset, model, overrides, cap, repeats)
     result["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     result["peak_device_gb"] = peak_device_gb(jax.devices()[0])
@@ -358,7 +358,7 @@ def run_case(name, cap=None):
 
 def _figure_key(name):
     """Case ``name``'s key in the figures taken elsewhere ("section model", or the section without models), or
-    ``None`` if it is not at the paper configuration (plain, or split as ``compgen-cli`` trains a paper run)."""
+    ``None`` if it is not at the paper configuration (plain, or sharded as ``compgen-cli`` trains a paper run)."""
     section, preset, model = CASES[name][:3]
     return " ".join(filter(None, (section, model))) if preset == "paper" else None
 
@@ -440,7 +440,7 @@ def table_notes(kind):
     if "cpu" in kind.lower():
         notes = (
             f"\nThe authors' figures were {AUTHORS_MACHINE}, with our plain-process step alternating with theirs (a "
-            "split row compares them with the split step, compgen's default at the paper's sizes). A ratio "
+            "sharded row compares them with the sharded step, compgen's default at the paper's sizes). A ratio "
             "against them is exact only between figures taken in one run on one machine, so it is printed only where "
             f"this run's GEMM column reads within {COMPARABLE:.0%} of theirs ('– (GEMM ≠)' elsewhere)."
         )
@@ -583,7 +583,7 @@ def main(argv=None):
         return 0
     kind = device_kind()
     print(
-        f"tasks split: {os.cpu_count()} host devices, allocator "
+        f"tasks sharded: {os.cpu_count()} host devices, allocator "
         f"{tcmalloc() or 'glibc (install libtcmalloc-minimal4 for tcmalloc)'}; every paper case with glibc's "
         f"{allocator.HUGE_PAGES}"
     )

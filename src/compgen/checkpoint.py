@@ -54,8 +54,8 @@ def _nested_dict(flat: dict, prefix: str) -> dict:
 class Checkpointer:
     """Saves and restores one run's checkpoints in ``directory`` (see module docstring).
 
-    ``every``: save after every ``every`` chunks (read by :func:`compgen.runner.run_chunks`).
-    ``progress`` as saved: ``done`` (steps), ``steps`` (list of per-chunk metric dicts), ``evals``
+    ``every``: save after every ``every`` calls of ``eval_every`` steps (read by :func:`compgen.runner.run_steps`).
+    ``progress`` as saved: ``done`` (steps), ``steps`` (list of per-call metric dicts), ``evals``
     (list of evaluation dicts), ``eval_steps`` (list of ints).
     """
 

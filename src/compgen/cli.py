@@ -8,14 +8,14 @@ runs the same.
     compgen-cli run teacher_student fig2c --preset paper
     compgen-cli run teacher_student fig2d --preset quick --set seeds=[100] --set outer_steps=2000 --force
     compgen-cli run hyperteacher fig3b --preset paper --set seeds=[2020]
-    compgen-cli run hyperteacher fig3b --preset paper --set seeds=[2020] --split-tasks   # every run here, on every core
+    compgen-cli run hyperteacher fig3b --preset paper --set seeds=[2020] --shard-tasks   # every run here, on every core
     compgen-cli sweep sweeps/hyperteacher/compositional.toml --backend devices --checkpoint-every 10
     compgen-cli store                  # stored runs per section: current (this code's) or stale
     compgen-cli store --remove-stale   # delete the stale ones
 
 A notebook that asks for the same config afterwards loads the stored result instead of training. A run at the
-paper's sizes trains alone with its tasks split over every CPU core (compgen.devices.split_count;
-COMPGEN_SPLIT_TASKS=0 turns that off).
+paper's sizes trains alone with its tasks sharded over every CPU core (compgen.devices.shard_count;
+COMPGEN_SHARD_TASKS=0 turns that off).
 Every parameter is checked before anything is compiled; a bad one exits with status 2 and a one-line message.
 A run whose outer updates stay non-finite stops, is not stored, and exits with status 1.
 """
@@ -47,7 +47,7 @@ def _nonnegative(text):
         return params.check_int("--checkpoint-every", int(text), ge=0)
     except (ValueError, params.ParameterError):
         raise argparse.ArgumentTypeError(
-            f"must be a non-negative integer (chunks between checkpoints, 0 = off), got {text!r}"
+            f"must be a non-negative integer (evaluations between checkpoints, 0 = off), got {text!r}"
         ) from None
 
 
@@ -62,7 +62,8 @@ def _add_checkpoint_every(command):
         type=_nonnegative,
         default=None,
         metavar="N",
-        help="save the training state every N chunks and resume from it (default $COMPGEN_CHECKPOINT_EVERY, else off)",
+        help="save the training state every N evaluations and resume from it "
+        "(default $COMPGEN_CHECKPOINT_EVERY, else off)",
     )
 
 
@@ -80,10 +81,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true", help="recompute even if the store has the result")
     _add_checkpoint_every(run)
     run.add_argument(
-        "--split-tasks",
+        "--shard-tasks",
         action="store_true",
-        help="train in this one process with every meta-batch split over one CPU device per core, every run "
-        "(without it a run at the paper's sizes is split in a worker of its own; see compgen.devices.split_count)",
+        help="train in this one process with every meta-batch sharded over one CPU device per core, every run "
+        "(without it a run at the paper's sizes is split in a worker of its own; see compgen.devices.shard_count)",
     )
     show = sub.add_parser(
         "show",
@@ -169,7 +170,7 @@ def _show(args):
 
 
 def _run(args):
-    if args.split_tasks:
+    if args.shard_tasks:
         from compgen import devices  # before the section's import starts jax's backend: XLA reads the flag then
 
         os.environ["XLA_FLAGS"] = devices.xla_flags_with_host_devices(os.cpu_count() or 1)
@@ -185,14 +186,14 @@ def _run(args):
     if args.restart:
         _huge_pages_for(sec, configs)
     try:
-        if args.split_tasks:
+        if args.shard_tasks:
             import jax
 
             from compgen import devices
 
-            with devices.split_tasks():
+            with devices.shard_tasks():
                 print(
-                    f"[devices] every meta-batch split over {jax.local_device_count()} {jax.default_backend()} "
+                    f"[devices] every meta-batch sharded over {jax.local_device_count()} {jax.default_backend()} "
                     "device(s)"
                 )
                 outputs = runner.train_or_load(

@@ -1,17 +1,17 @@
-"""Use the local devices: several configs at once, one per device, or one run's tasks split over them.
+"""Use the local devices: several configs at once, one per device, or one run's tasks sharded over them.
 
 * :func:`train_on_devices` trains a list of configs with one thread per local device; each config runs its
   own program on one device, the same program :func:`compgen.runner.train` runs anywhere, so the numbers are
   those of any other backend (the ``devices`` sweep backend).
-* Inside :func:`split_tasks` every run's meta-batch is split over the devices instead
+* Inside :func:`shard_tasks` every run's meta-batch is sharded over the devices instead
   (:func:`compgen.meta.mean_over_tasks`): each device adapts its share of the tasks and the meta-gradients
   are averaged. This helps one large run, e.g. the paper's configuration on a multi-core CPU, where XLA
   otherwise runs most of a step's small per-task products on one core. The numbers equal one device's up to
   float32 round-off (the mean over tasks is summed in another order).
-* :func:`split_count` decides, from a config alone, whether :func:`compgen.runner.run` splits its tasks by default:
-  on a CPU with several cores, a config of at least :data:`SPLIT_MIN_FLOP` per seed and step (the paper's sizes,
-  none of the quick ones) trains alone in a worker process with one host device per core. Because the rule reads
-  only the config and the machine, a run's numbers do not depend on what else is trained beside it.
+* :func:`shard_count` decides, from a config alone, whether :func:`compgen.runner.train_or_load` shards its tasks by
+  default: on a CPU with several cores, a config of at least :data:`SHARD_MIN_FLOP` per seed and step (the paper's
+  sizes, none of the quick ones) trains alone in a worker process with one host device per core. Because the rule
+  reads only the config and the machine, a run's numbers do not depend on what else is trained beside it.
 * :func:`train_chunk` decides how many tasks each device adapts at once: on a CPU, 8 of a large meta-batch
   (the chunk's inner loops then stay in the caches), elsewhere all of them, unless the config says.
 * :func:`resolve` fills the device knobs a config leaves to the device (``None``): ``xla_opt_level``, ``remat`` and
@@ -42,33 +42,33 @@ _TASK_MESH = contextvars.ContextVar("compgen_task_mesh", default=None)
 
 
 def task_mesh():
-    """The mesh set by the enclosing :func:`split_tasks`, or ``None``."""
+    """The mesh set by the enclosing :func:`shard_tasks`, or ``None``."""
     return _TASK_MESH.get()
 
 
-# FLOP per seed and outer step (the section's analytic cost) from which a run trains alone with its tasks split. The
-# quick presets stay below 1.5e9 and the paper's configurations start at 4.9e9 (teacher-student). On 2 cores the split
+# FLOP per seed and outer step (the section's analytic cost) from which a run trains alone with its tasks sharded. The
+# quick presets stay below 1.5e9 and the paper's configurations start at 4.9e9 (teacher-student). On 2 cores sharding
 # made paper steps 1.1-1.7x faster (goals' linear hnet level), and two plain runs side by side had the throughput of
-# two split runs one after the other (README, "On a multi-core CPU").
-SPLIT_MIN_FLOP = 3e9
-SPLIT_ENV = "COMPGEN_SPLIT_TASKS"  # "0" turns the default split off, "1" (or unset) keeps it; nothing else
+# two sharded runs one after the other (README, "On a multi-core CPU").
+SHARD_MIN_FLOP = 3e9
+SHARD_ENV = "COMPGEN_SHARD_TASKS"  # "0" turns the default sharding off, "1" (or unset) keeps it; nothing else
 
 
 def paper_sized(section, cfg) -> bool:
-    """Whether ``cfg`` costs at least :data:`SPLIT_MIN_FLOP` per seed and outer step (the section's analytic cost):
-    the size from which a CPU splits its tasks, compiles at XLA's default level and uses huge pages."""
-    return section.cost(cfg) / (cfg.outer_steps * len(cfg.seeds)) >= SPLIT_MIN_FLOP
+    """Whether ``cfg`` costs at least :data:`SHARD_MIN_FLOP` per seed and outer step (the section's analytic cost):
+    the size from which a CPU shards its tasks, compiles at XLA's default level and uses huge pages."""
+    return section.flops_per_step(cfg) >= SHARD_MIN_FLOP
 
 
-def split_count(section, cfg, cores=None, backend=None) -> int:
-    """Over how many CPU host devices :func:`compgen.runner.run` splits ``cfg``'s tasks by default: the number of
-    cores if the backend is a CPU with several, the config costs at least :data:`SPLIT_MIN_FLOP` per seed and step,
-    its ``meta_batch`` is a multiple of the cores and ``$COMPGEN_SPLIT_TASKS`` is not ``0``; else 1."""
+def shard_count(section, cfg, cores=None, backend=None) -> int:
+    """Over how many CPU host devices :func:`compgen.runner.train_or_load` shards ``cfg``'s tasks by default: the
+    number of cores if the backend is a CPU with several, the config costs at least :data:`SHARD_MIN_FLOP` per seed
+    and step, its ``meta_batch`` is a multiple of the cores and ``$COMPGEN_SHARD_TASKS`` is not ``0``; else 1."""
     cores = (os.cpu_count() or 1) if cores is None else cores
     backend = jax.default_backend() if backend is None else backend
     meta_batch = getattr(cfg, "meta_batch", 0)
     if (
-        not params.env_flag(SPLIT_ENV)
+        not params.env_flag(SHARD_ENV)
         or backend != "cpu"
         or cores < 2
         or not meta_batch
@@ -91,7 +91,7 @@ CPU_CHUNK_MIN_BATCH = 64  # smaller meta-batches (every quick preset) are adapte
 # narrow (490 -> 64), and at the paper's meta-batch its step took 0.93-1.30 s 8 tasks at a time against 0.84 s 32 at a
 # time (2 cores, November 2026).
 CPU_TRAIN_CHUNKS = {("preferences", "hnet_linear"): 32}
-# The CPU's compilation for configs below SPLIT_MIN_FLOP (every smoke and quick config): XLA's backend (LLVM)
+# The CPU's compilation for configs below SHARD_MIN_FLOP (every smoke and quick config): XLA's backend (LLVM)
 # optimisation level 1 instead of its default. On 2 cores it compiled the quick book's programs 10-40 % faster with
 # steps as fast (the quick book's compilation 16.8 -> 10.1 process-minutes); at the paper's sizes it made ANIL's and the
 # goals hypernetwork's steps 10-18 % slower, so larger configs keep XLA's default (November 2026).
@@ -102,7 +102,7 @@ KNOBS = ("xla_opt_level", "remat", "train_chunk")  # config fields a device choo
 def resolve(section, cfg, backend=None):
     """``cfg`` with the :data:`KNOBS` it leaves to the device (``None``) chosen for ``backend`` (default: jax's):
 
-    * ``xla_opt_level``: on a CPU, :data:`CPU_SMALL_OPT_LEVEL` below :data:`SPLIT_MIN_FLOP` per seed and step;
+    * ``xla_opt_level``: on a CPU, :data:`CPU_SMALL_OPT_LEVEL` below :data:`SHARD_MIN_FLOP` per seed and step;
       else (larger configs, accelerators) ``None``, XLA's default;
     * ``remat``: off (a device turns it on only when the config does not fit it otherwise, :func:`lighter`);
     * ``train_chunk``: on a CPU the measured :data:`CPU_TRAIN_CHUNKS` of a large meta-batch; else ``None``, which
@@ -127,7 +127,7 @@ def resolve(section, cfg, backend=None):
 
 def huge_pages(section, cfg, backend=None) -> bool:
     """Whether a process that trains ``cfg`` uses glibc's transparent huge pages (:mod:`compgen.allocator`): on a
-    CPU, for a config of at least :data:`SPLIT_MIN_FLOP` per seed and step (the paper's sizes; at quick sizes they
+    CPU, for a config of at least :data:`SHARD_MIN_FLOP` per seed and step (the paper's sizes; at quick sizes they
     made the linear hypernetwork 1-11 % slower)."""
     backend = jax.default_backend() if backend is None else backend
     return backend == "cpu" and paper_sized(section, cfg)
@@ -169,8 +169,8 @@ def _with(cfg, values):
 def train_chunk(meta_batch: int, chosen=None, backend=None, mesh=None) -> int | None:
     """How many of its ``meta_batch`` tasks each device adapts at once per outer step: ``chosen`` (a config's
     ``train_chunk``) if set; else, on a CPU with a meta-batch of :data:`CPU_CHUNK_MIN_BATCH` or more, the largest
-    divisor of each device's share (of the ``mesh`` it is split over) up to :data:`CPU_TRAIN_CHUNK`; else ``None``
-    (all at once). Like the split, it changes float32 round-off only."""
+    divisor of each device's share (of the ``mesh`` it is sharded over) up to :data:`CPU_TRAIN_CHUNK`; else ``None``
+    (all at once). Like sharding, it changes float32 round-off only."""
     if chosen is not None:
         return chosen
     backend = jax.default_backend() if backend is None else backend
@@ -192,14 +192,14 @@ def xla_flags_with_host_devices(n: int, env=None) -> str:
 
 
 @contextlib.contextmanager
-def split_tasks(devices=None):
-    """Training programs traced within the block split each meta-batch over ``devices`` (default: all local ones).
+def shard_tasks(devices=None):
+    """Training programs traced within the block shard each meta-batch over ``devices`` (default: all local ones).
 
     The meta-batch must be a multiple of the device count; with one device nothing changes.
     """
     devices = jax.local_devices() if devices is None else list(devices)
     if not devices:
-        raise ValueError("split_tasks needs at least one device")
+        raise ValueError("shard_tasks needs at least one device")
     token = _TASK_MESH.set(Mesh(np.array(devices), ("tasks",)) if len(devices) > 1 else None)
     try:
         yield _TASK_MESH.get()

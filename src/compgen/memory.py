@@ -70,7 +70,7 @@ def estimate(cfg, prog, runs) -> Estimate:
     """The lower bound of the memory that the program ``prog`` of ``cfg`` needs on ``runs`` (see module docstring);
     traces, never compiles. The chunk is traced at the length the engine runs first (``eval_every`` steps)."""
     state = jax.eval_shape(prog.init, runs)
-    step = prog.chunk.trace(runs, state, min(cfg.eval_every, cfg.outer_steps)).jaxpr
+    step = prog.steps.trace(runs, state, min(cfg.eval_every, cfg.outer_steps)).jaxpr
     evaluate = prog.evaluate.trace(runs, state).jaxpr
     inputs = sum(_nbytes(a) for a in jax.tree.leaves((runs, state)))
     return Estimate(inputs, *_largest(step.jaxpr), *_largest(evaluate.jaxpr))

@@ -123,7 +123,7 @@ def mean_over_tasks(task_loss, params, tasks, keys, fixed=None, chunk=None, mesh
     tasks), gradient)``. With ``chunk`` the tasks are taken ``chunk`` at a time, one chunk after another
     (``lax.map``), and the chunks' means averaged: the same result up to float32 round-off, with one chunk's inner
     loops in memory at a time instead of all of them, which on a CPU also keeps them in its caches. With a ``mesh``
-    (a one-axis :class:`jax.sharding.Mesh`, :func:`compgen.devices.split_tasks`) the task axis is split over its
+    (a one-axis :class:`jax.sharding.Mesh`, :func:`compgen.devices.shard_tasks`) the task axis is sharded over its
     devices (each device chunks its share): each device differentiates its share of the tasks and one all-reduce
     averages the results, which equal the single-device ones up to float32 round-off.
     """
@@ -152,7 +152,7 @@ def mean_over_tasks(task_loss, params, tasks, keys, fixed=None, chunk=None, mesh
     n_tasks, axis = len(jax.tree.leaves(keys)[0]), mesh.axis_names[0]
     if n_tasks % mesh.size:
         raise ValueError(
-            f"meta_batch ({n_tasks}) must be a multiple of the number of devices the tasks are split over ({mesh.size})"
+            f"meta_batch ({n_tasks}) must be a multiple of the devices the tasks are sharded over ({mesh.size})"
         )
     split, whole = jax.sharding.PartitionSpec(axis), jax.sharding.PartitionSpec()
     # Each shard's gradient is complete before the single pmean (check_vma off: no per-step collectives

@@ -3,15 +3,16 @@
 :func:`train_or_load` is what notebooks, the command line, sweeps and tools call: results in a
 :class:`compgen.results.Store` are loaded, the rest are trained (by a backend: this process, worker processes - by
 default one per CPU core -, one thread per device, or Ray tasks) and stored. Every config is trained by its own
-program - its seeds vmapped, its outer steps a ``lax.scan`` in chunks (:func:`run_chunks`) - so the numbers stored
-for a config do not depend on what else was trained, by how many workers, or through which entry point. Configs of equal
-shapes share the jitted program (same process) or the persistent compilation cache (other processes), so
-a figure's splits or seeds compile once. A config at the paper's sizes trains alone in a worker that splits its
-tasks over every CPU core (:func:`compgen.devices.split_count` decides from the config and the machine only).
+program - its seeds vmapped, its outer steps a ``lax.scan``, ``eval_every`` steps per call (:func:`run_steps`) - so
+the numbers stored for a config do not depend on what else was trained, by how many workers, or through which entry
+point. Configs of equal shapes share the jitted program (same process) or the persistent compilation cache (other
+processes), so a figure's splits or seeds compile once. A config at the paper's sizes trains alone in a worker that
+shards its tasks over every CPU core (:func:`compgen.devices.shard_count` decides from the config and the machine
+only).
 
-Between chunks the driver prints a progress line, evaluates, saves a checkpoint if asked
+Between calls the driver prints a progress line, evaluates, saves a checkpoint if asked
 (:class:`compgen.checkpoint.Checkpointer`) and checks the run: a run whose outer updates have all been
-non-finite for :data:`DIVERGED_STEPS` steps (or a whole chunk) stops with :class:`TrainingDiverged` and is not
+non-finite for :data:`DIVERGED_STEPS` steps (or a whole call's steps) stops with :class:`TrainingDiverged` and is not
 stored.
 
 Workers: ``python -m compgen.runner <job.json>`` trains the configs of the section that the job file names (found
@@ -54,7 +55,7 @@ class TrainingDiverged(RuntimeError):
 
 def program(section, cfg):
     """The jitted :class:`compgen.section.Program` of ``cfg`` with the device's knobs (:func:`compgen.devices.resolve`)
-    and the task split of the enclosing :func:`compgen.devices.split_tasks`, if any (:meth:`Section.program
+    and the task sharding of the enclosing :func:`compgen.devices.shard_tasks`, if any (:meth:`Section.program
     <compgen.section.Section.program>`: one per shape, built once per process)."""
     return section.program(devices.resolve(section, cfg), devices.task_mesh())
 
@@ -62,21 +63,30 @@ def program(section, cfg):
 # --------------------------------------------------------------------------------------------- one run
 
 
-def run_chunks(
-    chunk_fn, state, num_steps, chunk_size, evaluate=None, describe=None, log=print, saver=None, check=None, clock=None
+def run_steps(
+    steps_fn,
+    state,
+    num_steps,
+    steps_per_call,
+    evaluate=None,
+    describe=None,
+    log=print,
+    saver=None,
+    check=None,
+    clock=None,
 ):
-    """Drive a compiled training loop chunk by chunk, printing progress between chunks.
+    """Drive a compiled training loop, ``steps_per_call`` outer steps per call, printing progress between calls.
 
-    ``chunk_fn(state, n) -> (state, metrics)`` runs ``n`` outer steps (``n`` static; at most two distinct
+    ``steps_fn(state, n) -> (state, metrics)`` runs ``n`` outer steps (``n`` static; at most two distinct
     values, so at most two compilations). ``evaluate(state) -> dict`` is called at step 0 and after each
-    chunk; ``describe(step_metrics, eval_metrics) -> str`` formats the progress line and ``check(step_metrics,
+    call; ``describe(step_metrics, eval_metrics) -> str`` formats the progress line and ``check(step_metrics,
     done)`` may raise to stop the run. Returns ``(state, history)``: the per-step metrics concatenated, the
     evaluations stacked, and the steps at which they were taken.
 
     With ``saver`` (a :class:`compgen.checkpoint.Checkpointer`) the run starts from its latest valid checkpoint
-    if there is one and saves the state and history every ``saver.every`` chunks; the returned history is the
+    if there is one and saves the state and history every ``saver.every`` calls; the returned history is the
     same as an uninterrupted run's. ``clock`` (a :class:`compgen.timing.Stopwatch`) adds up the seconds spent in
-    chunks ("train") and evaluations ("evaluate"), compilation apart.
+    calls ("train") and evaluations ("evaluate"), compilation apart.
     """
     clock = timing.Stopwatch() if clock is None else clock
     step_metrics, evals, eval_steps, done = [], [], [], 0
@@ -89,11 +99,11 @@ def run_chunks(
         with clock.measure("evaluate"):
             evals.append(jax.device_get(evaluate(state)))
         eval_steps.append(0)
-    start, first, chunks = time.perf_counter(), done, 0
+    start, first, calls = time.perf_counter(), done, 0
     while done < num_steps:
-        n = min(chunk_size, num_steps - done)
+        n = min(steps_per_call, num_steps - done)
         with clock.measure("train"):
-            state, metrics = chunk_fn(state, n)
+            state, metrics = steps_fn(state, n)
             metrics = jax.device_get(metrics)
         done += n
         if check is not None:
@@ -110,8 +120,8 @@ def run_chunks(
         if describe is not None:
             line += "  " + describe(metrics, evaluation)
         log(line)
-        chunks += 1
-        if saver is not None and chunks % saver.every == 0 and done < num_steps:
+        calls += 1
+        if saver is not None and calls % saver.every == 0 and done < num_steps:
             saver.save(state, {"done": done, "steps": step_metrics, "evals": evals, "eval_steps": eval_steps})
     history = {"steps": jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0), *step_metrics)}
     if evals:
@@ -145,7 +155,7 @@ def train(section, cfg, log=print, saver=None):
     Every array of ``history`` has a leading seed axis; with ``section.keep_params`` it also holds the final
     meta-parameters, flattened per seed (``history["final"]["meta"]``, (seeds, P)). ``seconds``: the run's
     ``wall`` time and its parts (:class:`compgen.timing.Stopwatch`): ``compile``, ``setup`` (task arrays and
-    initial state), ``train`` (the chunks of outer steps) and ``evaluate``; and the device's ``knobs`` it ran with
+    initial state), ``train`` (the calls of outer steps) and ``evaluate``; and the device's ``knobs`` it ran with
     (:func:`fitting_program`).
     """
     start, clock = time.perf_counter(), timing.Stopwatch()
@@ -155,8 +165,8 @@ def train(section, cfg, log=print, saver=None):
         initial = jax.block_until_ready(prog.init(runs))
     n = len(cfg.seeds)
     show = lambda m, e: section.progress(cfg, m, e)
-    state, history = run_chunks(
-        lambda s, k: prog.chunk(runs, s, k),
+    state, history = run_steps(
+        lambda s, k: prog.steps(runs, s, k),
         initial,
         cfg.outer_steps,
         cfg.eval_every,
@@ -207,7 +217,9 @@ def flatten_history(history) -> dict:
 def checkpoint_interval(value=None) -> int:
     """Chunks between checkpoints: ``value``, else ``$COMPGEN_CHECKPOINT_EVERY``, else 0 (off)."""
     if value is None:
-        return params.env_int("COMPGEN_CHECKPOINT_EVERY", 0, ge=0, meaning=" (chunks between checkpoints, 0 = off)")
+        return params.env_int(
+            "COMPGEN_CHECKPOINT_EVERY", 0, ge=0, meaning=" (evaluations between checkpoints, 0 = off)"
+        )
     return params.check_int("checkpoint_every", value, ge=0)
 
 
@@ -215,7 +227,7 @@ def check_environment() -> None:
     """Refuse a bad ``COMPGEN_*`` environment variable before anything is loaded or trained."""
     checkpoint_interval()
     default_workers(1)
-    params.env_flag(devices.SPLIT_ENV)
+    params.env_flag(devices.SHARD_ENV)
     precision.requested()
 
 
@@ -224,7 +236,7 @@ def train_and_store(section, configs, store, log=print, checkpoint_every=None, f
     (a :class:`compgen.results.Store`).
 
     With ``checkpoint_every`` = N > 0 (default ``$COMPGEN_CHECKPOINT_EVERY``, else 0 = off) a run saves its
-    training state every N chunks in the store's checkpoint folder, resumes from there when started again, and
+    training state every N evaluations in the store's checkpoint folder, resumes from there when started again, and
     removes its checkpoints once its result is stored.
 
     A config is trained and stored holding its lock in the store (:func:`compgen.storage.lock`, beside its entry),
@@ -281,7 +293,7 @@ def train_or_load(
 
     * ``"local"``: in this process, one config after another;
     * ``"workers"``: in ``workers`` processes (default one per CPU core, 1 on an accelerator); a config that
-      :func:`compgen.devices.split_count` splits trains first, alone in one worker with its tasks split over
+      :func:`compgen.devices.shard_count` shards trains first, alone in one worker with its tasks sharded over
       that many host devices;
     * ``"devices"``: one thread per local device, each config on one device;
     * ``"ray"``: one Ray task per config (``ray_options``: ``address``, ``num_gpus``, ``num_cpus``), each training
@@ -314,11 +326,11 @@ def train_or_load(
     store.check_writable(section, bool(every))  # a store that cannot take the results fails now, not after training
     timing.gemm_gflops()  # the machine's speed, read before the workers compete for its cores; every run records it
     errors = {}  # config -> the exception its training raised
-    if backend == "workers":  # a config split over every core (devices.split_count) trains first, alone
-        splits = {c: 1 if devices.task_mesh() is not None else devices.split_count(section, c) for c in todo}
-        for c in (c for c in todo if splits[c] > 1):
-            run_workers(section, [[c]], 1, store, log, every, split=splits[c], force=force)
-        rest = [c for c in todo if splits[c] == 1]
+    if backend == "workers":  # a config sharded over every core (devices.shard_count) trains first, alone
+        shards = {c: 1 if devices.task_mesh() is not None else devices.shard_count(section, c) for c in todo}
+        for c in (c for c in todo if shards[c] > 1):
+            run_workers(section, [[c]], 1, store, log, every, shards=shards[c], force=force)
+        rest = [c for c in todo if shards[c] == 1]
         workers = default_workers(len(rest)) if workers is None else workers
         jobs = balance(rest, workers, section)
         if workers > 1 and len(jobs) > 1:
@@ -433,7 +445,7 @@ def balance(configs, workers: int, section) -> list:
     """Jobs for ``workers`` processes: same-shape configs together (they share a compiled program), the costliest
     job of several configs halved while some worker has none or it costs more than a worker's share of the
     whole (``section.cost``), so one worker does not train alone at the end. Grouping never changes the
-    numbers, only compilation (a split group compiles once per process, or loads the persistent cache)."""
+    numbers, only compilation (a divided group compiles once per process, or loads the persistent cache)."""
     groups = {}
     for c in configs:
         groups.setdefault(section.shape_key(c), []).append(c)
@@ -452,7 +464,7 @@ def balance(configs, workers: int, section) -> list:
     return jobs
 
 
-def _start(section, configs, slot, store, log, checkpoint_every, split=1, force=False):
+def _start(section, configs, slot, store, log, checkpoint_every, shards=1, force=False):
     handle = tempfile.NamedTemporaryFile("w", prefix="compgen-job-", suffix=".json", delete=False)
     job = {
         "section": section.name,
@@ -460,15 +472,15 @@ def _start(section, configs, slot, store, log, checkpoint_every, split=1, force=
         "store": [str(store.root), str(store.checkpoints)],
         "gemm_gflops": timing.gemm_gflops(),
         "checkpoint_every": checkpoint_every,
-        "split": split,
+        "shards": shards,
         "force": force,
         "parent": os.getpid(),
     }
     json.dump(job, handle)
     handle.close()
     env = dict(os.environ)
-    if split > 1:  # the worker makes one CPU host device per share of the tasks (read when its jax starts)
-        env["XLA_FLAGS"] = devices.xla_flags_with_host_devices(split)
+    if shards > 1:  # the worker makes one CPU host device per share of the tasks (read when its jax starts)
+        env["XLA_FLAGS"] = devices.xla_flags_with_host_devices(shards)
     if any(devices.huge_pages(section, c) for c in configs):  # glibc reads it when the worker starts
         env = allocator.environment(env)
     try:
@@ -507,10 +519,10 @@ def _stop(proc, grace_s: float = 5.0) -> None:
 
 
 def run_workers(
-    section, jobs, n_workers: int, store, log=print, checkpoint_every=None, poll_s: float = 0.5, split=1, force=False
+    section, jobs, n_workers: int, store, log=print, checkpoint_every=None, poll_s: float = 0.5, shards=1, force=False
 ):
     """Train ``jobs`` (lists of configs) in at most ``n_workers`` processes at once, costliest first, starting the
-    next job whenever a slot frees; with ``split`` > 1 each process splits its tasks over that many host devices.
+    next job whenever a slot frees; with ``shards`` > 1 each process shards its tasks over that many host devices.
 
     If this process is stopped (an exception, ``KeyboardInterrupt``) its workers are ended; if it dies, they end
     themselves (:func:`_end_with_parent`). Checkpoints they saved stay; their job files do not."""
@@ -522,7 +534,8 @@ def run_workers(
             for slot in range(n_workers):
                 if slot not in running and pending:
                     job = pending.pop(0)
-                    running[slot] = (job, *_start(section, jobs[job], slot, store, log, checkpoint_every, split, force))
+                    started = _start(section, jobs[job], slot, store, log, checkpoint_every, shards, force)
+                    running[slot] = (job, *started)
             time.sleep(poll_s)
             for slot, (_job, proc, thread, name, last) in list(running.items()):
                 if proc.poll() is not None:
@@ -588,11 +601,11 @@ def _worker(path: str) -> int:
     configs = [section.config_from_dict(d) for d in job["configs"]]
     timing.gemm_gflops(job.get("gemm_gflops"))
     store = results.Store(*job["store"])
-    split = job.get("split", 1)
-    if split > 1:
-        print(f"[devices] every meta-batch split over {jax.local_device_count()} {jax.default_backend()} device(s)")
+    shards = job.get("shards", 1)
+    if shards > 1:
+        print(f"[devices] every meta-batch sharded over {jax.local_device_count()} {jax.default_backend()} device(s)")
     try:
-        with devices.split_tasks() if split > 1 else contextlib.nullcontext():
+        with devices.shard_tasks() if shards > 1 else contextlib.nullcontext():
             every, force = job["checkpoint_every"], job.get("force", False)
             train_and_store(section, configs, store, checkpoint_every=every, force=force)
     except TrainingDiverged as error:  # the driver re-raises it with this message

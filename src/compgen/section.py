@@ -2,7 +2,7 @@
 
 A section is a frozen :class:`Section`: its config class, its presets, and the pure functions that the
 engine (:mod:`compgen.runner`) compiles - per-run arrays, initial state, one outer step, evaluation - plus a
-progress line, a label and a cost estimate. Its code fingerprint follows from its module's imports.
+progress line, a label and the FLOPs of one outer step. Its code fingerprint follows from its module's imports.
 
 Presets are data. The config class's defaults are the paper's configuration of the section, and
 ``PRESETS["paper"].per_model`` each model's paper hyper-parameters (the paper preset sets nothing else). Every other
@@ -107,11 +107,11 @@ _PROGRAMS: dict = {}  # (section, shape key, device ids) -> Program: this proces
 
 class Program(NamedTuple):
     """The compiled pieces that train the seeds of one config: ``init(runs) -> state``,
-    ``chunk(runs, state, n) -> (state, per-step metrics)`` (``n`` outer steps under one ``lax.scan``, ``n`` static)
+    ``steps(runs, state, n) -> (state, per-step metrics)`` (``n`` outer steps under one ``lax.scan``, ``n`` static)
     and ``evaluate(runs, state) -> metrics``; every array has a leading run (seed) axis."""
 
     init: Callable
-    chunk: Callable
+    steps: Callable
     evaluate: Callable
 
 
@@ -121,10 +121,11 @@ class Section:
 
     * ``run_arrays(configs) -> runs``: per-run inputs (splits, evaluation tasks), stacked over (config, seed);
     * ``init(cfg, run) -> state``, ``outer_step(cfg, run, state, mesh=None) -> (state, metrics)`` (``mesh``: the
-      devices its tasks are split over, if any) and ``evaluate(cfg, run, state) -> metrics``: one run;
+      devices its tasks are sharded over, if any) and ``evaluate(cfg, run, state) -> metrics``: one run;
       :meth:`program` vmaps them over runs and compiles them;
     * ``progress(cfg, step_metrics, eval_metrics) -> str``: the progress line's tail;
-    * ``label(cfg) -> str``: one line naming a config; ``cost(cfg) -> float``: FLOPs of one run (scheduling);
+    * ``label(cfg) -> str``: one line naming a config; ``flops_per_step(cfg) -> float``: analytic FLOPs of one outer
+      step of one seed (the bench's GFLOP/s, the sharding rule; :meth:`cost` of a whole run schedules workers);
     * ``data_fields``: the fields that enter only the per-run arrays (a split, masks, seeds): configs that
       differ only there share one compiled program;
     * ``models``: the learners in the paper's order (empty for a section without a model field);
@@ -142,7 +143,7 @@ class Section:
     evaluate: Callable
     progress: Callable
     label: Callable
-    cost: Callable
+    flops_per_step: Callable
     data_fields: tuple = ("seeds",)
     models: tuple = ()
     base_fields: Callable | None = None
@@ -164,6 +165,10 @@ class Section:
         (:func:`compgen.fingerprint.of_section`), computed once per process."""
         return fingerprint.of_section(self.module)
 
+    def cost(self, cfg) -> float:
+        """FLOPs of training every seed of ``cfg``: :attr:`flops_per_step` x outer steps x seeds."""
+        return self.flops_per_step(cfg) * cfg.outer_steps * len(cfg.seeds)
+
     def shape_key(self, cfg) -> tuple:
         """The fields that shape ``cfg``'s program: all but :attr:`data_fields` (configs with the same key share
         one compiled program, their differences passed in as per-run arrays)."""
@@ -171,7 +176,7 @@ class Section:
 
     def program(self, cfg, mesh=None) -> Program:
         """The jitted :class:`Program` that trains every seed of ``cfg`` (its device knobs resolved,
-        :func:`compgen.devices.resolve`), with each outer step's tasks split over ``mesh`` (a one-axis
+        :func:`compgen.devices.resolve`), with each outer step's tasks sharded over ``mesh`` (a one-axis
         :class:`jax.sharding.Mesh`, or ``None``). Built from its arguments only: the same ``(cfg, mesh)`` gives
         the same program wherever it is built and called, and within a process the same object for every config
         of the same :meth:`shape_key` (built once)."""
@@ -184,13 +189,13 @@ class Section:
     def _build_program(self, cfg, mesh) -> Program:
         jit = functools.partial(jax.jit, compiler_options=compiler_options(cfg))
 
-        def chunk(runs, state, n):
+        def steps(runs, state, n):
             step_all = lambda s: jax.vmap(lambda r, x: self.outer_step(cfg, r, x, mesh))(runs, s)
             return meta.scan_steps(step_all, state, n)
 
         init = jit(lambda runs: jax.vmap(lambda r: self.init(cfg, r))(runs))
         evaluate = jit(lambda runs, state: jax.vmap(lambda r, s: self.evaluate(cfg, r, s))(runs, state))
-        return Program(init, jit(chunk, static_argnums=2), evaluate)
+        return Program(init, jit(steps, static_argnums=2), evaluate)
 
     def config_from_dict(self, values: dict):
         """The config whose fields are ``values`` (a dict read from JSON, where tuples came back as lists)."""

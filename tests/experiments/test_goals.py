@@ -99,7 +99,7 @@ def test_run_is_stored_reproducible_finite_and_keeps_parameters(store):
     runs, program = S.run_arrays([cfg]), runner.program(S, cfg)
     losses = []
     for _ in range(2):
-        _, metrics = program.chunk(runs, program.init(runs), 60)
+        _, metrics = program.steps(runs, program.init(runs), 60)
         losses.append(np.asarray(metrics["loss"])[:, 0])
         np.testing.assert_array_equal(losses[-1][:2], out["steps/loss"][0])
         np.testing.assert_array_equal(np.asarray(metrics["acc"])[:2, 0], out["steps/acc"][0])

@@ -60,7 +60,7 @@ def train_steps(cfg, steps):
     """``steps`` outer steps of ``cfg``'s program from its initial state: (state, per-step metrics)."""
     runs = S.run_arrays([cfg])
     program = runner.program(S, cfg)
-    return program.chunk(runs, program.init(runs), steps)
+    return program.steps(runs, program.init(runs), steps)
 
 
 @pytest.mark.parametrize("model", models.MODEL_NAMES)

@@ -103,7 +103,7 @@ def test_unknown_model_and_preset_are_rejected():
 
 def _train(cfg, steps):
     runs, program = S.run_arrays([cfg]), runner.program(S, cfg)
-    return program.chunk(runs, program.init(runs), steps)
+    return program.steps(runs, program.init(runs), steps)
 
 
 def _drops(loss):

@@ -86,7 +86,7 @@ def test_short_training_lowers_the_evaluation_loss(model):
     program = runner.program(S, cfg)
     state = program.init(runs)
     before = np.asarray(program.evaluate(runs, state)["loss"])[0]
-    state, metrics = program.chunk(runs, state, cfg.outer_steps)
+    state, metrics = program.steps(runs, state, cfg.outer_steps)
     after = np.asarray(program.evaluate(runs, state)["loss"])[0]
     assert np.isfinite(np.asarray(metrics["loss"])).all() and int(np.asarray(metrics["skipped"])[-1, 0]) == 0
     in_distribution = [cfg.eval_set_names().index(name) for name in ("valid", "test")]

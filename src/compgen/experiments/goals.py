@@ -382,7 +382,7 @@ SECTION = fewshot.make_section(
     "goals",
     GoalsConfig,
     PRESETS,
-    cost=lambda cfg: flops_per_step(cfg) * cfg.outer_steps * len(cfg.seeds),
+    flops_per_step=flops_per_step,
     label=label,
     keep_params=True,
 )

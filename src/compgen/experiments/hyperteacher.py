@@ -262,7 +262,7 @@ SECTION = fewshot.make_section(
     "hyperteacher",
     HyperteacherConfig,
     PRESETS,
-    cost=lambda cfg: flops_per_step(cfg) * cfg.outer_steps * len(cfg.seeds),
+    flops_per_step=flops_per_step,
     label=label,
     experiment_fields=("split", "n_modules", "max_hot", "seeds"),
 )

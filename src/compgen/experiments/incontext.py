@@ -316,7 +316,7 @@ SECTION = fewshot.make_section(
     "incontext",
     InContextConfig,
     PRESETS,
-    cost=lambda cfg: flops_per_step(cfg) * cfg.outer_steps * len(cfg.seeds),
+    flops_per_step=flops_per_step,
     label=label,
     models_=icl.INCONTEXT_MODEL_NAMES,
     base_fields=task_fields,

@@ -280,7 +280,7 @@ SECTION = fewshot.make_section(
     "preferences",
     PreferencesConfig,
     PRESETS,
-    cost=lambda cfg: flops_per_step(cfg) * cfg.outer_steps * len(cfg.seeds),
+    flops_per_step=flops_per_step,
     label=label,
     experiment_fields=("split", "max_hot", "seeds"),
 )

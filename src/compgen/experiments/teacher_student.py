@@ -269,14 +269,14 @@ def label(cfg):
 INNER_STEP_OVERHEAD = 20_000  # multiply-accumulates a CPU spends per inner step and task beyond the arithmetic
 
 
-def cost(cfg) -> float:
-    """Relative cost of training a config: multiply-accumulates of its inner loops (student and teacher on the
-    batch, the student's weight generation), plus :data:`INNER_STEP_OVERHEAD` per inner step and task, which makes
-    small students cost what they take on a CPU (measured at quick: a (1, 1) student in W1 about 0.8 times a
-    (2, 2) one, an (8, 8) one about 2 times)."""
+def flops_per_step(cfg) -> float:
+    """The cost of one outer step of one seed, counted as multiply-accumulates of its inner loops (student and
+    teacher on the batch, the student's weight generation), plus :data:`INNER_STEP_OVERHEAD` per inner step and
+    task, which makes small students cost what they take on a CPU (measured at quick: a (1, 1) student in W1 about
+    0.8 times a (2, 2) one, an (8, 8) one about 2 times)."""
     per_sample = cfg.n_in * (cfg.student_hidden + cfg.teacher_hidden) + cfg.student_hidden * cfg.n_out
-    per_step = cfg.batch * per_sample + cfg.n_in * cfg.student_hidden * cfg.student_modules + INNER_STEP_OVERHEAD
-    return float(cfg.outer_steps * cfg.meta_batch * cfg.inner_steps * per_step * len(cfg.seeds))
+    per_inner = cfg.batch * per_sample + cfg.n_in * cfg.student_hidden * cfg.student_modules + INNER_STEP_OVERHEAD
+    return float(cfg.meta_batch * cfg.inner_steps * per_inner)
 
 
 # --------------------------------------------------------------------------------------------- presets
@@ -392,7 +392,7 @@ SECTION = Section(
     evaluate=evaluate_run,
     progress=progress,
     label=label,
-    cost=cost,
+    flops_per_step=flops_per_step,
     data_fields=("masks", "distribution", "weight_decay", "expect_connected", "seeds"),
     experiment_fields=(
         "masks",
