@@ -13,7 +13,16 @@ from compgen import catalog, fingerprint, section
 
 SECTIONS = tuple(catalog.SECTIONS)
 # Code that never runs inside a training step: editing it must leave every stored run valid.
-OUTSIDE = ("compgen.runner", "compgen.results", "compgen.storage", "compgen.checkpoint", "compgen.cli", "compgen.bench")
+OUTSIDE = (
+    "compgen.runner",
+    "compgen.notebook",
+    "compgen.catalog",
+    "compgen.results",
+    "compgen.storage",
+    "compgen.checkpoint",
+    "compgen.cli",
+    "compgen.bench",
+)
 
 
 def test_prose_comments_and_presets_do_not_count_but_code_does():
