@@ -312,10 +312,10 @@ figures.show(chapter.diagnosis(runs, "random"), chapter.diagnosis(runs, "non_com
 # second-order inner steps per outer step, and the 66 runs of both seed sets fit neither the two cores of these
 # machines nor one GPU lease: on an H200 shared by 16 reference processes (2026-11-27, 9 minutes of device time)
 # each run took about 8 minutes, and 10 finished, all on the book's seeds: MAML on both supports (6 runs) and the
-# linear hypernetwork on the random support (3) and on the non-compositional support (seed 2020). ANIL and the
-# nonlinear hypernetwork have no reference run yet, so every claim's twin verdict below reads "not run" (a claim
-# against "the better of ANIL and MAML" is not judged on MAML alone). What the finished runs show, as OOD step
-# accuracy at the 7 × 7 world:
+# linear hypernetwork on the random support (3) and on the non-compositional support (seed 2020); a second lease
+# ran six of ANIL's runs at once for 3 minutes, and none finished. ANIL and the nonlinear hypernetwork have no
+# reference run yet, so every claim's twin verdict below reads "not run" (a claim against "the better of ANIL and
+# MAML" is not judged on MAML alone). What the finished runs show, as OOD step accuracy at the 7 × 7 world:
 #
 # - **The MAML control agrees.** The reference's MAML reached 70.7, 66.1 and 69.0 % on the random support and
 #   62.6, 68.6 and 63.3 % on the non-compositional one; ours at the same world (trained on the same GPU) 75.3,
