@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -104,6 +105,19 @@ def test_a_run_whose_updates_stay_non_finite_stops_and_is_not_stored(store):
     with pytest.raises(runner.TrainingDiverged, match=r"non-finite.*outer_lr"):
         runner.train_or_load(S, [cfg], workers=1, log=lines.append)
     assert runner.load(S, cfg) is None
+
+
+def test_a_worker_reports_a_diverged_run_by_name_and_the_driver_raises_it(store, tmp_path):
+    """A worker names its error in a file of its own (not on its last line of output): the driver raises the same
+    error with the same message, and leaves no file behind."""
+    cfg = _tiny(outer_lr=1e30, outer_steps=120, eval_every=60)
+    lines = []
+    with pytest.raises(runner.TrainingDiverged, match=r"non-finite.*outer_lr") as raised:
+        runner.run_workers(S, [[cfg]], 1, results.Store.default(), lines.append)
+    assert "\n" not in str(raised.value) and not str(raised.value).startswith("TrainingDiverged")
+    assert any("TrainingDiverged:" in line for line in lines)  # the log says it too
+    assert runner.load(S, cfg) is None
+    assert not list(Path(tempfile.gettempdir()).glob("compgen-job-*.error"))
 
 
 def test_the_same_run_in_a_worker_process_and_in_this_one_is_identical(store):

@@ -45,12 +45,15 @@ from jax.flatten_util import ravel_pytree
 from compgen import allocator, catalog, checkpoint, devices, memory, params, precision, results, storage, timing
 
 DIVERGED_STEPS = 100  # consecutive non-finite outer updates after which a run is stopped
-DIVERGED_EXIT = 3  # a worker's exit status when one of its runs diverged
-PARAMETER_EXIT = 2  # a worker's exit status when a config was refused before training (compgen.memory)
 
 
 class TrainingDiverged(RuntimeError):
     """A run whose outer updates stayed non-finite; it is not stored."""
+
+
+# The errors a worker reports to its driver by name, in the file its job names (``error_file``), raised there again:
+# a config refused before training first, then a diverged run (the errors a user can act on).
+REPORTED_ERRORS = {"ParameterError": params.ParameterError, "TrainingDiverged": TrainingDiverged}
 
 
 def program(section, cfg):
@@ -475,6 +478,7 @@ def _start(section, configs, slot, store, log, checkpoint_every, shards=1, force
         "shards": shards,
         "force": force,
         "parent": os.getpid(),
+        "error_file": handle.name + ".error",  # the worker writes {"error": name, "message": text} there
     }
     json.dump(job, handle)
     handle.close()
@@ -495,7 +499,7 @@ def _start(section, configs, slot, store, log, checkpoint_every, shards=1, force
         os.unlink(handle.name)
         raise
 
-    last = []  # the worker's last line: its error, if it failed
+    last = []  # the worker's last line: what failed, if it failed without reporting an error (REPORTED_ERRORS)
 
     def forward():
         for line in proc.stdout:
@@ -541,21 +545,32 @@ def run_workers(
                 if proc.poll() is not None:
                     thread.join()
                     Path(name).unlink(missing_ok=True)  # the worker removes it once read
+                    reported = _read_error(name + ".error")
                     if proc.returncode:
-                        failed.append((proc.returncode, last[0] if last else f"exit code {proc.returncode}"))
+                        failed.append(reported or ("", last[0] if last else f"exit code {proc.returncode}"))
                     del running[slot]
     finally:
         for _job, proc, _thread, name, _last in running.values():
             _stop(proc)
             Path(name).unlink(missing_ok=True)
-    refused = [line.split(": ", 1)[1] for code, line in failed if code == PARAMETER_EXIT and ": " in line]
-    if refused:
-        raise params.ParameterError("; ".join(dict.fromkeys(refused)))
-    diverged = [line.split(": ", 1)[1] for code, line in failed if code == DIVERGED_EXIT and ": " in line]
-    if diverged:
-        raise TrainingDiverged("; ".join(diverged))
+            Path(name + ".error").unlink(missing_ok=True)
+    for kind in REPORTED_ERRORS:
+        messages = [message for reported, message in failed if reported == kind]
+        if messages:
+            raise REPORTED_ERRORS[kind]("; ".join(dict.fromkeys(messages)))
     if failed:
-        raise RuntimeError(f"{len(failed)} training job(s) failed: " + "; ".join(line for _, line in failed))
+        raise RuntimeError(f"{len(failed)} training job(s) failed: " + "; ".join(m for _, m in failed))
+
+
+def _read_error(path: str):
+    """``(error name, message)`` a worker reported in ``path`` (then removed), or ``None``."""
+    try:
+        reported = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    finally:
+        Path(path).unlink(missing_ok=True)
+    return reported.get("error", ""), reported.get("message", "")
 
 
 class WorkerStopped(SystemExit):
@@ -608,12 +623,11 @@ def _worker(path: str) -> int:
         with devices.shard_tasks() if shards > 1 else contextlib.nullcontext():
             every, force = job["checkpoint_every"], job.get("force", False)
             train_and_store(section, configs, store, checkpoint_every=every, force=force)
-    except TrainingDiverged as error:  # the driver re-raises it with this message
-        print(f"TrainingDiverged: {error}", flush=True)
-        return DIVERGED_EXIT
-    except params.ParameterError as error:  # likewise (a config that cannot fit, compgen.memory)
-        print(f"ParameterError: {error}", flush=True)
-        return PARAMETER_EXIT
+    except (TrainingDiverged, params.ParameterError) as error:  # the driver raises it again (REPORTED_ERRORS)
+        print(f"{type(error).__name__}: {error}", flush=True)
+        report = {"error": type(error).__name__, "message": str(error)}
+        storage.write_atomic(Path(job["error_file"]), json.dumps(report).encode())
+        return 1
     return 0
 
 
