@@ -122,7 +122,9 @@ class Section:
     * ``run_arrays(configs) -> runs``: per-run inputs (splits, evaluation tasks), stacked over (config, seed);
     * ``init(cfg, run) -> state``, ``outer_step(cfg, run, state, mesh=None) -> (state, metrics)`` (``mesh``: the
       devices its tasks are sharded over, if any) and ``evaluate(cfg, run, state) -> metrics``: one run;
-      :meth:`program` vmaps them over runs and compiles them;
+      :meth:`program` vmaps them over runs and compiles them. The step's metrics hold ``streak``, the outer
+      updates in a row that were non-finite and skipped (:func:`compgen.meta.outer_update`), from which the runner
+      stops a diverged run;
     * ``progress(cfg, step_metrics, eval_metrics) -> str``: the progress line's tail;
     * ``label(cfg) -> str``: one line naming a config; ``flops_per_step(cfg) -> float``: analytic FLOPs of one outer
       step of one seed (the bench's GFLOP/s, the sharding rule; :meth:`cost` of a whole run schedules workers);
