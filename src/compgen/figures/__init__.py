@@ -304,9 +304,9 @@ def versus_monolithic(runs: Runs, figure: str, model: str, value, higher=True, s
         if own is not None:
             hnet[split] = on_seeds(own, value(own, runs.output(own)), seeds)
         # the better of the monolithic learners the figure has: all of them stored, or no comparison on this split
-        learners = [m for m in MONOLITHIC if runs.one(figure, model=m, split=split) is not None]
-        pairs = [(c, value(c, runs.output(c))) for c in (stored(m, split) for m in learners) if c is not None]
-        if pairs and len(pairs) == len(learners):
+        learners = [c for c in (runs.one(figure, model=m, split=split) for m in MONOLITHIC) if c is not None]
+        if learners and all(runs.output(c) is not None for c in learners):
+            pairs = [(c, value(c, runs.output(c))) for c in learners]
             mono_runs[split] = pairs
             mono[split] = best_per_seed(pairs, seeds, higher)
     return Versus(seeds, hnet, mono, mono_runs)
