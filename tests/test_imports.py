@@ -16,6 +16,7 @@ LAYERS = [
         "compgen.memory",
         "compgen.devices",
         "compgen.allocator",
+        "compgen.cores",
         "compgen.timing",
     ),
     ("compgen.tasks", "compgen.models"),

@@ -200,6 +200,7 @@ BAD_INPUTS = [
     ("workers full-width", ["goals", "fig4ef"], {"COMPGEN_WORKERS": "\uff12"}, "COMPGEN_WORKERS must be a positive"),
     ("checkpoints -1", ["goals", "fig4ef"], {"COMPGEN_CHECKPOINT_EVERY": "-1"}, "CHECKPOINT_EVERY must be a non"),
     ("split maybe", ["hyperteacher", "fig3b"], {"COMPGEN_SHARD_TASKS": "maybe"}, "COMPGEN_SHARD_TASKS must be 0"),
+    ("pin maybe", ["preferences", "fig4c"], {"COMPGEN_PIN_WORKERS": "maybe"}, "COMPGEN_PIN_WORKERS must be 0"),
     ("store is a file", ["teacher_student", "fig2c"], {"COMPGEN_RESULTS": "FILE"}, "COMPGEN_RESULTS: cannot write"),
     ("store below a file", ["goals", "fig4ef"], {"COMPGEN_RESULTS": "FILE/sub"}, "COMPGEN_RESULTS: cannot write"),
 ]

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compgen import devices, params, results, runner, section, storage, timing
+from compgen import cores, devices, params, results, runner, section, storage, timing
 from compgen.experiments import hyperteacher as HT
 from compgen.experiments import teacher_student as ts
 from compgen.section import make_config
@@ -62,8 +62,16 @@ def test_balance_splits_a_program_group_larger_than_a_workers_share():
     group = [_tiny(masks=m, distribution="continuous") for m in ("0;1", "0;01", "1;01", "01")]  # one program
     other = _tiny(outer_steps=12)  # another, cheaper than the group
     jobs = runner.balance([*group, other], 2, S)
-    assert sorted(map(len, jobs)) == [1, 2, 2] and [other] in jobs
-    assert {c for j in jobs for c in j} == {*group, other}
+    assert [other] in jobs and sorted((c for j in jobs for c in j if c != other), key=group.index) == group
+    cost = lambda job: sum(S.cost(c) for c in job)
+    half = (cost(group) + cost([other])) / 2
+    assert runner.makespan(map(cost, jobs), 2) <= half * runner.BALANCE_SLACK  # neither worker trains alone long
+    assert len(jobs) <= 4  # halved only as far as that needs: the group's halves would leave one worker alone
+
+
+def test_makespan_gives_the_costliest_job_first_to_the_first_free_worker():
+    assert runner.makespan([3, 3, 2, 2, 2], 2) == 7  # 3+2+2 | 3+2
+    assert runner.makespan([5, 1, 1], 3) == 5 and runner.makespan([], 2) == 0
 
 
 def test_worker_count_follows_the_environment(monkeypatch):
@@ -127,6 +135,9 @@ def test_the_same_run_in_a_worker_process_and_in_this_one_is_identical(store):
     assert {line.split()[0] for line in lines if "[train]" in line} == {
         "[worker",
     }  # both trained in workers
+    if len(cores.usable()) >= 2 and hasattr(os, "sched_setaffinity"):  # each worker on a core of its own
+        pinned = [line.split("core(s) ")[1] for line in lines if "[cores]" in line]
+        assert len(pinned) == 2 and len(set(pinned)) == 2, lines
     in_workers = [_stored_bytes(S, c) for c in (a, b)]
     readings = {results.Store.default().load(S, c)[1]["provenance"]["gemm_gflops"] for c in (a, b)}
     assert readings == {round(timing.gemm_gflops(), 1)}  # the workers record the reading this process took first

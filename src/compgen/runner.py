@@ -8,7 +8,9 @@ the numbers stored for a config do not depend on what else was trained, by how m
 point. Configs of equal shapes share the jitted program (same process) or the persistent compilation cache (other
 processes), so a figure's splits or seeds compile once. A config at the paper's sizes trains alone in a worker that
 shards its tasks over every CPU core (:func:`compgen.devices.shard_count` decides from the config and the machine
-only).
+only); otherwise each worker runs on a core of its own (:mod:`compgen.cores`), so that every worker computes with a
+one-thread pool: on a CPU, XLA splits some operations over the threads a process may use, and a process with more
+cores can compute other numbers for a few configs (:mod:`compgen.cores` says which).
 
 Between calls the driver prints a progress line, evaluates, saves a checkpoint if asked
 (:class:`compgen.checkpoint.Checkpointer`) and checks the run: a run whose outer updates have all been
@@ -42,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from compgen import allocator, catalog, checkpoint, devices, memory, params, precision, results, storage, timing
+from compgen import allocator, catalog, checkpoint, cores, devices, memory, params, precision, results, storage, timing
 
 DIVERGED_STEPS = 100  # consecutive non-finite outer updates after which a run is stopped
 
@@ -231,6 +233,7 @@ def check_environment() -> None:
     checkpoint_interval()
     default_workers(1)
     params.env_flag(devices.SHARD_ENV)
+    params.env_flag(cores.PIN_ENV)
     precision.requested()
 
 
@@ -334,10 +337,12 @@ def train_or_load(
         for c in (c for c in todo if shards[c] > 1):
             run_workers(section, [[c]], 1, store, log, every, shards=shards[c], force=force)
         rest = [c for c in todo if shards[c] == 1]
-        workers = default_workers(len(rest)) if workers is None else workers
-        jobs = balance(rest, workers, section)
-        if workers > 1 and len(jobs) > 1:
-            run_workers(section, jobs, workers, store, log, every, force=force)
+        slots = default_workers(sys.maxsize) if workers is None else workers  # processes this machine runs at once
+        jobs = balance(rest, min(slots, len(rest)), section)
+        # in workers when several run at once, or one job that a worker trains as it would beside others (on a core
+        # of its own, so with the same numbers: compgen.cores)
+        if slots > 1 and (len(jobs) > 1 or cores.shares(slots)):
+            run_workers(section, jobs, slots, store, log, every, force=force)
         elif rest:
             train_and_store(section, rest, store, log, every, force)
     elif backend == "local":
@@ -445,29 +450,46 @@ def default_workers(n_jobs: int) -> int:
 
 
 def balance(configs, workers: int, section) -> list:
-    """Jobs for ``workers`` processes: same-shape configs together (they share a compiled program), the costliest
-    job of several configs halved while some worker has none or it costs more than a worker's share of the
-    whole (``section.cost``), so one worker does not train alone at the end. Grouping never changes the
-    numbers, only compilation (a divided group compiles once per process, or loads the persistent cache)."""
+    """Jobs for ``workers`` processes: same-shape configs together (they share a compiled program), a job of
+    several configs halved while some worker would have none, or while the workers, given the jobs costliest first
+    as :func:`run_workers` gives them, would end more than :data:`BALANCE_SLACK` after an even share of the whole
+    (``section.cost``, or after the costliest config; :func:`makespan`) and halving a job does not end them later
+    (the job whose halves end them soonest), so that no worker trains alone for long at the end. Grouping never
+    changes the numbers, only compilation (a divided group compiles once per process, or loads the persistent
+    cache)."""
     groups = {}
     for c in configs:
         groups.setdefault(section.shape_key(c), []).append(c)
     jobs = list(groups.values())
     cost = lambda job: sum(section.cost(c) for c in job)
-    share = sum(map(cost, jobs)) / max(workers, 1)
+    # no schedule ends before an even share, nor before the costliest config
+    bound = max(sum(map(cost, jobs)) / max(workers, 1), max(section.cost(c) for c in configs))
+    halved = lambda i: jobs[:i] + jobs[i + 1 :] + [jobs[i][: len(jobs[i]) // 2], jobs[i][len(jobs[i]) // 2 :]]
+    ends = lambda js: makespan([cost(j) for j in js], workers)
     while workers > 1:
         splittable = [i for i in range(len(jobs)) if len(jobs[i]) > 1]
-        if not splittable:
+        filled = len(jobs) >= workers
+        if not splittable or (filled and ends(jobs) <= bound * BALANCE_SLACK):
             break
-        big = max(splittable, key=lambda i: cost(jobs[i]))
-        if len(jobs) >= workers and cost(jobs[big]) <= share:
+        best = min((halved(i) for i in splittable), key=ends)
+        if filled and ends(best) > ends(jobs):
             break
-        job = jobs.pop(big)
-        jobs += [job[: len(job) // 2], job[len(job) // 2 :]]
+        jobs = best
     return jobs
 
 
-def _start(section, configs, slot, store, log, checkpoint_every, shards=1, force=False):
+BALANCE_SLACK = 1.05  # how much later than an even share the last worker may end (:func:`balance`)
+
+
+def makespan(costs, workers: int) -> float:
+    """When the last of ``workers`` ends, given jobs of ``costs`` costliest first, each to the first worker free."""
+    ends = [0.0] * workers
+    for c in sorted(costs, reverse=True):
+        ends[ends.index(min(ends))] += c
+    return max(ends)
+
+
+def _start(section, configs, slot, store, log, checkpoint_every, shards=1, force=False, on_cores=None):
     handle = tempfile.NamedTemporaryFile("w", prefix="compgen-job-", suffix=".json", delete=False)
     job = {
         "section": section.name,
@@ -477,6 +499,7 @@ def _start(section, configs, slot, store, log, checkpoint_every, shards=1, force
         "checkpoint_every": checkpoint_every,
         "shards": shards,
         "force": force,
+        "cores": None if on_cores is None else list(on_cores),  # the worker pins itself to them (compgen.cores)
         "parent": os.getpid(),
         "error_file": handle.name + ".error",  # the worker writes {"error": name, "message": text} there
     }
@@ -527,18 +550,21 @@ def run_workers(
 ):
     """Train ``jobs`` (lists of configs) in at most ``n_workers`` processes at once, costliest first, starting the
     next job whenever a slot frees; with ``shards`` > 1 each process shards its tasks over that many host devices.
+    Each slot's processes run on a core of their own (:func:`compgen.cores.shares`; not when sharded).
 
     If this process is stopped (an exception, ``KeyboardInterrupt``) its workers are ended; if it dies, they end
     themselves (:func:`_end_with_parent`). Checkpoints they saved stay; their job files do not."""
     costs = [sum(section.cost(c) for c in job) for job in jobs]
     pending = sorted(range(len(jobs)), key=lambda i: -costs[i])
     running, failed = {}, []  # slot -> (job, proc, thread, file, last line)
+    shares = cores.shares(n_workers) if shards == 1 else None  # a sharded worker uses every core
     try:
         while pending or running:
             for slot in range(n_workers):
                 if slot not in running and pending:
                     job = pending.pop(0)
-                    started = _start(section, jobs[job], slot, store, log, checkpoint_every, shards, force)
+                    on_cores = shares[slot] if shares else None
+                    started = _start(section, jobs[job], slot, store, log, checkpoint_every, shards, force, on_cores)
                     running[slot] = (job, *started)
             time.sleep(poll_s)
             for slot, (_job, proc, thread, name, last) in list(running.items()):
@@ -615,6 +641,8 @@ def _worker(path: str) -> int:
     section = catalog.get(job["section"])
     configs = [section.config_from_dict(d) for d in job["configs"]]
     timing.gemm_gflops(job.get("gemm_gflops"))
+    if job.get("cores") and cores.pin(os.getpid(), job["cores"]):
+        print(f"[cores] this worker runs on core(s) {','.join(map(str, job['cores']))}")
     store = results.Store(*job["store"])
     shards = job.get("shards", 1)
     if shards > 1:

@@ -1,0 +1,69 @@
+"""Which CPU cores each training worker runs on.
+
+Two worker processes that may both use every core run slower than two that keep one core each. XLA's CPU runtime
+sizes its thread pool by the cores a process may use when the process first computes, and with two threads it
+splits some operations between them; two such processes on two cores keep displacing each other's threads.
+Measured on 2 cores (2026-11-27), two processes at once each training the same quick figure config of 3 seeds for
+20 outer steps, ms per outer step with every core shared / one core each from the start: teacher-student 12.5 / 10.3,
+hyperteacher ANIL 17.5 / 14.1, MAML 21.1 / 18.4, linear hypernetwork 10.9 / 9.2, nonlinear 16.4 / 13.3;
+preferences ANIL 16.0 / 13.0, MAML 40.6 / 35.9, linear 74.1 / 60.3, nonlinear 66.0 / 56.5; goals ANIL 78.8 / 64.9,
+MAML 79.6 / 74.4, linear 23.6 / 20.3, nonlinear 50.5 / 41.4. Pinning a process only after its pool exists gains
+nothing (preferences' linear hypernetwork 77.5 ms): the gain is the one-thread pool.
+
+A one-thread pool splits nothing, so a worker's numbers no longer depend on whether its second thread happened to
+be free. A two-thread process alone on two cores computed other numbers for ANIL in the preferences and goals
+worlds and MAML in the goals world (after 20 steps, round-off that training amplifies; every other model's state
+was identical, evaluations at round-off), but two such processes side by side, as the book's builds ran them,
+computed what one-core workers compute: every quick config on seeds 31-33 trained by pinned workers stored the same
+arrays bit for bit as the record trained by unpinned workers at the same code (``results/`` at 98d74f6), the
+teacher-student's evaluation losses apart (at most 5e-7 relative).
+
+So :func:`compgen.runner.run_workers` starts each worker on a core of its own (:func:`shares`), and
+:func:`compgen.runner.train_or_load` trains even a lone config in such a worker, so that a config's numbers do not
+depend on what else trains beside it. Giving a worker more cores once its pool exists gains nothing (its pool keeps
+its one thread). ``COMPGEN_PIN_WORKERS=0`` turns this off.
+"""
+
+from __future__ import annotations
+
+import os
+
+from compgen import params
+
+PIN_ENV = "COMPGEN_PIN_WORKERS"  # 0: every worker may run on every core
+
+
+def usable() -> tuple:
+    """The cores this process may run on (all of them where the system cannot say)."""
+    if hasattr(os, "sched_getaffinity"):
+        return tuple(sorted(os.sched_getaffinity(0)))
+    return tuple(range(os.cpu_count() or 1))
+
+
+def shares(workers: int) -> list | None:
+    """One core for each of ``workers`` workers, as 1-tuples (one core each whatever the machine, so that every
+    pinned worker computes with a one-thread pool); ``None`` where there are fewer cores than workers, no way to pin
+    a process (not Linux) or ``COMPGEN_PIN_WORKERS=0``."""
+    cores = usable()
+    if len(cores) < workers or not (hasattr(os, "sched_setaffinity") and params.env_flag(PIN_ENV)):
+        return None
+    return [(core,) for core in cores[:workers]]
+
+
+def pin(pid: int, cores) -> bool:
+    """Let every thread of process ``pid`` run on ``cores`` only (threads it starts later inherit it from the
+    thread that starts them); ``False`` where that was not possible (the process has ended, not Linux)."""
+    if not hasattr(os, "sched_setaffinity"):
+        return False
+    try:
+        threads = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        threads = [pid]
+    pinned = False
+    for thread in threads:
+        try:
+            os.sched_setaffinity(thread, cores)
+            pinned = True
+        except OSError:  # the thread (or process) ended meanwhile
+            pass
+    return pinned
