@@ -42,3 +42,19 @@ def test_the_parts_add_up_to_the_measured_time():
         time.sleep(0.02)
     total = time.time() - start
     assert sum(clock.seconds().values()) == pytest.approx(total, abs=0.01)
+
+
+def test_the_gemm_reading_is_the_median_of_several_taken_once(monkeypatch):
+    readings = iter([90.0, 400.0, 310.0, 330.0, 320.0])  # a slow first reading, then steadier ones
+    monkeypatch.setattr(timing, "jit_gflops", lambda *a, **k: next(readings))
+    monkeypatch.setattr(timing, "_gemm_reading", [])
+    assert timing.GEMM_READINGS == 5
+    assert timing.gemm_gflops() == 320.0  # not the first reading, nor the mean
+    assert timing.gemm_gflops() == 320.0  # taken once per process
+
+
+def test_a_given_gemm_reading_is_kept(monkeypatch):
+    monkeypatch.setattr(timing, "jit_gflops", lambda *a, **k: pytest.fail("a given reading is not measured again"))
+    monkeypatch.setattr(timing, "_gemm_reading", [])
+    assert timing.gemm_gflops(250.0) == 250.0
+    assert timing.gemm_gflops(400.0) == 250.0  # the first reading stays

@@ -575,11 +575,15 @@ def seed_runs(chapter: str, preset: str, seed_sets):
 
 def train_all(args, record: dict, out: Path) -> None:
     """Train every (config, seed) of every seed set that the record lacks, ``args.jobs`` reference processes at a
-    time (book's seeds first, figures in :data:`CLAIM_FIGURES` order), writing the record after each run."""
+    time (book's seeds first, figures in :data:`CLAIM_FIGURES` order; only ``args.figures`` and ``args.models`` where
+    given), writing the record after each run."""
     chapter = args.chapter
     todo = {}
     for figure, cfg, seed in seed_runs(chapter, args.preset, args.seeds):
-        if figure in (args.figures or CLAIM_FIGURES[chapter]) and run_key(cfg, seed) not in record["runs"]:
+        wanted = figure in (args.figures or CLAIM_FIGURES[chapter]) and (
+            not args.models or getattr(cfg, "model", None) in args.models
+        )
+        if wanted and run_key(cfg, seed) not in record["runs"]:
             todo.setdefault(run_key(cfg, seed), (figure, cfg, seed))
     lock = threading.Lock()
 
@@ -608,9 +612,10 @@ def train_all(args, record: dict, out: Path) -> None:
         raise RuntimeError(f"{len(failed)} of {len(todo)} reference runs failed; the record keeps the others")
 
 
-def train_ours(chapter: str, preset: str, seed_sets, workers=None, train=True, figures=None) -> dict:
-    """Ours at the matched world: {seed set: {config: output or None}}, the configs of ``figures`` (default: all)
-    trained or loaded by the runner when ``train``, every other config loaded from the store if it is there."""
+def train_ours(chapter: str, preset: str, seed_sets, workers=None, train=True, figures=None, models=None) -> dict:
+    """Ours at the matched world: {seed set: {config: output or None}}, the configs of ``figures`` and ``models``
+    (default: all) trained or loaded by the runner when ``train``, every other config loaded from the store if it is
+    there."""
     from compgen import runner
 
     found = {}
@@ -618,6 +623,7 @@ def train_ours(chapter: str, preset: str, seed_sets, workers=None, train=True, f
         sec, by_figure = claim_configs(chapter, preset, seeds)
         configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
         chosen = [c for f, cs in by_figure.items() if train and f in (figures or by_figure) for c in cs]
+        chosen = [c for c in chosen if not models or getattr(c, "model", None) in models]
         chosen = list(dict.fromkeys(chosen))  # a config shared by two figures trains once
         outputs = dict(zip(chosen, runner.train_or_load(sec, chosen, workers=workers))) if chosen else {}
         stored = lambda c: runner.load(sec, c, log=lambda _: None)
@@ -651,18 +657,23 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--figures", nargs="+", help="train only these claim figures (default: all); the claims read the whole record"
     )
+    parser.add_argument(
+        "--models", nargs="+", help="train only these models (default: all), the reference's and ours at a matched world"
+    )
     args = parser.parse_args(argv)
     chapter = args.chapter
     unknown = set(args.figures or ()) - set(CLAIM_FIGURES[chapter])
     if unknown:
         parser.error(f"--figures: {sorted(unknown)} not among {chapter}'s claim figures {CLAIM_FIGURES[chapter]}")
+    if args.models and (chapter == "teacher_student" or set(args.models) - set(MODEL)):
+        parser.error(f"--models: {chapter}'s models are {'none to choose' if chapter == 'teacher_student' else sorted(MODEL)}")
     if not args.seeds:
         _, by_figure = claim_configs(chapter, args.preset, None)
         args.seeds = [sorted({s for cs in by_figure.values() for c in cs for s in c.seeds}), list(SECOND_SET)]
     if args.ours_only:
         if not MATCHED.get((chapter, args.preset)):
             parser.error(f"--ours-only: {chapter} at {args.preset} has no matched world (ours are the book's runs)")
-        train_ours(chapter, args.preset, args.seeds, args.workers, figures=args.figures)
+        train_ours(chapter, args.preset, args.seeds, args.workers, figures=args.figures, models=args.models)
         return 0
     out = args.out or ROOT / "book" / "search" / f"twin_{chapter}.json"
     record = json.loads(out.read_text()) if out.exists() else {}
@@ -689,7 +700,7 @@ def main(argv=None) -> int:
     }
     if record["matched_world"]:  # ours at the same world, trained (or loaded) by the runner, judged the same way
         train = not (args.no_train or args.reference_only)
-        trained = train_ours(chapter, args.preset, args.seeds, args.workers, train, args.figures)
+        trained = train_ours(chapter, args.preset, args.seeds, args.workers, train, args.figures, args.models)
         ours, rows = {}, []
         for s, seeds in zip(sets, args.seeds):
             output_of = trained[s].get

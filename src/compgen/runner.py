@@ -640,9 +640,9 @@ def _worker(path: str) -> int:
     _end_with_parent(job.get("parent", os.getppid()))
     section = catalog.get(job["section"])
     configs = [section.config_from_dict(d) for d in job["configs"]]
-    timing.gemm_gflops(job.get("gemm_gflops"))
-    if job.get("cores") and cores.pin(os.getpid(), job["cores"]):
+    if job.get("cores") and cores.pin(os.getpid(), job["cores"]):  # before anything computes (compgen.cores)
         print(f"[cores] this worker runs on core(s) {','.join(map(str, job['cores']))}")
+    timing.gemm_gflops(job.get("gemm_gflops"))
     store = results.Store(*job["store"])
     shards = job.get("shards", 1)
     if shards > 1:

@@ -277,6 +277,26 @@ def test_goals_twins_judge_the_claims_at_the_matched_world(tmp_path, monkeypatch
     assert "optimal OOD episodes %: authors', seeds 2020" in table
 
 
+def test_models_limits_which_reference_runs_train_and_bad_models_are_one_line(tmp_path, monkeypatch, capsys):
+    driver = tmp_path / "fake_driver.py"
+    driver.write_text(FAKE_DRIVER)
+    monkeypatch.setattr(twin, "DRIVER", driver)
+    monkeypatch.setitem(twin.MATCHED, ("goals", "smoke"), {"fig4ef": twin.GOALS_WORLD, "figa10": twin.GOALS_WORLD})
+    monkeypatch.setattr(
+        twin, "train_ours", lambda chapter, preset, sets, *a, **k: {",".join(map(str, s)): {} for s in sets}
+    )
+    out = tmp_path / "twin.json"
+    args = ["--reference", str(tmp_path), "--python", sys.executable, "--chapter", "goals", "--preset", "smoke"]
+    args += ["--out", str(out), "--seeds", "2020", "--figures", "fig4ef"]
+    assert twin.main([*args, "--models", "hnet_linear", "maml"]) == 0
+    record = json.loads(out.read_text())
+    assert {r["translation"]["config"]["name"] for r in record["runs"].values()} == {"hnet_linear", "maml"}
+    assert len(record["runs"]) == 4  # two models, two supports, one seed
+    with pytest.raises(SystemExit):
+        twin.main([*args, "--models", "hnet_linear", "transformer"])
+    assert "--models: goals's models are ['anil', 'hnet_deepmlp', 'hnet_linear', 'maml']" in capsys.readouterr().err
+
+
 def test_ours_at_the_matched_world_keeps_each_configs_own_output(monkeypatch):
     # Fig. A10's first cell is Fig. 4E/F's linear hnet under random support: one config in two figures, trained once
     from compgen import runner
@@ -292,3 +312,15 @@ def test_ours_at_the_matched_world_keeps_each_configs_own_output(monkeypatch):
     found = twin.train_ours("goals", "quick", [[2020]])["2020"]
     assert len(trained) == len(set(trained)) == len(found)
     assert all(output["config"] == cfg for cfg, output in found.items())
+
+
+def test_ours_at_the_matched_world_trains_only_the_chosen_models(monkeypatch):
+    from compgen import runner
+
+    trained, loaded = [], []
+    monkeypatch.setattr(runner, "train_or_load", lambda sec, configs, workers=None: trained.extend(configs) or configs)
+    monkeypatch.setattr(runner, "load", lambda sec, c, **_: loaded.append(c))
+    found = twin.train_ours("goals", "quick", [[2020]], models=["hnet_linear"])["2020"]
+    assert trained and {c.model for c in trained} == {"hnet_linear"}
+    assert loaded and {c.model for c in loaded} == {"anil", "maml", "hnet_deepmlp"}  # the others only if stored
+    assert len(found) == len(trained) + len(loaded)

@@ -256,6 +256,54 @@ def _mean_sd(values, digits) -> str:
     return f"{np.mean(values):.{digits}f} ± {np.std(values):.{digits}f} ({len(values)})"
 
 
+def pooled_table(records: list, labels: dict | None = None) -> str:
+    """A markdown table pooling every seed of ``records`` (twin records of one chapter, at one matched world): per
+    config row and headline number, our mean ± standard error over the seeds (the records' ``ours_matched_rows``)
+    beside the reference's, and their difference (reference − ours) with its standard error and in units of it.
+    A seed recorded twice counts once."""
+    chapter, labels = records[0]["chapter"], labels or {}
+    ours, theirs = defaultdict(dict), defaultdict(dict)  # row -> {(name, seed): value}
+    for record in records:
+        for r in record.get("ours_matched_rows", []):
+            for name, values in r["values"].items():
+                ours[tuple(r["row"].items())].update({(name, s): v for s, v in zip(r["seeds"], values)})
+        for run in record["runs"].values():
+            for name, value in reference_headline(chapter, run).items():
+                theirs[tuple(run["row"].items())][(name, run["seed"])] = value
+    first = next(iter(records[0]["runs"].values()))
+    names = list(reference_headline(chapter, first))
+    head = list(first["row"])
+    for n in names:
+        head += [f"{n}: ours", "authors'", "authors' − ours", "in standard errors"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in theirs:
+        cells = [labels.get(v, v) if k == "model" else str(v) for k, v in row]
+        for n in names:
+            digits = 1 if "%" in n else 3
+            a = np.array([v for (m, _), v in ours[row].items() if m == n])
+            b = np.array([v for (m, _), v in theirs[row].items() if m == n])
+            cells += [_mean_se(a, digits), _mean_se(b, digits)]
+            if len(a) > 1 and len(b) > 1:
+                diff, se = b.mean() - a.mean(), np.hypot(_se(a), _se(b))
+                cells += [f"{diff:+.{digits}f} ± {se:.{digits}f}", f"{diff / se:+.1f}" if se > 0 else "–"]
+            else:
+                cells += ["–", "–"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _se(values) -> float:
+    return float(np.std(values, ddof=1) / np.sqrt(len(values)))
+
+
+def _mean_se(values, digits) -> str:
+    if len(values) == 0:
+        return "–"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f} (1)"
+    return f"{np.mean(values):.{digits}f} ± {_se(values):.{digits}f} ({len(values)})"
+
+
 def unmatched(record: dict) -> list:
     """The (what, why) pairs of every run's translation that the reference could not match, once each."""
     seen = {}
