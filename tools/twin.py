@@ -658,7 +658,9 @@ def main(argv=None) -> int:
         "--figures", nargs="+", help="train only these claim figures (default: all); the claims read the whole record"
     )
     parser.add_argument(
-        "--models", nargs="+", help="train only these models (default: all), the reference's and ours at a matched world"
+        "--models",
+        nargs="+",
+        help="train only these models (default: all), the reference's and ours at a matched world",
     )
     args = parser.parse_args(argv)
     chapter = args.chapter
@@ -666,7 +668,8 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"--figures: {sorted(unknown)} not among {chapter}'s claim figures {CLAIM_FIGURES[chapter]}")
     if args.models and (chapter == "teacher_student" or set(args.models) - set(MODEL)):
-        parser.error(f"--models: {chapter}'s models are {'none to choose' if chapter == 'teacher_student' else sorted(MODEL)}")
+        choices = "none to choose" if chapter == "teacher_student" else sorted(MODEL)
+        parser.error(f"--models: {chapter}'s models are {choices}")
     if not args.seeds:
         _, by_figure = claim_configs(chapter, args.preset, None)
         args.seeds = [sorted({s for cs in by_figure.values() for c in cs for s in c.seeds}), list(SECOND_SET)]

@@ -22,7 +22,8 @@ def _record(seeds, ours, theirs, row=(("figure", "fig2c"), ("masks", "01;12"))):
     return {
         "chapter": "teacher_student",
         "runs": {
-            f"{s}": {"row": dict(row), "seed": s, "final": {"alignment": a}, "wall_s": 1.0} for s, a in zip(seeds, theirs)
+            f"{s}": {"row": dict(row), "seed": s, "final": {"alignment": a}, "wall_s": 1.0}
+            for s, a in zip(seeds, theirs)
         },
         "ours_matched_rows": [{"row": dict(row), "seeds": list(seeds), "values": {"alignment": list(ours)}}],
     }
