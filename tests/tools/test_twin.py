@@ -141,10 +141,29 @@ FAKE_DRIVER = textwrap.dedent(
 )
 
 
-def test_the_tool_judges_the_chapters_claims_on_the_references_numbers(tmp_path, monkeypatch):
+def _use_fake_driver(tmp_path, monkeypatch):
+    """Reference runs by :data:`FAKE_DRIVER` instead of the authors' code."""
     driver = tmp_path / "fake_driver.py"
     driver.write_text(FAKE_DRIVER)
     monkeypatch.setattr(twin, "DRIVER", driver)
+
+
+def _goals_smoke_twin(tmp_path, monkeypatch):
+    """The goals twins of Fig. 4E/F at smoke on seed 2020 with fake reference runs, at the 7 x 7 matched world and
+    with none of ours there: (the record's path, the tool's arguments)."""
+    _use_fake_driver(tmp_path, monkeypatch)
+    monkeypatch.setitem(twin.MATCHED, ("goals", "smoke"), {"fig4ef": twin.GOALS_WORLD, "figa10": twin.GOALS_WORLD})
+    # ours at the matched world are the runner's (the teacher-student test trains them); none here
+    monkeypatch.setattr(
+        twin, "train_ours", lambda chapter, preset, sets, *a, **k: {",".join(map(str, s)): {} for s in sets}
+    )
+    out = tmp_path / "twin.json"
+    args = ["--reference", str(tmp_path), "--python", sys.executable, "--chapter", "goals", "--preset", "smoke"]
+    return out, [*args, "--out", str(out), "--seeds", "2020", "--figures", "fig4ef"]
+
+
+def test_the_tool_judges_the_chapters_claims_on_the_references_numbers(tmp_path, monkeypatch):
+    _use_fake_driver(tmp_path, monkeypatch)
     out = tmp_path / "twin.json"
     args = ["--reference", str(tmp_path), "--python", sys.executable, "--preset", "quick", "--out", str(out)]
     assert twin.main([*args, "--seeds", "3", "--seeds", "4"]) == 0
@@ -172,9 +191,7 @@ def test_the_tool_judges_the_chapters_claims_on_the_references_numbers(tmp_path,
 
 
 def test_the_tables_render_the_record_beside_our_verdicts(tmp_path, monkeypatch):
-    driver = tmp_path / "fake_driver.py"
-    driver.write_text(FAKE_DRIVER)
-    monkeypatch.setattr(twin, "DRIVER", driver)
+    _use_fake_driver(tmp_path, monkeypatch)
     out = tmp_path / "twin.json"
     twin.main(
         [
@@ -224,9 +241,7 @@ def test_teacher_student_configs_translate_to_run_theory(monkeypatch):
 
 
 def test_teacher_student_twins_judge_fig2c_on_both_implementations(tmp_path, monkeypatch, store):
-    driver = tmp_path / "fake_driver.py"
-    driver.write_text(FAKE_DRIVER)
-    monkeypatch.setattr(twin, "DRIVER", driver)
+    _use_fake_driver(tmp_path, monkeypatch)
     small = dict(inner_schedule="constant", inner_lr=1e-2, outer_steps=12, eval_every=6)
     monkeypatch.setitem(twin.MATCHED, ("teacher_student", "smoke"), {"fig2c": small})
     out = tmp_path / "twin.json"
@@ -251,17 +266,8 @@ def test_teacher_student_twins_judge_fig2c_on_both_implementations(tmp_path, mon
 
 
 def test_goals_twins_judge_the_claims_at_the_matched_world(tmp_path, monkeypatch):
-    driver = tmp_path / "fake_driver.py"
-    driver.write_text(FAKE_DRIVER)
-    monkeypatch.setattr(twin, "DRIVER", driver)
-    monkeypatch.setitem(twin.MATCHED, ("goals", "smoke"), {"fig4ef": twin.GOALS_WORLD, "figa10": twin.GOALS_WORLD})
-    # ours at the matched world are the runner's (the teacher-student test trains them); none here
-    monkeypatch.setattr(
-        twin, "train_ours", lambda chapter, preset, sets, *a, **k: {",".join(map(str, s)): {} for s in sets}
-    )
-    out = tmp_path / "twin.json"
-    args = ["--reference", str(tmp_path), "--python", sys.executable, "--chapter", "goals", "--preset", "smoke"]
-    assert twin.main([*args, "--out", str(out), "--seeds", "2020", "--jobs", "2", "--figures", "fig4ef"]) == 0
+    out, args = _goals_smoke_twin(tmp_path, monkeypatch)
+    assert twin.main([*args, "--jobs", "2"]) == 0
     record = json.loads(out.read_text())
     assert len(record["runs"]) == 8 and {r["figure"] for r in record["runs"].values()} == {"fig4ef"}
     assert "Fig. A10" in {c["figure"] for c in record["claims"]["2020"]}  # judged on what the record holds
@@ -278,16 +284,7 @@ def test_goals_twins_judge_the_claims_at_the_matched_world(tmp_path, monkeypatch
 
 
 def test_models_limits_which_reference_runs_train_and_bad_models_are_one_line(tmp_path, monkeypatch, capsys):
-    driver = tmp_path / "fake_driver.py"
-    driver.write_text(FAKE_DRIVER)
-    monkeypatch.setattr(twin, "DRIVER", driver)
-    monkeypatch.setitem(twin.MATCHED, ("goals", "smoke"), {"fig4ef": twin.GOALS_WORLD, "figa10": twin.GOALS_WORLD})
-    monkeypatch.setattr(
-        twin, "train_ours", lambda chapter, preset, sets, *a, **k: {",".join(map(str, s)): {} for s in sets}
-    )
-    out = tmp_path / "twin.json"
-    args = ["--reference", str(tmp_path), "--python", sys.executable, "--chapter", "goals", "--preset", "smoke"]
-    args += ["--out", str(out), "--seeds", "2020", "--figures", "fig4ef"]
+    out, args = _goals_smoke_twin(tmp_path, monkeypatch)
     assert twin.main([*args, "--models", "hnet_linear", "maml"]) == 0
     record = json.loads(out.read_text())
     assert {r["translation"]["config"]["name"] for r in record["runs"].values()} == {"hnet_linear", "maml"}

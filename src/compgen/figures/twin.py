@@ -200,9 +200,7 @@ def runs_table(record: dict, labels: dict, ours: dict | None = None) -> str:
     for run in record["runs"].values():
         groups[tuple(run["row"].items())].append(run)
     sets = seed_sets(record)
-    first = next(iter(record["runs"].values()))
-    names = list(reference_headline(chapter, first))
-    head = list(first["row"])
+    names, head = _headlines(record)
     for n in names:
         for i, s in enumerate(sets):
             who = ["ours", "authors'"] if s in ours else ["authors'"]
@@ -210,7 +208,7 @@ def runs_table(record: dict, labels: dict, ours: dict | None = None) -> str:
     head.append("authors' minutes")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row, runs in groups.items():
-        cells = [labels.get(v, v) if k == "model" else str(v) for k, v in row]
+        cells = _row_cells(row, labels)
         for n in names:
             digits = 1 if "%" in n else 2
             for s in sets:
@@ -222,6 +220,17 @@ def runs_table(record: dict, labels: dict, ours: dict | None = None) -> str:
         cells.append(f"{sum(r['wall_s'] for r in runs) / 60:.0f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _headlines(record: dict) -> tuple:
+    """(the headline numbers' names, the row columns) of a record's tables, from its first run."""
+    first = next(iter(record["runs"].values()))
+    return list(reference_headline(record["chapter"], first)), list(first["row"])
+
+
+def _row_cells(row, labels: dict) -> list:
+    """A table row's config cells, the model by its label."""
+    return [labels.get(v, v) if k == "model" else str(v) for k, v in row]
 
 
 def ours_by_set(record: dict, runs) -> dict:
@@ -270,14 +279,12 @@ def pooled_table(records: list, labels: dict | None = None) -> str:
         for run in record["runs"].values():
             for name, value in reference_headline(chapter, run).items():
                 theirs[tuple(run["row"].items())][(name, run["seed"])] = value
-    first = next(iter(records[0]["runs"].values()))
-    names = list(reference_headline(chapter, first))
-    head = list(first["row"])
+    names, head = _headlines(records[0])
     for n in names:
         head += [f"{n}: ours", "authors'", "authors' − ours", "in standard errors"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in theirs:
-        cells = [labels.get(v, v) if k == "model" else str(v) for k, v in row]
+        cells = _row_cells(row, labels)
         for n in names:
             digits = 1 if "%" in n else 3
             a = np.array([v for (m, _), v in ours[row].items() if m == n])
