@@ -47,3 +47,46 @@ def test_pooled_table_counts_a_seed_recorded_twice_once():
     once = _record([1, 2], ours=[0.9, 0.8], theirs=[0.7, 0.6])
     twice = twin.pooled_table([once, once])
     assert "(2)" in twice and "(4)" not in twice
+
+
+def _goals_record(ours, theirs, row=(("figure", "fig4ef"), ("model", "hnet_linear"))):
+    """A goals twin record: ``ours``/``theirs`` are per-seed (OOD step accuracy, optimal episodes) fractions."""
+    return {
+        "chapter": "goals",
+        "runs": {
+            f"{s}": {"row": dict(row), "seed": s, "final": {"ood": {"acc": a, "acc_all": b}}, "wall_s": 1.0}
+            for s, (a, b) in enumerate(theirs)
+        },
+        "ours_matched_rows": [
+            {
+                "row": dict(row),
+                "seeds": list(range(len(ours))),
+                "values": {
+                    "OOD acc. %": [100 * a for a, _ in ours],
+                    "optimal OOD episodes %": [100 * b for _, b in ours],
+                },
+            }
+        ],
+    }
+
+
+def test_relation_table_recovers_the_power_and_bins_each_code_alone():
+    accuracies = [0.72, 0.74, 0.78, 0.82, 0.86]
+    ours = [(a, a**10) for a in accuracies]  # optimal episodes = accuracy to the tenth
+    theirs = [(a, a**5) for a in accuracies]
+    record = _goals_record(ours, theirs)
+    table = twin.relation_table([record], "OOD acc. %", "optimal OOD episodes %", ((70, 75), (80, 90)), 70).splitlines()
+    rows = {r.split("|")[1].strip(): [c.strip() for c in r.strip("|").split("|")] for r in table[2:]}
+    assert rows["ours"][1] == "5" and rows["ours"][2] == "10.0 (5 runs)"
+    assert rows["authors'"][2] == "5.0 (5 runs)"
+    low = np.mean([100 * a**10 for a in (0.72, 0.74)])
+    assert rows["ours"][3] == f"{low:.1f} (2)"
+    high = np.mean([100 * a**5 for a in (0.82, 0.86)])
+    assert rows["authors'"][4] == f"{high:.1f} (2)"
+
+
+def test_relation_table_counts_a_config_shared_by_two_figures_once():
+    one = _goals_record([(0.8, 0.1)], [(0.8, 0.1)])
+    shared = _goals_record([(0.8, 0.1)], [(0.8, 0.1)], row=(("figure", "figa10"), ("model", "hnet_linear")))
+    points = twin.per_seed_points([one, shared], "OOD acc. %", "optimal OOD episodes %")
+    assert len(points["ours"]) == 1 and len(points["authors'"]) == 1

@@ -299,6 +299,41 @@ def pooled_table(records: list, labels: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+def per_seed_points(records: list, x: str, y: str) -> dict:
+    """{"ours": [(x, y)], "authors'": [(x, y)]}: two headline numbers of every run of ``records`` (twin records of
+    one chapter), one point per config and seed however many figures share the config or records repeat it."""
+    chapter = records[0]["chapter"]
+    points = {"ours": {}, "authors'": {}}
+    for record in records:
+        for r in record.get("ours_matched_rows", []):
+            config = tuple((k, v) for k, v in r["row"].items() if k != "figure")
+            for seed, a, b in zip(r["seeds"], r["values"][x], r["values"][y]):
+                points["ours"][(config, seed)] = (a, b)
+        for run in record["runs"].values():
+            config = tuple((k, v) for k, v in run["row"].items() if k != "figure")
+            values = reference_headline(chapter, run)
+            points["authors'"][(config, run["seed"])] = (values[x], values[y])
+    return {code: list(found.values()) for code, found in points.items()}
+
+
+def relation_table(records: list, x: str, y: str, bins, at_least: float) -> str:
+    """A markdown table: per code, how headline ``y`` follows headline ``x`` over every run of ``records`` - the
+    least-squares slope of log y on log x (runs with x >= ``at_least`` and y > 0: the power of x that y grows as)
+    and the mean of y over the runs whose x falls in each of ``bins`` ((low, high) pairs, high excluded)."""
+    head = ["code", "runs", f"slope of log({y}) on log({x})"] + [f"{y} at {x} {lo:g}–{hi:g}" for lo, hi in bins]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for code, points in per_seed_points(records, x, y).items():
+        a, b = np.array(points, dtype=float).reshape(-1, 2).T
+        fit = (a >= at_least) & (b > 0)
+        slope = f"{np.polyfit(np.log(a[fit]), np.log(b[fit]), 1)[0]:.1f} ({fit.sum()} runs)" if fit.sum() > 2 else "–"
+        cells = [code, str(len(a)), slope]
+        for lo, hi in bins:
+            inside = (a >= lo) & (a < hi)
+            cells.append(f"{b[inside].mean():.1f} ({inside.sum()})" if inside.any() else "–")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _se(values) -> float:
     return float(np.std(values, ddof=1) / np.sqrt(len(values)))
 
