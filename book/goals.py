@@ -308,10 +308,10 @@ figures.show(chapter.diagnosis(runs, "random"), chapter.diagnosis(runs, "non_com
 # 31–33 (checked with the reference's own class). The mapping, field by field, and what each run costs are in
 # `tools/twin_grid_worlds.md`.
 #
-# **What the twins show: every learner on both seed sets** (66 reference runs of 2,000 steps and ours at the same
-# world, 2026-11-27, all on two CPU cores: a reference run took 1.5 minutes for the hypernetworks, 3 for MAML and
-# 6 for ANIL, whose 100 second-order inner steps dominate). In OOD step accuracy at the 7 × 7 world, seed-set
-# means (a table below pools each cell's seeds):
+# **What the twins show: every learner on both seed sets** (66 reference runs of 2,000 steps, 56 of them on two CPU
+# cores and 10 on a shared H200, and ours at the same world, 2026-11-27: on the CPUs a reference run took 1.5 minutes
+# for the hypernetworks, 3 for MAML and 6 for ANIL, whose 100 second-order inner steps dominate). In OOD step
+# accuracy at the 7 × 7 world, seed-set means (a table below pools each cell's seeds):
 #
 # - **The controls agree.** ANIL: 70.0 and 71.2 % (authors', book's seeds and 31–33) against 71.4 and 70.3 % (ours)
 #   with compositional support, 65.0 and 59.4 against 64.8 and 61.8 % without. MAML: 68.6 and 68.4 against 70.7 and
