@@ -265,30 +265,38 @@ def _mean_sd(values, digits) -> str:
     return f"{np.mean(values):.{digits}f} ± {np.std(values):.{digits}f} ({len(values)})"
 
 
+def headlines_by_seed(records: list) -> dict:
+    """``{"ours": {(row, seed): {name: value}}, "authors'": {...}}``: every headline number of ``records`` (twin
+    records of one chapter) per config row (a tuple of the row's items, its figure included) and seed, ours from the
+    records' ``ours_matched_rows``, the reference's from their ``runs``. A row and seed recorded twice count once."""
+    chapter = records[0]["chapter"]
+    found = {"ours": defaultdict(dict), "authors'": defaultdict(dict)}
+    for record in records:
+        for r in record.get("ours_matched_rows", []):
+            for name, values in r["values"].items():
+                for seed, value in zip(r["seeds"], values):
+                    found["ours"][tuple(r["row"].items()), seed][name] = value
+        for run in record["runs"].values():
+            found["authors'"][tuple(run["row"].items()), run["seed"]].update(reference_headline(chapter, run))
+    return found
+
+
 def pooled_table(records: list, labels: dict | None = None) -> str:
     """A markdown table pooling every seed of ``records`` (twin records of one chapter, at one matched world): per
     config row and headline number, our mean ± standard error over the seeds (the records' ``ours_matched_rows``)
     beside the reference's, and their difference (reference − ours) with its standard error and in units of it.
     A seed recorded twice counts once."""
-    chapter, labels = records[0]["chapter"], labels or {}
-    ours, theirs = defaultdict(dict), defaultdict(dict)  # row -> {(name, seed): value}
-    for record in records:
-        for r in record.get("ours_matched_rows", []):
-            for name, values in r["values"].items():
-                ours[tuple(r["row"].items())].update({(name, s): v for s, v in zip(r["seeds"], values)})
-        for run in record["runs"].values():
-            for name, value in reference_headline(chapter, run).items():
-                theirs[tuple(run["row"].items())][(name, run["seed"])] = value
+    labels, found = labels or {}, headlines_by_seed(records)
+    values = lambda code, row, name: np.array([v[name] for (r, _), v in found[code].items() if r == row and name in v])
     names, head = _headlines(records[0])
     for n in names:
         head += [f"{n}: ours", "authors'", "authors' − ours", "in standard errors"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for row in theirs:
+    for row in dict.fromkeys(r for r, _ in found["authors'"]):
         cells = _row_cells(row, labels)
         for n in names:
             digits = 1 if "%" in n else 3
-            a = np.array([v for (m, _), v in ours[row].items() if m == n])
-            b = np.array([v for (m, _), v in theirs[row].items() if m == n])
+            a, b = values("ours", row, n), values("authors'", row, n)
             cells += [_mean_se(a, digits), _mean_se(b, digits)]
             if len(a) > 1 and len(b) > 1:
                 diff, se = b.mean() - a.mean(), np.hypot(_se(a), _se(b))
@@ -302,17 +310,10 @@ def pooled_table(records: list, labels: dict | None = None) -> str:
 def per_seed_points(records: list, x: str, y: str) -> dict:
     """{"ours": [(x, y)], "authors'": [(x, y)]}: two headline numbers of every run of ``records`` (twin records of
     one chapter), one point per config and seed however many figures share the config or records repeat it."""
-    chapter = records[0]["chapter"]
-    points = {"ours": {}, "authors'": {}}
-    for record in records:
-        for r in record.get("ours_matched_rows", []):
-            config = tuple((k, v) for k, v in r["row"].items() if k != "figure")
-            for seed, a, b in zip(r["seeds"], r["values"][x], r["values"][y]):
-                points["ours"][(config, seed)] = (a, b)
-        for run in record["runs"].values():
-            config = tuple((k, v) for k, v in run["row"].items() if k != "figure")
-            values = reference_headline(chapter, run)
-            points["authors'"][(config, run["seed"])] = (values[x], values[y])
+    points = {}
+    for code, found in headlines_by_seed(records).items():
+        config = lambda row: tuple((k, v) for k, v in row if k != "figure")
+        points[code] = {(config(row), seed): (v[x], v[y]) for (row, seed), v in found.items()}
     return {code: list(found.values()) for code, found in points.items()}
 
 
