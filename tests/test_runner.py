@@ -97,6 +97,68 @@ def test_stored_numbers_do_not_depend_on_what_else_was_trained_or_how(store, mon
         assert _stored_bytes(S, a) == alone, (len(together), workers)
 
 
+def test_configs_of_one_shape_train_as_lanes_with_each_ones_numbers_up_to_round_off(store):
+    """As on an accelerator (``lanes=True``; a CPU trains one config per program): two configs that differ only in
+    data train as lanes of one program, a third of another shape apart; each is stored under its own key with the
+    numbers of its training alone up to float32 round-off (rtol 1e-4: the vmapped sums may add in another order)."""
+    a, b, other = _tiny(), _tiny(masks="0;1", distribution="continuous", weight_decay=1e-3), _tiny(outer_steps=9)
+    assert runner.lane_groups(S, [a, other, b], lanes=True) == [[a, b], [other]]
+    assert runner.lane_groups(S, [a, other, b], lanes=False) == [[a], [other], [b]]
+    assert runner.lane_groups(S, [a, b]) == [[a], [b]]  # the default on a CPU
+    alone = {c: runner.flatten_history(runner.train(S, c, log=lambda _: None)[0]) for c in (a, b, other)}
+    lines = []
+    runner.train_and_store(S, [a, other, b], results.Store.default(), log=lines.append, lanes=True)
+    assert any("2 lanes; first:" in line for line in lines)
+    for c in (a, b, other):
+        arrays, meta = results.Store.default().load(S, c)
+        assert sorted(arrays) == sorted(alone[c])
+        for name in alone[c]:
+            np.testing.assert_allclose(arrays[name], alone[c][name], rtol=1e-4, atol=1e-6, err_msg=name)
+        assert meta["provenance"]["seconds"].get("lanes") == (None if c is other else 2)
+    assert not np.allclose(runner.load(S, a)["steps/loss"], runner.load(S, b)["steps/loss"])
+
+
+def test_lanes_resume_from_their_checkpoint_and_a_diverged_lane_is_not_stored(store, monkeypatch):
+    """Lanes save one checkpoint for their group and resume from it with the uninterrupted numbers; a lane whose
+    updates stay non-finite (a weight decay that overflows the parameters) is reported, the others are stored."""
+    good, bad = _tiny(outer_steps=120, eval_every=60), _tiny(outer_steps=120, eval_every=60, weight_decay=1e30)
+    lines = []
+    with pytest.raises(runner.TrainingDiverged, match=r"weight decay 1e\+30"):
+        runner.train_and_store(S, [good, bad], results.Store.default(), log=lines.append, lanes=True)
+    assert runner.load(S, bad) is None and runner.load(S, good) is not None
+    store_ = results.Store.default()
+    a, b = _tiny(), _tiny(masks="01", distribution="continuous")
+    for c in (a, b):
+        runner.train_and_store(S, [c], store_, lambda _: None)
+    reference = {c: runner.load(S, c) for c in (a, b)}
+    calls = []
+    steps = runner.run_steps
+
+    def interrupted(*args, **kwargs):  # a kill after the first chunk and its checkpoint
+        steps_fn = args[0]
+
+        def stopping(state, n):
+            calls.append(n)
+            if len(calls) == 2:
+                raise KeyboardInterrupt
+            return steps_fn(state, n)
+
+        return steps(stopping, *args[1:], **kwargs)
+
+    monkeypatch.setattr(runner, "run_steps", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runner.train_and_store(S, [a, b], store_, lambda _: None, checkpoint_every=1, force=True, lanes=True)
+    monkeypatch.setattr(runner, "run_steps", steps)
+    folder = store_.lanes_checkpoint_dir(S, [a, b])
+    assert [p.name for p in folder.iterdir()] == ["step-0000000003.ckpt"]
+    lines = []
+    runner.train_and_store(S, [a, b], store_, lines.append, checkpoint_every=1, force=True, lanes=True)
+    assert "resumed from step 3/6" in lines and not folder.exists()
+    for c in (a, b):
+        for name, value in reference[c].items():
+            np.testing.assert_allclose(runner.load(S, c)[name], value, rtol=1e-4, atol=1e-6, err_msg=name)
+
+
 def test_hyperteacher_split_alone_and_beside_its_sibling_store_the_same_bytes(store):
     """The case of the issue: the random split trained alone and beside its non-compositional sibling."""
     cfg = make_config(HT.SECTION, "smoke", "hnet_linear", outer_steps=6, eval_every=3)

@@ -6,15 +6,25 @@
 #
 # It expects the image's python3 (3.12) with jax (CUDA), flax, optax, numpy, matplotlib, pytest and pytest-xdist,
 # and no internet. compgen is used from this checkout (PYTHONPATH=$PWD/src), not installed. Each step runs under
-# `timeout`, writes its log to $OUT (default /tmp/gpu_check) and goes into the summary table printed at the end:
+# `timeout`, writes its log to $WORK (default /tmp/gpu_check_work) and goes into the summary table printed at the end.
+# $OUT (default /tmp/gpu_check) receives at most four files, as a device machine sends back: summary.md, logs.tgz
+# (every step's log, refreshed every 20 s and after each step), and from the fig2c step paper_fig2c.json and
+# fig2c-store.tgz. The steps, in order:
 #   device   jax's devices, versions, nvidia-smi
 #   wheels   installs .whl/*.whl (the notebook stack, below) into $SITE (default /tmp/site), if the folder exists
+#   bench    python -m compgen.bench --only "$BENCH_ONLY" (default: the paper rows with the authors' H100 figures and
+#            the teacher-student's), chunks of at most BENCH_STEPS outer steps (default 20); alone on the device, before
+#            the fig2c step starts; rows print as they finish, so a bench stopped by its timeout still leaves them
+#   fig2c    tools/paper_fig2c.py $FIG2C_ARGS (GPU: Fig. 2C at the paper's configuration, Table A9 columns 1, 2, 3, 5 x
+#            3 seeds as 12 lanes of one program; --cpu: preset smoke) into the store $FIG2C_STORE (default
+#            /tmp/fig2c-store; restored from .gpu/fig2c-store.tgz if carried, so a second call resumes from its
+#            checkpoints), in the background while the tests and the chapter run; packed into $OUT/fig2c-store.tgz
+#            (the newest checkpoint of each run) every 20 s; it is stopped when BUDGET_S is spent ("TIMEOUT
+#            (resumable)"); its record goes to $OUT/paper_fig2c.json once every config is stored
 #   tests    the unit tests, JOBS (default 8) pytest-xdist workers sharing the GPU; the book's own tests skip
 #            themselves when jupytext or beautifulsoup4 is missing
 #   chapter  book/$CHAPTER.py (default teacher_student) at preset smoke: jupytext, then papermill, into a fresh
-#            results store under $OUT; then the device and precision the stored runs record
-#   bench    python -m compgen.bench --only "$BENCH_ONLY" (default "paper": every paper-configuration row); rows
-#            print as they finish, so a bench stopped by its timeout still leaves the rows it measured
+#            results store under $WORK; then the device and precision the stored runs record
 #   twin     with TWIN_REFERENCE (a checkout of the authors' code; .twin/reference when carried), the twin runs of
 #            tools/twin.py for TWIN_CHAPTERS (default "preferences goals"): the reference's runs, TWIN_JOBS (default 6)
 #            processes per chapter sharing the GPU, into $OUT/twin_<chapter>.json (started from the book's record, so
@@ -25,10 +35,11 @@
 #            as wheels in .twin/whl/.
 # TWIN_ARGS are passed on to tools/twin.py (e.g. "--figures fig4b --seeds 2020 2021 2022").
 # ONLY (space-separated step names) runs those steps alone; the others are listed as skipped.
-# The steps together never run longer than BUDGET_S seconds (default 470): a step's limit is cut to what is left.
-# Overrides (environment): OUT, SITE, JOBS, BUDGET_S, DEVICE_TIMEOUT, WHEELS_TIMEOUT, TESTS_TIMEOUT,
-# CHAPTER_TIMEOUT, BENCH_TIMEOUT, TWIN_TIMEOUT, TESTS (the pytest arguments), CHAPTER, BENCH_ONLY, ONLY,
-# TWIN_REFERENCE, TWIN_PYTHON, TWIN_CHAPTERS, TWIN_JOBS, TWIN_WORKERS, PYTHON (default python3).
+# The steps together never run longer than BUDGET_S seconds (default 560): a step's limit is cut to what is left.
+# Overrides (environment): OUT, WORK, SITE, JOBS, BUDGET_S, DEVICE_TIMEOUT, WHEELS_TIMEOUT, TESTS_TIMEOUT,
+# CHAPTER_TIMEOUT, BENCH_TIMEOUT, TWIN_TIMEOUT, TESTS (the pytest arguments), CHAPTER, BENCH_ONLY, BENCH_STEPS,
+# FIG2C_ARGS, FIG2C_STORE, ONLY, TWIN_REFERENCE, TWIN_PYTHON, TWIN_CHAPTERS, TWIN_JOBS, TWIN_WORKERS, PYTHON
+# (default python3).
 # COMPGEN_MATMUL_PRECISION and XLA_FLAGS pass through (README, "Running on a GPU"). Exit status: 0 if no step
 # failed or timed out.
 #
@@ -76,12 +87,14 @@ esac
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 2
 OUT=${OUT:-/tmp/gpu_check}
+WORK=${WORK:-/tmp/gpu_check_work}
 SITE=${SITE:-/tmp/site}
 PYTHON=${PYTHON:-python3}
-BUDGET_S=${BUDGET_S:-470}
+BUDGET_S=${BUDGET_S:-560}
 CHAPTER=${CHAPTER:-teacher_student}
-mkdir -p "$OUT" || exit 2
-export OUT SITE PYTHON CHAPTER MODE
+FIG2C_STORE=${FIG2C_STORE:-/tmp/fig2c-store}
+mkdir -p "$OUT" "$WORK" || exit 2
+export OUT WORK SITE PYTHON CHAPTER MODE
 export PYTHONPATH="$ROOT/src${PYTHONPATH:+:$PYTHONPATH}"
 # Several processes share one GPU (pytest-xdist workers, a notebook's kernel): none may take most of its memory.
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
@@ -91,12 +104,14 @@ if [[ $MODE == gpu ]]; then
   JOBS=${JOBS:-8}
   DEVICE_TIMEOUT=${DEVICE_TIMEOUT:-40}
   WHEELS_TIMEOUT=${WHEELS_TIMEOUT:-30}
-  TESTS_TIMEOUT=${TESTS_TIMEOUT:-270}
+  TESTS_TIMEOUT=${TESTS_TIMEOUT:-240}
   CHAPTER_TIMEOUT=${CHAPTER_TIMEOUT:-90}
-  BENCH_TIMEOUT=${BENCH_TIMEOUT:-120}
+  BENCH_TIMEOUT=${BENCH_TIMEOUT:-150}
   TWIN_TIMEOUT=${TWIN_TIMEOUT:-400}
   TESTS=${TESTS:-tests}
-  BENCH_ONLY=${BENCH_ONLY:-paper}
+  BENCH_ONLY=${BENCH_ONLY:-"teacher_student paper|hyperteacher hnet_linear paper|hyperteacher anil paper|hyperteacher maml paper|preferences hnet_linear paper|preferences anil paper|goals hnet_linear paper|goals anil paper"}
+  BENCH_STEPS=${BENCH_STEPS:-20}
+  FIG2C_ARGS=${FIG2C_ARGS:-}
 else
   # This machine: the library's venv, a few tests, one quick bench case.
   JOBS=${JOBS:-0}
@@ -110,6 +125,8 @@ else
     tests/models/test_incontext.py::test_transformer_equals_a_masked_joint_sequence \
     tests/test_sweeps.py::test_devices_backend_matches_local}
   BENCH_ONLY=${BENCH_ONLY:-hyperteacher hnet_linear quick}
+  BENCH_STEPS=${BENCH_STEPS:-5}
+  FIG2C_ARGS=${FIG2C_ARGS:---preset smoke}
 fi
 
 ONLY=${ONLY:-}
@@ -123,10 +140,28 @@ STEPS=()
 STATUS=()
 TIMES=()
 
+# pack_logs: every step's log so far into $OUT/logs.tgz; pack_fig2c: the fig2c store's newest checkpoint of each run
+# (and its stored runs while the record is not written) into $OUT/fig2c-store.tgz. Each written beside, then renamed.
+pack_logs() {
+  (cd "$WORK" && tar -czf "$OUT/logs.tgz.part" ./*.log ./*.ipynb 2>/dev/null; mv "$OUT/logs.tgz.part" "$OUT/logs.tgz")
+}
+pack_fig2c() {
+  [[ -d $FIG2C_STORE ]] || return 0
+  local files=()
+  mapfile -t files < <(cd "$FIG2C_STORE" && for d in checkpoints/*/*/; do
+    [[ -d $d ]] && find "$d" -name 'step-*.ckpt' | sort | tail -n 1
+  done)
+  [[ -f $OUT/paper_fig2c.json ]] || mapfile -t -O "${#files[@]}" files < <(cd "$FIG2C_STORE" && ls teacher_student/* 2>/dev/null)
+  ((${#files[@]})) || return 0
+  tar -czf "$OUT/fig2c-store.tgz.part" -C "$FIG2C_STORE" "${files[@]}" && mv "$OUT/fig2c-store.tgz.part" "$OUT/fig2c-store.tgz"
+}
+(while sleep 20; do pack_logs; pack_fig2c; done) &
+PACKER=$!
+
 # run_step NAME LIMIT COMMAND...: COMMAND under `timeout` (LIMIT seconds, cut to what is left of BUDGET_S), its
-# output in $OUT/NAME.log; records ok, FAILED (status), TIMEOUT or skipped.
+# output in $WORK/NAME.log; records ok, FAILED (status), TIMEOUT or skipped.
 run_step() {
-  local name=$1 limit=$2 log="$OUT/$1.log" rc begin status
+  local name=$1 limit=$2 log="$WORK/$1.log" rc begin status
   shift 2
   local left=$((BUDGET_S - (SECONDS - START)))
   ((limit > left)) && limit=$left
@@ -153,6 +188,7 @@ run_step() {
   STEPS+=("$name")
   STATUS+=("$status")
   TIMES+=("$((SECONDS - begin))")
+  pack_logs
 }
 
 skip_step() {
@@ -201,25 +237,50 @@ else
   export PYTHONPATH="$SITE:$PYTHONPATH"
 fi
 
-# (c) the unit tests
+# (c) the bench, alone on the device (no compilation cache: it times compilation)
+run_step bench "$BENCH_TIMEOUT" "$PYTHON" -m compgen.bench --only "$BENCH_ONLY" --steps "$BENCH_STEPS"
+if [[ ${STATUS[-1]} == ok ]] && grep -q "| failed:" "$WORK/bench.log"; then
+  STATUS[-1]="FAILED (a case)"
+fi
+
+# (d) Fig. 2C at the paper's configuration, in the background while the tests and the chapter run
+FIG2C_PID=
+FIG2C_BEGIN=$SECONDS
+if [[ -n $ONLY && " $ONLY " != *" fig2c "* ]]; then
+  skip_step fig2c "not in ONLY"
+elif ((BUDGET_S - (SECONDS - START) < 30)); then
+  skip_step fig2c "budget spent"
+else
+  mkdir -p "$FIG2C_STORE"
+  if [[ -f .gpu/fig2c-store.tgz ]]; then
+    tar -xzf .gpu/fig2c-store.tgz -C "$FIG2C_STORE" && echo "[fig2c] resuming from the carried .gpu/fig2c-store.tgz"
+  fi
+  echo "[fig2c] in the background: tools/paper_fig2c.py $FIG2C_ARGS (store $FIG2C_STORE)"
+  # shellcheck disable=SC2086  # FIG2C_ARGS is a list of arguments
+  COMPGEN_RESULTS="$FIG2C_STORE" "$PYTHON" -u tools/paper_fig2c.py --out "$OUT/paper_fig2c.json" $FIG2C_ARGS \
+    >"$WORK/fig2c.log" 2>&1 &
+  FIG2C_PID=$!
+fi
+
+# (e) the unit tests, beside the fig2c step
 # shellcheck disable=SC2086  # TESTS is a list of pytest arguments
-run_step tests "$TESTS_TIMEOUT" env JAX_COMPILATION_CACHE_DIR="$OUT/jax-cache" \
+run_step tests "$TESTS_TIMEOUT" env JAX_COMPILATION_CACHE_DIR="$WORK/jax-cache" \
   "$PYTHON" -m pytest -v -p no:cacheprovider -n "$JOBS" --dist loadfile --durations=10 -rfEs $TESTS
 
-# (d) one chapter at preset smoke, through papermill, into a fresh results store
+# (f) one chapter at preset smoke, through papermill, into a fresh results store
 if "$PYTHON" -c 'import papermill, jupytext, ipykernel' 2>/dev/null; then
   # shellcheck disable=SC2016  # expanded by the inner bash, from the exported variables
   run_step chapter "$CHAPTER_TIMEOUT" bash -c '
     set -eo pipefail
-    rm -rf "$OUT/results" && mkdir -p "$OUT/results"
-    export COMPGEN_RESULTS="$OUT/results" COMPGEN_WORKERS=${COMPGEN_WORKERS:-1} JAX_COMPILATION_CACHE_DIR="$OUT/jax-cache"
+    rm -rf "$WORK/results" && mkdir -p "$WORK/results"
+    export COMPGEN_RESULTS="$WORK/results" COMPGEN_WORKERS=${COMPGEN_WORKERS:-1} JAX_COMPILATION_CACHE_DIR="$WORK/jax-cache"
     "$PYTHON" -m jupytext --to ipynb --output - "book/$CHAPTER.py" |
-      "$PYTHON" -m papermill - "$OUT/$CHAPTER.ipynb" --cwd book -k python3 --language python \
+      "$PYTHON" -m papermill - "$WORK/$CHAPTER.ipynb" --cwd book -k python3 --language python \
         --no-progress-bar --log-output -p preset smoke
     "$PYTHON" - <<EOF
 import collections, json, pathlib
 seen = collections.Counter()
-for sidecar in pathlib.Path("$OUT/results").glob("*/*.json"):
+for sidecar in pathlib.Path("$WORK/results").glob("*/*.json"):
     p = json.loads(sidecar.read_text())["provenance"]
     seen[(p["device"], p.get("matmul_precision", "?"))] += 1
 assert seen, "the chapter stored no run"
@@ -230,13 +291,39 @@ else
   skip_step chapter "no papermill/jupytext/ipykernel"
 fi
 
-# (e) the bench (no compilation cache: it times compilation)
-run_step bench "$BENCH_TIMEOUT" "$PYTHON" -m compgen.bench --only "$BENCH_ONLY"
-if [[ ${STATUS[-1]} == ok ]] && grep -q "| failed:" "$OUT/bench.log"; then
-  STATUS[-1]="FAILED (a case)"
+# (d) ... waiting for Fig. 2C until the budget is spent; stopped then, it resumes from its checkpoints when carried
+if [[ -n $FIG2C_PID ]]; then
+  while kill -0 "$FIG2C_PID" 2>/dev/null && ((SECONDS - START < BUDGET_S - 5)); do sleep 1; done
+  if kill -0 "$FIG2C_PID" 2>/dev/null; then
+    kill "$FIG2C_PID"
+    wait "$FIG2C_PID" 2>/dev/null
+    status="TIMEOUT (resumable)"
+  elif wait "$FIG2C_PID"; then
+    status=ok
+  else
+    status="FAILED ($?)"
+    if [[ $MODE == gpu && $FIG2C_ARGS != *--scan* ]] && ((BUDGET_S - (SECONDS - START) > 60)); then
+      # the fused kernel failed: the lax.scan loop instead, for its speed and its checkpoints
+      echo "[fig2c] failed: $(tail -n 1 "$WORK/fig2c.log"); again with --scan"
+      mv "$WORK/fig2c.log" "$WORK/fig2c-fused.log"
+      # shellcheck disable=SC2086  # FIG2C_ARGS is a list of arguments
+      COMPGEN_RESULTS="$FIG2C_STORE" "$PYTHON" -u tools/paper_fig2c.py --out "$OUT/paper_fig2c.json" --scan $FIG2C_ARGS \
+        >"$WORK/fig2c.log" 2>&1 &
+      FIG2C_PID=$!
+      while kill -0 "$FIG2C_PID" 2>/dev/null && ((SECONDS - START < BUDGET_S - 5)); do sleep 1; done
+      kill "$FIG2C_PID" 2>/dev/null && status="FAILED (fused); --scan: TIMEOUT (resumable)"
+      wait "$FIG2C_PID" 2>/dev/null
+    fi
+  fi
+  tail -n 3 "$WORK/fig2c.log" | sed "s/^/[fig2c]   /"
+  STEPS+=(fig2c)
+  STATUS+=("$status")
+  TIMES+=("$((SECONDS - FIG2C_BEGIN))")
+  pack_fig2c
+  pack_logs
 fi
 
-# (f) the twin runs: the authors' code and ours at the same configs (tools/twin.py)
+# (g) the twin runs: the authors' code and ours at the same configs (tools/twin.py)
 if [[ -z $TWIN_REFERENCE ]]; then
   skip_step twin "no TWIN_REFERENCE and no .twin/reference"
 else
@@ -273,10 +360,13 @@ else
     exit $status'
 fi
 
+kill "$PACKER" 2>/dev/null
+pack_logs
+
 # ---------------------------------------------------------------------------------------------------------------
 {
   echo
-  echo "tools/gpu_check.sh${1:+ $1} on $(hostname) at $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo +dirty); logs in $OUT"
+  echo "tools/gpu_check.sh${1:+ $1} on $(hostname) at $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo +dirty); logs in $WORK and $OUT/logs.tgz"
   printf '| %-8s | %-32s | %7s |\n' step status seconds
   printf '|%s|%s|%s|\n' ---------- ---------------------------------- ---------
   for i in "${!STEPS[@]}"; do

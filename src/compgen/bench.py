@@ -550,10 +550,19 @@ def case_process(name, cap=None):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def selected(only: str, kind: str) -> list:
+    """The cases whose name contains ``only`` or one of its ``|``-separated parts; on a device of another ``kind``
+    than ``cpu`` (:func:`device_kind`) not the sharded ones (they split a CPU into host devices)."""
+    parts = only.split("|")
+    return [n for n in CASES if any(p in n for p in parts) and (kind == "cpu" or not n.endswith(SHARD_SUFFIX))]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--case", choices=sorted(CASES), help="run one case and print JSON")
-    parser.add_argument("--only", default="", help="run the cases whose name contains this text")
+    parser.add_argument(
+        "--only", default="", help="run the cases whose name contains this text (or one of several, separated by |)"
+    )
     parser.add_argument("--book", metavar="DIR", help="where the executed notebooks of DIR spent their time")
     parser.add_argument("--store", metavar="DIR", help="results store for --book (default: $COMPGEN_RESULTS)")
     parser.add_argument("--profile", choices=sorted(CASES), metavar="CASE", help="one case's XLA thunks, by kind")
@@ -591,7 +600,7 @@ def main(argv=None):
     print(f"device: {kind}")
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
-    for name in [n for n in CASES if args.only in n]:
+    for name in selected(args.only, kind):
         r = case_process(name, args.steps)
         print(table_row(name, r, kind) if isinstance(r, dict) else f"| {name:56s} | failed: {r} |", flush=True)
     print(table_notes(kind))

@@ -15,7 +15,8 @@
 * :func:`train_chunk` decides how many tasks each device adapts at once: on a CPU, 8 of a large meta-batch
   (the chunk's inner loops then stay in the caches), elsewhere all of them, unless the config says.
 * :func:`resolve` fills the device knobs a config leaves to the device (``None``): ``xla_opt_level``, ``remat`` and
-  ``train_chunk``. Presets hold the science and never set them; a user may still force one (``--set remat=True``).
+  ``train_chunk`` (and the teacher-student's ``fused_inner``). Presets hold the science and never set them; a user
+  may still force one (``--set remat=True``).
   :func:`lighter` lists what to try, in order, when a config's programs do not fit an accelerator's memory, and
   :func:`huge_pages` picks the allocator of the process that trains it.
 
@@ -96,7 +97,12 @@ CPU_TRAIN_CHUNKS = {("preferences", "hnet_linear"): 32}
 # steps as fast (the quick book's compilation 16.8 -> 10.1 process-minutes); at the paper's sizes it made ANIL's and the
 # goals hypernetwork's steps 10-18 % slower, so larger configs keep XLA's default (November 2026).
 CPU_SMALL_OPT_LEVEL = 1
-KNOBS = ("xla_opt_level", "remat", "train_chunk")  # config fields a device chooses when the config leaves them None
+KNOBS = (
+    "xla_opt_level",
+    "remat",
+    "train_chunk",
+    "fused_inner",
+)  # config fields a device chooses when the config leaves them None
 
 
 def resolve(section, cfg, backend=None):
@@ -106,7 +112,9 @@ def resolve(section, cfg, backend=None):
       else (larger configs, accelerators) ``None``, XLA's default;
     * ``remat``: off (a device turns it on only when the config does not fit it otherwise, :func:`lighter`);
     * ``train_chunk``: on a CPU the measured :data:`CPU_TRAIN_CHUNKS` of a large meta-batch; else ``None``, which
-      :func:`train_chunk` reads when the step is traced (8 at a time on a CPU, all at once elsewhere).
+      :func:`train_chunk` reads when the step is traced (8 at a time on a CPU, all at once elsewhere);
+    * ``fused_inner`` (teacher-student): its inner loop as one Pallas kernel on an NVIDIA GPU
+      (:mod:`compgen.tasks.teacher_kernel`), the ``lax.scan`` loop elsewhere.
 
     A forced value (not ``None``) is kept. The choices change float32 round-off at most, never the science, so the
     results store keys a run by the config as given."""
@@ -118,6 +126,8 @@ def resolve(section, cfg, backend=None):
             choice["xla_opt_level"] = CPU_SMALL_OPT_LEVEL
     if "remat" in fields and cfg.remat is None:
         choice["remat"] = False
+    if "fused_inner" in fields and cfg.fused_inner is None:
+        choice["fused_inner"] = backend == "gpu"
     if "train_chunk" in fields and cfg.train_chunk is None and backend == "cpu":
         tuned = CPU_TRAIN_CHUNKS.get((section.name, getattr(cfg, "model", None)))
         if tuned and cfg.meta_batch >= CPU_CHUNK_MIN_BATCH and cfg.meta_batch % tuned == 0:

@@ -188,6 +188,13 @@ class Store:
         it and other code never does."""
         return self._checkpoint_dir(section.name, self.paths(section, config)[0])
 
+    def lanes_checkpoint_dir(self, section, configs) -> Path:
+        """The folder of the checkpoints of ``configs`` trained as lanes of one program
+        (:func:`compgen.runner.train_lanes`): named after their entries, in order, so the same group started again
+        finds it."""
+        stems = "+".join(self.paths(section, c)[0].stem for c in configs)
+        return self.checkpoints / section.name / f"lanes-{hashlib.sha256(stems.encode()).hexdigest()[:16]}"
+
     def _checkpoint_dir(self, section_name: str, entry: Path) -> Path:
         return self.checkpoints / section_name / entry.stem
 

@@ -135,21 +135,29 @@ def run_steps(
     return state, history
 
 
-def _divergence_check(section, cfg):
-    """Raise :class:`TrainingDiverged` once some seed's outer updates have all been non-finite for
-    ``min(DIVERGED_STEPS, eval_every)`` steps."""
+def _divergence_check(section, configs, diverged):
+    """A check for :func:`run_steps` over the lanes of ``configs`` (their seeds' rows in order): a config some of whose
+    seeds' outer updates have all been non-finite for ``min(DIVERGED_STEPS, eval_every)`` steps is added to
+    ``diverged`` ({config: message}); once every config has diverged, the run stops with :class:`TrainingDiverged`."""
+    cfg = configs[0]
     limit = min(DIVERGED_STEPS, cfg.eval_every)
+    offsets = np.cumsum([0] + [len(c.seeds) for c in configs])
 
     def check(step_metrics, done):
         streak = np.asarray(step_metrics["streak"])[-1]  # (runs,)
-        if (streak >= limit).any():
-            rates = {k: getattr(cfg, k) for k in ("inner_lr", "outer_lr") if hasattr(cfg, k)}
-            seeds = [s for s, bad in zip(cfg.seeds, streak >= limit) if bad]
-            raise TrainingDiverged(
-                f"{section.name}: {section.label(cfg)}: every outer update of seed(s) {seeds} was non-finite for "
-                f"the last {int(streak.max())} steps (at step {done}; learning rates {rates}); the run is stopped "
-                "and not stored"
+        for c, start, end in zip(configs, offsets[:-1], offsets[1:]):
+            bad = streak[start:end] >= limit
+            if c in diverged or not bad.any():
+                continue
+            rates = {k: getattr(c, k) for k in ("inner_lr", "outer_lr") if hasattr(c, k)}
+            seeds = [s for s, b in zip(c.seeds, bad) if b]
+            diverged[c] = (
+                f"{section.name}: {section.label(c)}: every outer update of seed(s) {seeds} was non-finite for "
+                f"the last {int(streak[start:end].max())} steps (at step {done}; learning rates {rates}); the run is "
+                "stopped and not stored"
             )
+        if len(diverged) == len(configs):
+            raise TrainingDiverged("; ".join(diverged.values()))
 
     return check
 
@@ -163,13 +171,37 @@ def train(section, cfg, log=print, saver=None):
     initial state), ``train`` (the calls of outer steps) and ``evaluate``; and the device's ``knobs`` it ran with
     (:func:`fitting_program`).
     """
-    start, clock = time.perf_counter(), timing.Stopwatch()
+    return train_lanes(section, [cfg], log, saver)[0]
+
+
+def train_lanes(section, configs, log=print, saver=None):
+    """Train ``configs`` of one shape (:meth:`Section.shape_key <compgen.section.Section.shape_key>`) as lanes of one
+    program: their seeds' runs stacked and vmapped together, their steps in the same calls. ``[(history, seconds)]``
+    per config, as :func:`train` returns for one (``seconds`` holds the whole program's times and ``lanes``, the
+    number of configs it trained). Each config's numbers equal its training alone up to float32 round-off; on an
+    accelerator the lanes cost little more than one config, on a CPU proportionally more (:func:`use_lanes`). A config
+    whose run diverges (:func:`_divergence_check`) is not returned: the others are, and then :class:`TrainingDiverged`
+    is raised for it, its exception carrying them as ``trained``."""
+    if len({section.shape_key(c) for c in configs}) != 1:
+        raise ValueError("train_lanes: the configs must share one shape (section.shape_key)")
+    start, clock, cfg = time.perf_counter(), timing.Stopwatch(), configs[0]
     with clock.measure("setup"):
-        runs = section.run_arrays([cfg])
+        runs = section.run_arrays(configs)
         prog, knobs = fitting_program(section, cfg, runs, log)
         initial = jax.block_until_ready(prog.init(runs))
-    n = len(cfg.seeds)
-    show = lambda m, e: section.progress(cfg, m, e)
+    offsets = np.cumsum([0] + [len(c.seeds) for c in configs])
+    lanes = lambda full, i: full[:, offsets[i] : offsets[i + 1]] if np.ndim(full) > 1 else full
+
+    def show(metrics, evaluation):
+        if len(configs) == 1:
+            return section.progress(cfg, metrics, evaluation)
+        return f"{len(configs)} lanes; first: " + section.progress(
+            cfg,
+            jax.tree.map(lambda a: lanes(a, 0), metrics),
+            evaluation and jax.tree.map(lambda a: lanes(a, 0), evaluation),
+        )
+
+    diverged = {}
     state, history = run_steps(
         lambda s, k: prog.steps(runs, s, k),
         initial,
@@ -179,13 +211,48 @@ def train(section, cfg, log=print, saver=None):
         show,
         log,
         saver,
-        _divergence_check(section, cfg),
+        _divergence_check(section, configs, diverged),
         clock,
     )
-    history = jax.tree.map(lambda a: np.moveaxis(np.asarray(a), 1, 0)[:n] if np.ndim(a) > 1 else np.asarray(a), history)
+    history = jax.tree.map(np.asarray, history)
+    seconds = {"wall": round(time.perf_counter() - start, 3), **clock.seconds(), "knobs": knobs}
+    if len(configs) > 1:
+        seconds["lanes"] = len(configs)
+    flat_params = None
     if section.keep_params:
-        history["final"] = {"meta": np.asarray(jax.vmap(lambda p: ravel_pytree(p)[0])(state["meta"]))[:n]}
-    return history, {"wall": round(time.perf_counter() - start, 3), **clock.seconds(), "knobs": knobs}
+        flat_params = np.asarray(jax.vmap(lambda p: ravel_pytree(p)[0])(state["meta"]))
+    out = []
+    for i, c in enumerate(configs):
+        if c in diverged:
+            continue
+        own = jax.tree.map(lambda a: np.moveaxis(lanes(a, i), 1, 0) if np.ndim(a) > 1 else a, history)
+        if flat_params is not None:
+            own["final"] = {"meta": flat_params[offsets[i] : offsets[i + 1]]}
+        out.append((own, dict(seconds)))
+    if diverged:
+        error = TrainingDiverged("; ".join(diverged.values()))
+        error.trained = dict(zip([c for c in configs if c not in diverged], out))
+        raise error
+    return out
+
+
+def lane_groups(section, configs, lanes=None) -> list:
+    """``configs`` in the groups that train as one program each: with ``lanes`` (default :func:`use_lanes`) those of
+    one shape together, else one by one; in order of first appearance."""
+    if not (use_lanes() if lanes is None else lanes):
+        return [[c] for c in configs]
+    groups = {}
+    for c in configs:
+        groups.setdefault(section.shape_key(c), []).append(c)
+    return list(groups.values())
+
+
+def use_lanes(backend=None) -> bool:
+    """Whether configs of one shape train as lanes of one program (:func:`train_lanes`): on an accelerator, where a
+    step of these small learners is bound by latency and launches, so lanes cost little more than one config; not on
+    a CPU, where stacking configs cost proportionally (measured: a step of two goals configs stacked took as long as the
+    two apart), and one program per config keeps its stored bytes independent of what trains beside it."""
+    return (jax.default_backend() if backend is None else backend) != "cpu"
 
 
 def fitting_program(section, cfg, runs, log=print):
@@ -237,35 +304,66 @@ def check_environment() -> None:
     precision.requested()
 
 
-def train_and_store(section, configs, store, log=print, checkpoint_every=None, force=False):
+def train_and_store(section, configs, store, log=print, checkpoint_every=None, force=False, lanes=None):
     """Train each of ``configs`` (one program each; same-shape ones share it) and keep its result in ``store``
-    (a :class:`compgen.results.Store`).
+    (a :class:`compgen.results.Store`). With ``lanes`` (default :func:`use_lanes`: on an accelerator) the configs of
+    one shape train together as lanes of one program (:func:`train_lanes`), each still stored under its own key.
 
     With ``checkpoint_every`` = N > 0 (default ``$COMPGEN_CHECKPOINT_EVERY``, else 0 = off) a run saves its
-    training state every N evaluations in the store's checkpoint folder, resumes from there when started again, and
-    removes its checkpoints once its result is stored.
+    training state every N evaluations in the store's checkpoint folder (lanes: one folder for the group,
+    :meth:`compgen.results.Store.lanes_checkpoint_dir`), resumes from there when started again, and removes its
+    checkpoints once its result is stored.
 
     A config is trained and stored holding its lock in the store (:func:`compgen.storage.lock`, beside its entry),
     so two processes never train it at once: the second waits, then finds it stored and does not train it
     (unless ``force``).
     """
     every = checkpoint_interval(checkpoint_every)
-    for cfg in configs:
-        label = section.label(cfg)
-        where = store.paths(section, cfg)[0].with_suffix(".lock")
-        waiting = lambda: log(f"[results] {label} is being trained by another process (lock {where}); waiting")
-        with storage.lock(where, waiting):
+    for group in lane_groups(section, configs, lanes):
+        _train_and_store_group(section, group, store, log, every, force)
+
+
+def _train_and_store_group(section, configs, store, log, every, force):
+    """Train and store ``configs`` (one shape) as lanes of one program, holding each one's lock (in the order of
+    their entries, so that two processes never wait on each other)."""
+    with contextlib.ExitStack() as held:
+        for cfg in sorted(configs, key=lambda c: store.paths(section, c)[0].name):
+            where = store.paths(section, cfg)[0].with_suffix(".lock")
+            label = section.label(cfg)
+            held.enter_context(
+                storage.lock(
+                    where, lambda: log(f"[results] {label} is being trained by another process (lock {where}); waiting")
+                )
+            )
+        todo = []
+        for cfg in configs:
             if not force and store.load(section, cfg, log=log) is not None:
-                log(f"[results] {label} was stored by another process meanwhile; it is not trained again")
-                continue
-            log(f"[train] {label}")
-            folder = store.checkpoint_dir(section, cfg) if every else None
-            saver = checkpoint.Checkpointer(folder, every, log=log) if folder else None
-            history, seconds = train(section, cfg, log, saver)
-            knobs = seconds.pop("knobs")
-            store.save(section, cfg, flatten_history(history), seconds["wall"], seconds=seconds, knobs=knobs)
-            if folder is not None:
-                shutil.rmtree(folder, ignore_errors=True)
+                log(f"[results] {section.label(cfg)} was stored by another process meanwhile; it is not trained again")
+            else:
+                todo.append(cfg)
+                log(f"[train] {section.label(cfg)}")
+        if not todo:
+            return
+        folder = None
+        if every:
+            folder = (
+                store.checkpoint_dir(section, todo[0]) if len(todo) == 1 else store.lanes_checkpoint_dir(section, todo)
+            )
+        saver = checkpoint.Checkpointer(folder, every, log=log) if folder else None
+        try:
+            trained = train_lanes(section, todo, log, saver)
+        except TrainingDiverged as error:
+            _store_all(section, getattr(error, "trained", {}).items(), store)
+            raise
+        _store_all(section, zip(todo, trained), store)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _store_all(section, trained, store):
+    for cfg, (history, seconds) in trained:
+        knobs = seconds.pop("knobs")
+        store.save(section, cfg, flatten_history(history), seconds["wall"], seconds=seconds, knobs=knobs)
 
 
 # --------------------------------------------------------------------------------------------- many runs
@@ -346,13 +444,13 @@ def train_or_load(
         elif rest:
             train_and_store(section, rest, store, log, every, force)
     elif backend == "local":
-        for c in todo:
+        for group in lane_groups(section, todo):
             try:
-                train_and_store(section, [c], store, log, every, force)
+                train_and_store(section, group, store, log, every, force)
             except Exception as error:  # noqa: BLE001  (one failing run must not stop the others)
                 if failures is None:
                     raise
-                errors[c] = error
+                errors.update({c: error for c in group if store.load(section, c, log=log) is None})
     elif backend == "devices":
         log(f"[train] one config per device at a time over {jax.local_device_count()} device(s): {jax.local_devices()}")
         job = lambda c, job_log: train_and_store(section, [c], store, job_log, every, force)

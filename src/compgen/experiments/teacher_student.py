@@ -20,7 +20,7 @@ import optax
 from compgen import meta, metrics, params, rng
 from compgen.params import field, positive
 from compgen.section import Grid, Preset, Section
-from compgen.tasks import support, teacher
+from compgen.tasks import support, teacher, teacher_kernel
 
 INNER_SCHEDULES = ("constant", "cosine")
 OVERPARAM_MASKS = "0;1;2;3;4;5;01;12;23;34;45;50"  # one-hots + ring pairs, for both distributions (spec §1.7)
@@ -62,6 +62,7 @@ class TeacherStudentConfig(params.Config):
     ridge_cg_iters: int | None = field(10, ge=1)
     seeds: tuple = (100, 101, 102)
     xla_opt_level: int | None = field(None, ge=0, le=3)  # None: the device decides (compgen.devices.resolve)
+    fused_inner: bool | None = None  # the inner loop as one GPU kernel (tasks.teacher_kernel); None: the device decides
 
     def check(self):
         if self.warmup_steps >= self.outer_steps:
@@ -72,6 +73,10 @@ class TeacherStudentConfig(params.Config):
             masks = self.mask_array()
         except ValueError as error:
             raise params.ParameterError(f"masks {self.masks!r} are invalid: {error}") from None
+        if self.fused_inner and not teacher_kernel.fits(self.batch):
+            raise params.ParameterError(
+                f"fused_inner needs a batch that is a power of two of at least 16, got batch={self.batch}"
+            )
         if self.expect_connected is True:
             support.require_connected(masks, name="masks")
         if self.expect_connected is False and support.is_connected(masks):
@@ -122,10 +127,27 @@ def _outer_optimizer(cfg, weight_decay):
 def infer_latent(cfg, student, teacher_params, z, zhat_init, key):
     """Task inference: ``inner_steps`` Adam steps on ẑ, a fresh input batch each step.
 
-    The student is held constant (stop-gradient, spec §1.4). Returns ``(ẑ (M̂,), losses (inner_steps,))``.
+    The student is held constant (stop-gradient, spec §1.4). Returns ``(ẑ (M̂,), losses)``, the loss before each
+    step (inner_steps,); with ``cfg.fused_inner`` (a GPU's choice, :func:`compgen.devices.resolve`) the same loop runs
+    as one kernel (:func:`compgen.tasks.teacher_kernel.infer_latent`) and ``losses`` holds the first and the last.
     """
     student = jax.lax.stop_gradient(student)
     teacher_weight = teacher.generated_weight(teacher_params["modules"], z)
+    if cfg.fused_inner and teacher_kernel.fits(cfg.batch):
+        return teacher_kernel.infer_latent(
+            key,
+            teacher_weight,
+            teacher_params["readout"],
+            student["modules"],
+            student["readout"],
+            zhat_init,
+            batch=cfg.batch,
+            steps=cfg.inner_steps,
+            lr=cfg.inner_lr,
+            schedule=cfg.inner_schedule,
+            sampler=cfg.input_sampler,
+            interpret=jax.default_backend() != "gpu",
+        )
 
     def loss(zhat, step_key):
         x = teacher.sample_inputs(step_key, cfg.batch, cfg.n_in, cfg.input_sampler)
