@@ -61,4 +61,8 @@ from compgen.figures import glance
 
 notebook.check_parameters(globals())
 
-figures.show(glance.page(preset, seeds, second_set="search/second_set.json", twins="search"))
+figures.show(
+    glance.page(
+        preset, seeds, second_set="search/second_set.json", twins="search", paper_scale="search/paper_fig2c.json"
+    )
+)

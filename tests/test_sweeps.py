@@ -148,16 +148,16 @@ def local_store(tmp_path_factory):
     """
     tmp = tmp_path_factory.mktemp("local")
     path = _tiny(tmp, 'masks = ["0;1", "0;7"]\nweight_decay = [0.0, 0.5]\n')
-    original = runner.train
+    original = runner.train_lanes
 
-    def train(section, cfg, log=print, saver=None):
-        if cfg.weight_decay == 0.5:
+    def train_lanes(section, configs, log=print, saver=None):
+        if any(cfg.weight_decay == 0.5 for cfg in configs):
             raise RuntimeError("deliberate failure")
-        return original(section, cfg, log, saver)
+        return original(section, configs, log, saver)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("COMPGEN_RESULTS", str(tmp / "store"))
-        patch.setattr(runner, "train", train)
+        patch.setattr(runner, "train_lanes", train_lanes)
         lines = []
         report = sweeps.run_sweep(path, "local", log=lines.append)
         again = sweeps.run_sweep(path, "local", log=lines.append)

@@ -63,6 +63,7 @@ def entry(col, cfg, arrays, meta) -> dict:
         "distribution": col.distribution,
         "connected": col.connected,
         "seeds": list(cfg.seeds),
+        "config": results.config_dict(cfg),
         "eval_steps": np.asarray(arrays["eval_steps"]).tolist(),
         "sets": list(cfg.eval_set_names()),
         "alignment": _rounded(arrays["eval/alignment"]),  # (seeds, evals)
@@ -132,6 +133,7 @@ def main(argv=None) -> int:
         device=first["provenance"]["device"],
         jax_version=first["provenance"]["jax_version"],
         commit=first["provenance"]["git_commit"],
+        fingerprint=ts.SECTION.fingerprint,
     )
     args.out.write_text(compact_json(record))
     stamp(f"{len(chosen)} configs recorded in {args.out}")

@@ -88,7 +88,7 @@ SAME_VALUE = {
     "shots_query": "dataset_shots_test",
 }
 # Fields that change speed and memory only (compgen.experiments.fewshot.MEMORY_ONLY and the compiler's level).
-SPEED_ONLY = ("eval_chunk", "train_chunk", "remat", "xla_opt_level")
+SPEED_ONLY = ("eval_chunk", "train_chunk", "remat", "xla_opt_level", "fused_inner")
 # Fields whose value the reference fixes (every few-shot chapter): ours must hold that value, or the config is not
 # expressible.
 FIXED = {
@@ -360,6 +360,7 @@ THEORY_OURS_ONLY = {
     "expect_connected": "a check of ours on the masks, no setting",
     "ridge_cg_iters": "our ridge solver's iterations",
     "xla_opt_level": "speed and memory only",
+    "fused_inner": "how a GPU computes the inner loop (one kernel), not what it computes",
 }
 THEORY_SETTINGS = dict(  # run_theory.py's settings for the paper's teacher-student experiment (its __main__)
     use_bias=False,

@@ -84,3 +84,16 @@ def test_the_twin_column_shows_the_references_verdict_per_seed_set(store, tmp_pa
     record["preset"] = "quick"  # a record of another preset is not shown
     (tmp_path / "twin_hyperteacher.json").write_text(json.dumps(record))
     assert "#twin-hyperteacher" not in glance.page("smoke", twins=tmp_path)
+
+
+def test_the_paper_scale_column_judges_fig2c_from_its_record_at_build(store, tmp_path, paper_record):
+    """Only the two Fig. 2C claims get a paper-scale cell, judged now from the record's per-seed numbers; without a
+    record the page says that nothing ran at that scale and adds no column."""
+    path = tmp_path / "paper_fig2c.json"
+    assert "No claim has been trained at the paper's configuration yet" in glance.page("smoke", paper_scale=path)
+    assert "<th>paper scale</th>" not in glance.page("smoke", paper_scale=path)
+    path.write_text(json.dumps(paper_record([0.99, 0.97, 0.98], [0.8, 0.95, 0.7])))
+    page = glance.page("smoke", paper_scale=path)
+    assert "<th>paper scale</th>" in page and "trained on NVIDIA H100 80GB HBM3" in page
+    assert page.count('title="holds">✓</span> +0.163 ± 0.076 (3/3)') == 2
+    assert "(stale)" in page  # the hand-made record names no fingerprint or config: it cannot be current

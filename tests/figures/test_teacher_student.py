@@ -182,3 +182,44 @@ def test_students_table_lists_each_fig2d_student_beside_identification_and_the_l
     steps = {"steps/inner_loss_init": np.ones((1, 9)), "steps/inner_loss_final": np.ones((1, 9))}
     legacy = F.students(runs_of("teacher_student", "quick", lambda c: fake(c, {"eval/alignment": np.ones(1), **steps})))
     assert "| – | – | 1 → 1 |" in legacy.table
+
+
+@pytest.mark.parametrize(
+    "connected, disconnected, holds",
+    [([0.99, 0.97, 0.98], [0.8, 0.95, 0.7], True), ([0.99, 0.97, 0.98], [0.8, 0.95, 0.93], False)],
+)
+def test_fig2c_at_the_paper_scale_is_judged_from_the_records_per_seed_numbers(
+    paper_record, connected, disconnected, holds
+):
+    """The record's last evaluation per seed feeds the chapter's Fig. 2C claims: a mean gap of 0.163 over three
+    seeds of the paper's sign holds, one of 0.087 does not; the table and caption name the columns, the device and
+    the lanes."""
+    result = F.paper_scale(paper_record(connected, disconnected))
+    assert [c.verdict for c in result.claims] == [C.HOLDS if holds else C.NOT_REPRODUCED] * 2
+    assert "(3/3 seeds)" in result.claims[0].ours
+    assert "NVIDIA H100" in result.caption and "as lanes of one program" in result.caption
+    assert result.table.count("\n| ") == 4  # a row per column
+
+
+def test_a_stale_paper_record_says_why(tmp_path, paper_record):
+    import json
+
+    from compgen import results, section
+    from compgen.experiments import teacher_student as ts
+
+    record = paper_record([0.99] * 3, [0.7] * 3)
+    configs = {(c.masks, c.distribution): c for c in section.figure_configs(ts.SECTION, "fig2c", "paper")}
+    for entry in record["configs"]:
+        entry["config"] = results.config_dict(configs[(entry["masks"], entry["distribution"])])
+    record["fingerprint"] = ts.SECTION.fingerprint
+    assert F.paper_scale_staleness(record) == []
+    record["configs"][1]["config"]["inner_lr"] = 0.1
+    record["fingerprint"] = "older"
+    assert F.paper_scale_staleness(record) == [
+        "the teacher-student training code changed since it was recorded",
+        "column 2's config changed (inner_lr)",
+    ]
+    path = tmp_path / "paper_fig2c.json"
+    assert "Not run yet" in F.paper_scale_section(path)
+    path.write_text(json.dumps(record))
+    assert "Recorded by older code" in F.paper_scale_section(path).notes

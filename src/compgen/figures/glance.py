@@ -126,7 +126,7 @@ table.glance .holds { color: #1a7f37; font-weight: bold; } table.glance .fails {
 </style>"""
 
 
-WIDTHS = {"seeds": 21, "twin": 13}  # columns' share of the page (figure 8 %, claim 37 %)
+WIDTHS = {"seeds": 21, "twin": 13, "paper": 12}  # columns' share of the page (figure 8 %, the claim the rest)
 
 
 def _claim_details(c) -> str:
@@ -142,7 +142,8 @@ def _claim_details(c) -> str:
 def _html_table(name: str, group: list, columns: list) -> str:
     """One chapter's claims as a compact HTML table: figure, claim, then ``columns`` ((title, [cell per claim],
     width class)), cells given as HTML."""
-    widths = [8, 37] + [WIDTHS[w] for _, _, w in columns]  # per cent of the page's width
+    widths = [WIDTHS[w] for _, _, w in columns]  # per cent of the page's width
+    widths = [8, max(20, 92 - sum(widths))] + widths
     cols = "".join(f'<col style="width: {w}%">' for w in widths)
     head = "<th>figure</th><th>claim (click for the criterion)</th>" + "".join(f"<th>{t}</th>" for t, _, _ in columns)
     rows = []
@@ -161,11 +162,13 @@ NOT_TWINNED = {
 }
 
 
-def page(preset="quick", seeds=None, second_set=None, twins=None) -> str:
+def page(preset="quick", seeds=None, second_set=None, twins=None, paper_scale=None) -> str:
     """The page's markdown: how it was built, the counts of verdicts, and one compact table per chapter; with
     ``second_set`` (the path of a record of ``tools/second_set.py`` at ``preset``), a column of the verdicts on
     that record's seeds; with ``twins`` (the folder of ``twin_<section>.json``, written by ``tools/twin.py``), a
-    column of the authors' implementation's verdicts at the same configs (one mark per seed set)."""
+    column of the authors' implementation's verdicts at the same configs (one mark per seed set); with
+    ``paper_scale`` (the path of the record of ``tools/paper_fig2c.py``), a column of the verdicts at the paper's
+    configuration, judged from that record when the page is built."""
     found = claims(preset, seeds)
     every = [c for group in found.values() for c in group]
     counts = {v: sum(c.verdict == v for c in every) for v in (C.HOLDS, C.NOT_REPRODUCED, C.NOT_RUN)}
@@ -183,6 +186,9 @@ def page(preset="quick", seeds=None, second_set=None, twins=None) -> str:
     twin_records = {k: v for k, v in twin_records.items() if v is not None and v.get("preset") == preset}
     if twins:
         parts.append(_twin_summary(twin_records))
+    paper_claims = _paper_scale_claims(paper_scale) if paper_scale else None
+    if paper_scale:
+        parts.append(_paper_scale_summary(paper_claims))
     parts.append(STYLE)
     for name, group in found.items():
         book_seeds = ", ".join(map(str, sorted({s for c in group for s in c.seeds}))) or "the book's"
@@ -196,6 +202,10 @@ def page(preset="quick", seeds=None, second_set=None, twins=None) -> str:
             if name in NOT_TWINNED:
                 cells = [f'<span title="{html.escape(NOT_TWINNED[name])}">n/a</span>'] * len(group)
             columns.append(("authors' code", cells, "twin"))
+        if paper_claims:
+            by_claim = {(c.figure, c.claim): c for c in paper_claims["claims"]} if name == "teacher_student" else {}
+            cells = [by_claim.get((c.figure, c.claim)) for c in group]
+            columns.append(("paper scale", [_paper_scale_cell(p, paper_claims["stale"]) for p in cells], "paper"))
         parts.append(f"**{TITLES[name]}**\n\n" + _html_table(name, group, columns))
     return "\n\n".join(parts)
 
@@ -209,4 +219,41 @@ def _twin_summary(records: dict) -> str:
         "(`tools/twin.py`): one mark per seed set, the book's first, each linked to the chapter's twin table. "
         f"Chapters with twin runs: {done}. ✓ holds, ✗ not reproduced at this preset, – not run (no twin), n/e not "
         "expressible in the authors' code, n/a no twin to run (hover for why)."
+    )
+
+
+def _paper_scale_claims(path) -> dict | None:
+    """``{"claims": [Claim], "stale": [why], "record": record}`` of the record of ``tools/paper_fig2c.py`` at
+    ``path``, judged now by the chapter's claim code; ``None`` if there is none."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    record = json.loads(path.read_text())
+    return {
+        "claims": teacher_student.paper_scale(record).claims,
+        "stale": teacher_student.paper_scale_staleness(record),
+        "record": record,
+    }
+
+
+def _paper_scale_cell(claim, stale) -> str:
+    if claim is None:
+        return '<span title="not trained at the paper\'s scale">–</span>'
+    cell = _verdict_cell(claim.verdict, claim.ours)
+    return f'{cell} <span title="{html.escape("; ".join(stale))}">(stale)</span>' if stale else cell
+
+
+def _paper_scale_summary(found) -> str:
+    if found is None:
+        return (
+            "No claim has been trained at the paper's configuration yet: it needs a GPU (`tools/gpu_check.sh` trains "
+            "Fig. 2C there and commits its record, which adds a column **paper scale** to this page)."
+        )
+    record = found["record"]
+    seeds = ", ".join(map(str, record["configs"][0]["seeds"]))
+    return (
+        f"The column **paper scale** judges Fig. 2C at the paper's own configuration ({record['outer_steps']:,} outer "
+        f"steps of 64 tasks, 300 inner steps, seeds {seeds}), trained on {record['device'].split(':')[-1]} by "
+        "`tools/paper_fig2c.py`, from its record with the chapter's claim code; other claims were not trained at "
+        "that scale (–)." + (f" The record is stale: {'; '.join(found['stale'])}." if found["stale"] else "")
     )

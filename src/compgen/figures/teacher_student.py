@@ -93,19 +93,22 @@ def _columns(runs: Runs):
 
 
 def _fig2c_claims(runs: Runs, values):
+    seeds = runs.configs("fig2c")[0].seeds if runs.configs("fig2c") else ()
+    return fig2c_claims([(col, v) for (col, _), v in zip(_columns(runs), values)], seeds)
+
+
+def fig2c_claims(column_values, seeds) -> list:
+    """Fig. 2C's two claims (discrete, continuous tasks) from ``[(Table A9 column, final alignment per seed or
+    None)]``: each distribution's connected columns against its disconnected ones (:func:`fig2c_check`)."""
     found = []
     for distribution in ("discrete", "continuous"):
-        conn = [
-            values[i]
-            for i, (col, _) in enumerate(_columns(runs))
-            if col.distribution == distribution and col.connected and values[i] is not None
+        pick = lambda connected: [
+            v
+            for col, v in column_values
+            if col.distribution == distribution and col.connected == connected and v is not None
         ]
-        disc = [
-            values[i]
-            for i, (col, _) in enumerate(_columns(runs))
-            if col.distribution == distribution and not col.connected and values[i] is not None
-        ]
-        check = None
+        conn, disc = pick(True), pick(False)
+        check, ours = None, "–"
         if conn and disc:
             conn_mean, disc_mean = np.mean(conn, axis=0), np.mean(disc, axis=0)
             check = fig2c_check(conn_mean, disc_mean)
@@ -113,8 +116,7 @@ def _fig2c_claims(runs: Runs, values):
                 f"connected {conn_mean.mean():.3f}, disconnected {disc_mean.mean():.3f}: "
                 f"{C.describe_difference(check, digits=3)}"
             )
-        seeds = runs.configs("fig2c")[0].seeds if runs.configs("fig2c") else ()
-        found.append(FIG2C.judge(check, ours if check else "–", seeds, distribution=distribution))
+        found.append(FIG2C.judge(check, ours, seeds, distribution=distribution))
     return found
 
 
@@ -357,3 +359,101 @@ def claims(runs: Runs) -> list:
     """Every claim of the chapter, computed from ``runs`` (stored runs may be missing: "not run")."""
     values = [None if runs.output(c) is None else final_alignment(runs.output(c)) for _, c in _columns(runs)]
     return [*_fig2c_claims(runs, values), *_fig2d_claims(runs, _fig2d_values(runs)), *_table_a1_claims(runs)]
+
+
+# --------------------------------------------------------------------------------------------- the paper's scale
+
+PAPER_SCALE_RECORD = "paper_fig2c.json"  # written by tools/paper_fig2c.py into book/search/
+
+
+def paper_scale_staleness(record) -> list:
+    """Why ``record`` (of ``tools/paper_fig2c.py``) no longer shows what the current code would compute: the training
+    code changed, or a recorded config differs from the preset's Fig. 2C config of its column (empty: current)."""
+    from compgen import results, section
+    from compgen.experiments import teacher_student as ts
+
+    why = []
+    if record.get("fingerprint") != ts.SECTION.fingerprint:
+        why.append(
+            "the teacher-student training code changed since it was recorded"
+            if record.get("fingerprint")
+            else "it records no code fingerprint"
+        )
+    current = {(c.masks, c.distribution): c for c in section.figure_configs(ts.SECTION, "fig2c", record["preset"])}
+    for entry in record["configs"]:
+        cfg = current.get((entry["masks"], entry["distribution"]))
+        if cfg is None:
+            why.append(f"column {entry['column']} is no longer in Fig. 2C at {record['preset']}")
+        elif "config" not in entry:
+            why.append(f"column {entry['column']} records no config")
+        elif results.config_dict(cfg) != entry["config"]:
+            changed = sorted(k for k, v in results.config_dict(cfg).items() if entry["config"].get(k) != v)
+            why.append(f"column {entry['column']}'s config changed ({', '.join(changed)})")
+    return why
+
+
+def paper_scale(record) -> FigureResult:
+    """Fig. 2C from a record of ``tools/paper_fig2c.py`` (the paper's configuration, trained on a GPU): final module
+    alignment per Table A9 column with its claims judged by :func:`fig2c_claims`, and alignment over training."""
+    by_number = {col.column: col for col in support.TABLE_A9}
+    entries = record["configs"]
+    columns = [(by_number[e["column"]], np.asarray(e["alignment"], float)[:, -1]) for e in entries]
+    seeds = tuple(entries[0]["seeds"])
+    bars = plots.fig2c_alignment(
+        [f"{col.column}: {col.name}" for col, _ in columns],
+        [col.distribution for col, _ in columns],
+        [col.connected for col, _ in columns],
+        np.stack([v for _, v in columns]),
+    )
+    lines = [
+        "| column | masks | distribution | support (paper) | alignment | rel. loss (train) | R² (1…M−1-hot) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (col, value), e in zip(columns, entries):
+        rel = np.asarray(e["relative_loss"], float)[:, 0]
+        r2 = np.nanmean(np.asarray(e["r2"], float)[:, 1:-1], axis=(1, 2))
+        lines.append(
+            f"| {col.column} | `{col.spec}` | {col.distribution} | "
+            f"{'connected' if col.connected else 'disconnected'} | {mean_std(value)} | {mean_std(rel, 4)} | "
+            f"{mean_std(r2)} |"
+        )
+    seconds = [e["provenance"].get("seconds") or {} for e in entries]
+    where = f"{record['device']}, jax {record['jax_version']}, commit {record['commit'][:8]}"
+    if seconds[0].get("lanes"):
+        where += f"; {seconds[0]['wall'] / 60:.1f} min for the {len(entries)} configs as lanes of one program"
+    elif all(s.get("wall") for s in seconds):
+        where += f"; {sum(s['wall'] for s in seconds) / 60:.1f} min for the {len(entries)} configs one after another"
+    what = (
+        f"Fig. 2C at the paper's configuration: module alignment after {record['outer_steps']:,} outer steps, one "
+        f"student per Table A9 column (green: connected support); bars are seed means, dots single seeds ({where})"
+    )
+    return FigureResult(
+        bars,
+        f"{what}. Preset {record['preset']}; seeds {', '.join(map(str, seeds))}.",
+        "\n".join(lines),
+        fig2c_claims(columns, seeds),
+    )
+
+
+def paper_scale_section(path):
+    """What the chapter shows of Fig. 2C at the paper's scale: :func:`paper_scale` of the record at ``path`` (with
+    a note when it is stale, :func:`paper_scale_staleness`), or a note that it has not been run."""
+    import json
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.exists():
+        return (
+            ":::{admonition} Not run yet\n:class: note\nFig. 2C at the paper's configuration needs a GPU: "
+            "`tools/gpu_check.sh` trains it there (its `fig2c` step, resumable across calls) and writes the record "
+            f"`{path.name}` that this section reads; no such record is in the repository yet.\n:::"
+        )
+    record = json.loads(path.read_text())
+    result = paper_scale(record)
+    stale = paper_scale_staleness(record)
+    if stale:
+        result.notes = (
+            ":::{admonition} Recorded by older code\n:class: warning\nThis record no longer shows what the current "
+            f"code would compute: {'; '.join(stale)}. Train it again with `tools/paper_fig2c.py`.\n:::"
+        )
+    return result
