@@ -65,11 +65,11 @@ def test_show_json_round_trips_the_configs(capsys):
 def test_show_takes_set_and_rejects_a_bad_figure_in_one_line(capsys):
     import json
 
-    assert cli.main([*SHOW_FIG3B, "--json", "--set", "outer_steps=7", "--set", "seeds=[1,2]"]) == 0
+    assert cli.main([*SHOW_FIG3B, "--json", "--set", "outer_steps=12", "--set", "seeds=[1,2]"]) == 0
     dicts = json.loads(capsys.readouterr().out)
-    assert len(dicts) == 8 and all(d["outer_steps"] == 7 and d["seeds"] == [1, 2] for d in dicts)
-    assert cli.main([*SHOW_FIG3B, "--set", "outer_steps=7"]) == 0
-    assert "  * outer_steps = 7 (paper 200000)" in capsys.readouterr().out
+    assert len(dicts) == 8 and all(d["outer_steps"] == 12 and d["seeds"] == [1, 2] for d in dicts)
+    assert cli.main([*SHOW_FIG3B, "--set", "outer_steps=12"]) == 0
+    assert "  * outer_steps = 12 (paper 200000)" in capsys.readouterr().out
     for argv, message in (
         (["show", "hyperteacher", "fig9"], "experiment must be one of"),
         (["show", "hyperteacher", "fig3b", "--preset", "huge"], "preset must be one of"),
@@ -136,7 +136,8 @@ def test_a_diverging_run_exits_non_zero_and_is_not_stored(store, capsys):
         "seeds=[7]",
     ]
     assert cli.main(args) == 1
-    assert "non-finite" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "diverged at step 20" in err and "'outer_lr': 1e+30" in err and "not stored" in err
     assert not list((store / "teacher_student").glob("*.result"))
 
 
@@ -188,3 +189,18 @@ def test_python_m_compgen_runs_the_command_line():
     out = subprocess.run([sys.executable, "-m", "compgen", "list"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "teacher_student" in out.stdout and "fig2c" in out.stdout
+
+
+def test_a_store_that_cannot_take_the_result_is_one_line_and_keeps_nothing(store, capsys, monkeypatch):
+    """A write that hits a file-size limit (``ulimit -f``) printed an OSError traceback."""
+    from compgen import results
+
+    def full(self, section, config, *args, **kwargs):
+        raise OSError(27, "File too large", str(store / "x.result"))
+
+    monkeypatch.setattr(results.Store, "save", full)
+    monkeypatch.setenv("COMPGEN_WORKERS", "1")
+    assert cli.main([*SMOKE_TABLE_A1[:-2], "--set", "seeds=[9]"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "could not be written: File too large" in err, err
+    assert not list((store / "teacher_student").glob("*.result"))

@@ -8,8 +8,8 @@ import time
 import jax
 import pytest
 
-from compgen import catalog, cli, notebook, params, runner, sweeps
-from compgen.section import Section
+from compgen import catalog, cli, notebook, params, results, runner, sweeps
+from compgen.section import Section, make_config
 
 ORIGINAL_PROGRAM = Section.program
 
@@ -109,13 +109,39 @@ def test_notebook_parameters_are_checked(section, kwargs, expected):
         notebook.train(section, call["preset"], call["seeds"], call["force"], log=lambda _: None)
 
 
-def test_boolean_strings_are_parsed_exactly():
-    assert params.parse_bool("false", "force") is False and params.parse_bool("True", "force") is True
-    assert params.parse_bool(False, "force") is False
-    with pytest.raises(params.ParameterError, match="force must be a boolean"):
-        params.parse_bool("no", "force")
-    with pytest.raises(params.ParameterError, match="force must be a boolean"):
-        params.parse_bool(0, "force")
+def test_booleans_have_one_rule_everywhere():
+    """true/false/1/0 in any case, the integers 1 and 0, or a bool: in notebooks, --set and configs alike."""
+    assert params.parse_bool("false", "force") is False and params.parse_bool(" True ", "force") is True
+    assert params.parse_bool(False, "force") is False and params.parse_bool(0, "force") is False
+    assert params.parse_bool("1", "force") is True and params.parse_bool(1, "force") is True
+    for bad in ("no", 2, "yes", 0.0, None):
+        with pytest.raises(params.ParameterError, match="force must be a boolean"):
+            params.parse_bool(bad, "force")
+    sec = catalog.get("hyperteacher")
+    assert params.parse_assignments(["probe=true"], sec.config) == {"probe": "true"}
+    assert make_config(sec, "smoke", "anil", probe="FALSE").probe is False
+
+
+def test_integers_are_decimal_strings_stay_text_and_values_are_normalised_before_hashing():
+    sec = catalog.get("teacher_student")
+    read = lambda text: params.parse_assignments([text], sec.config)
+    assert read("outer_steps=010") == {"outer_steps": 10} and read("outer_steps=1_000") == {"outer_steps": 1000}
+    assert read("masks=012") == {"masks": "012"} and read("masks='01;12'") == {"masks": "01;12"}
+    with pytest.raises(params.ParameterError, match="write integers in decimal digits.*0x10"):
+        read("outer_steps=0x10")
+    zero, minus_zero = (make_config(sec, "smoke", lr_final_fraction=v) for v in (0.0, -0.0))
+    assert results.config_hash(zero, "f") == results.config_hash(minus_zero, "f")
+
+
+def test_environment_values_are_read_alike_and_blanks_refused(monkeypatch):
+    monkeypatch.setenv("COMPGEN_WORKERS", " 2 ")
+    monkeypatch.setenv("COMPGEN_SHARD_TASKS", " 1")
+    assert runner.default_workers(10) == 2 and params.env_flag("COMPGEN_SHARD_TASKS") is True
+    for name in params.ENVIRONMENT:
+        monkeypatch.setenv(name, "   ")
+        with pytest.raises(params.ParameterError, match=f"{name} is blank"):
+            params.check_environment_names()
+        monkeypatch.delenv(name)
 
 
 SWEEP = 'section = "{section}"\npreset = "smoke"\n'
@@ -165,7 +191,7 @@ def test_configs_validate_types_on_construction():
 
     cfg = HyperteacherConfig(seeds=[5, 6])
     assert cfg.seeds == (5, 6) and isinstance(cfg.outer_lr, float)
-    for field, value in (("n_modules", 4.0), ("probe", "yes"), ("split", 3), ("inner_batch", 2.5), ("remat", 1)):
+    for field, value in (("n_modules", 4.0), ("probe", "yes"), ("split", 3), ("inner_batch", 2.5), ("remat", 2)):
         with pytest.raises(params.ParameterError, match=field):
             dataclasses.replace(cfg, **{field: value})
 
@@ -203,6 +229,28 @@ BAD_INPUTS = [
     ("pin maybe", ["preferences", "fig4c"], {"COMPGEN_PIN_WORKERS": "maybe"}, "COMPGEN_PIN_WORKERS must be 0"),
     ("store is a file", ["teacher_student", "fig2c"], {"COMPGEN_RESULTS": "FILE"}, "COMPGEN_RESULTS: cannot write"),
     ("store below a file", ["goals", "fig4ef"], {"COMPGEN_RESULTS": "FILE/sub"}, "COMPGEN_RESULTS: cannot write"),
+    ("preset as a field", ["teacher_student", "fig2c", "preset=quick"], {}, r"unknown field\(s\) \['preset'\]"),
+    ("section as a field", ["hyperteacher", "fig3b", "section=goals"], {}, r"unknown field\(s\) \['section'\]"),
+    ("figure as a field", ["goals", "fig4ef", "figure=fig4c"], {}, r"unknown field\(s\) \['figure'\]"),
+    ("models=5", ["hyperteacher", "fig3b", "models=5"], {}, r"unknown field\(s\) \['models'\]"),
+    ("models replaced", ["hyperteacher", "fig3b", "models=('anil',)"], {}, r"unknown field\(s\) \['models'\]"),
+    ("a field twice", ["teacher_student", "fig2c", "outer_steps=4", "outer_steps=5"], {}, "given twice, as 4 and 5"),
+    ("eval after the end", ["teacher_student", "fig2c", "eval_every=50"], {}, r"eval_every \(50\) must be at most"),
+    ("cannot finish", ["goals", "fig4ef", "outer_steps=1000000000000"], {}, "cannot finish: about .* years"),
+    ("hexadecimal", ["teacher_student", "fig2c", "outer_steps=0x10"], {}, "write integers in decimal digits"),
+    ("a size beyond int32", ["teacher_student", "fig2c", "hidden_factor=1000000000000"], {}, "too large to build"),
+    (
+        "typo RESULT",
+        ["teacher_student", "fig2c"],
+        {"COMPGEN_RESULT": "/x"},
+        "COMPGEN_RESULT: did you mean COMPGEN_RESULTS",
+    ),
+    ("blank RESULTS", ["teacher_student", "fig2c"], {"COMPGEN_RESULTS": "   "}, "COMPGEN_RESULTS is blank"),
+    ("typo WORKER", ["teacher_student", "fig2c"], {"COMPGEN_WORKER": "2"}, "did you mean COMPGEN_WORKERS"),
+    ("typo SHARD_TASK", ["hyperteacher", "fig3b"], {"COMPGEN_SHARD_TASK": "0"}, "did you mean COMPGEN_SHARD_TASKS"),
+    ("typo PINWORKERS", ["goals", "fig4ef"], {"COMPGEN_PINWORKERS": "0"}, "did you mean COMPGEN_PIN_WORKERS"),
+    ("workers 10**20", ["teacher_student", "fig2c"], {"COMPGEN_WORKERS": "99999999999999999999"}, "at most 1024"),
+    ("blanks around a store", ["goals", "fig4ef"], {"COMPGEN_RESULTS": " /tmp/x"}, "without blanks around it"),
 ]
 
 
@@ -309,3 +357,36 @@ def test_notebook_seeds_given_as_text_are_a_list():
     sec, by_figure = notebook.chapter_configs("hyperteacher", "smoke", "[7]")
     assert {c.seeds for cs in by_figure.values() for c in cs} == {(7,)}
     notebook.check_parameters({"preset": "smoke", "seed": 0}, "seed")  # the theory chapter's own parameter
+
+
+def test_an_exclude_rule_that_matches_nothing_is_refused(tmp_path, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text('section = "hyperteacher"\npreset = "smoke"\n[grid]\nmax_hot = [1, 2]\n[[exclude]]\nmax_hot = 3\n')
+    assert re.search(r"exclude rule \{'max_hot': 3\} matches no grid point", _cli_error(["sweep", str(path)], capsys))
+
+
+def test_the_store_command_refuses_a_file_and_a_typo(tmp_path, monkeypatch, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    monkeypatch.setenv("COMPGEN_RESULTS", str(afile))
+    assert "which is a file, not a folder" in _cli_error(["store"], capsys)
+    monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path))
+    monkeypatch.setenv("COMPGEN_RESULTSS", "x")
+    assert "did you mean COMPGEN_RESULTS" in _cli_error(["store"], capsys)
+
+
+def test_version_and_a_closed_pipe_end_quietly():
+    import subprocess
+    import sys
+
+    from compgen import __version__
+
+    version = subprocess.run([sys.executable, "-m", "compgen", "--version"], capture_output=True, text=True)
+    assert version.returncode == 0 and version.stdout.strip() == f"compgen {__version__}"
+    shown = subprocess.run(
+        f"{sys.executable} -m compgen show teacher_student fig2c --preset smoke | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+    )
+    assert shown.stdout.startswith("teacher_student fig2c at preset smoke") and shown.stderr == "", shown.stderr

@@ -177,6 +177,39 @@ def test_a_run_whose_updates_stay_non_finite_stops_and_is_not_stored(store):
     assert runner.load(S, cfg) is None
 
 
+def test_a_run_whose_loss_explodes_is_stopped_and_not_stored(store):
+    """inner_lr=1e12: the updates stay finite while the loss reaches ~1e22; it was stored as a result."""
+    cfg = _tiny(inner_lr=1e12, outer_steps=120, eval_every=60)
+    with pytest.raises(runner.TrainingDiverged, match=r"diverged at step 60 .*training loss reached .*bound 1e\+06"):
+        runner.train_or_load(S, [cfg], workers=1, log=lambda _: None)
+    assert runner.load(S, cfg) is None
+
+
+def test_a_metric_that_turns_nan_is_divergence_one_that_never_had_a_value_is_not():
+    a, b = _tiny(seeds=(1,)), _tiny(seeds=(2, 3), masks="0;1", distribution="continuous")
+    diverged = {}
+    check = runner._divergence_check(S, [a, b], diverged)
+    steps = {"streak": np.zeros((1, 3)), "loss": np.full((1, 3), 0.5)}
+    first = {"alignment": np.array([0.2, 0.3, 0.4]), "r2": np.array([[np.nan, 1.0]] * 3)}
+    check(steps, 10, {"alignment": np.array([0.5, 0.6, 0.7]), "r2": np.array([[np.nan, 0.9]] * 3)}, first)
+    assert diverged == {}  # R² undefined from the start is no divergence
+    check(steps, 20, {"alignment": np.array([0.5, np.nan, 0.7]), "r2": np.array([[np.nan, 0.9]] * 3)}, first)
+    assert list(diverged) == [b] and "seed 2: its evaluated alignment is no longer finite" in diverged[b]
+    with pytest.raises(runner.TrainingDiverged):
+        check({**steps, "loss": np.array([[np.inf, 0.5, 0.5]])}, 30, None, None)
+    assert list(diverged) == [b, a]
+
+
+def test_more_workers_than_configs_start_one_per_config_and_end(store, monkeypatch):
+    """COMPGEN_WORKERS near the limit: the driver looped over that many slots and never ended."""
+    monkeypatch.setenv("COMPGEN_WORKERS", str(runner.MAX_WORKERS))
+    a, b = _tiny(), _tiny(outer_steps=9, eval_every=3)
+    started, original = [], runner._start
+    monkeypatch.setattr(runner, "_start", lambda *args, **kw: started.append(args[2]) or original(*args, **kw))
+    runner.train_or_load(S, [a, b], log=lambda _: None)
+    assert sorted(started) == [0, 1] and all(runner.load(S, c) is not None for c in (a, b))
+
+
 def test_a_worker_reports_a_diverged_run_by_name_and_the_driver_raises_it(store, tmp_path):
     """A worker names its error in a file of its own (not on its last line of output): the driver raises the same
     error with the same message, and leaves no file behind."""
@@ -408,13 +441,47 @@ def test_an_unusable_store_or_checkpoint_folder_fails_before_training(tmp_path, 
     assert not any("[train]" in line for line in lines)
     runner.train_or_load(S, [cfg], workers=1, log=lines.append)  # no checkpoints: the folder is not needed
     runner.train_or_load(S, [cfg], workers=1, log=lines.append, checkpoint_every=1)  # nothing to train: not checked
-    if os.geteuid() != 0:  # root writes in a read-only folder
-        for folder in (tmp_path / "store" / S.name, tmp_path / "store"):
+
+
+READ_ONLY_CHILD = """
+import json, sys
+from compgen import params, runner, section
+from compgen.experiments import teacher_student as ts
+tiny = json.loads(sys.argv[1])
+lines = []
+runner.train_or_load(ts.SECTION, [section.make_config(ts.SECTION, "smoke", **tiny)], workers=1, log=lines.append)
+print("trained" if any("[train]" in line for line in lines) else "loaded")
+if sys.argv[2:] == ["first"]:
+    sys.exit(0)
+try:
+    other = section.make_config(ts.SECTION, "smoke", **{**tiny, "outer_steps": 3})
+    runner.train_or_load(ts.SECTION, [other], workers=1, log=lines.append)
+    print("trained")
+except params.ParameterError as error:
+    print("refused:", error)
+"""
+
+
+def test_a_read_only_store_loads_what_it_holds_and_refuses_a_new_run_before_training():
+    """The store's folders made read-only, written to by a process that really cannot write there: an unprivileged
+    user (``setpriv``) when the tests run as root, who writes anywhere (CI does), else this user."""
+    tiny = {**TINY, "seeds": [100]}
+    with tempfile.TemporaryDirectory() as root:
+        os.chmod(root, 0o755)  # traversable by the unprivileged user
+        store = Path(root) / "store"
+        env = {**os.environ, "COMPGEN_RESULTS": str(store), "HOME": root, "MPLCONFIGDIR": root}
+        env.pop("JAX_COMPILATION_CACHE_DIR", None)
+        env.pop("COMPGEN_CHECKPOINTS", None)
+        command = [sys.executable, "-c", READ_ONLY_CHILD, json.dumps(tiny)]
+        first = subprocess.run([*command, "first"], env=env, capture_output=True, text=True, timeout=300)
+        assert first.stdout.split("\n")[0] == "trained", first.stdout + first.stderr
+        for folder in (store, store / S.name):
             folder.chmod(0o555)
-        try:
-            runner.train_or_load(S, [cfg], workers=1, log=lines.append)  # a read-only store that holds the run loads it
-            with pytest.raises(params.ParameterError, match="COMPGEN_RESULTS: .*Permission denied"):
-                runner.train_or_load(S, [_tiny(outer_steps=3)], workers=1, log=lines.append)
-        finally:
-            for folder in (tmp_path / "store", tmp_path / "store" / S.name):
-                folder.chmod(0o755)
+        if os.geteuid() == 0:
+            command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+        second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        for folder in (store, store / S.name):
+            folder.chmod(0o755)
+    lines = second.stdout.splitlines()
+    assert lines[0] == "loaded", second.stdout + second.stderr
+    assert lines[1].startswith("refused: COMPGEN_RESULTS: cannot write in") and "Permission denied" in lines[1]

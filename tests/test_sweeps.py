@@ -159,8 +159,11 @@ def local_store(tmp_path_factory):
         patch.setenv("COMPGEN_RESULTS", str(tmp / "store"))
         patch.setattr(runner, "train_lanes", train_lanes)
         lines = []
-        report = sweeps.run_sweep(path, "local", log=lines.append)
-        again = sweeps.run_sweep(path, "local", log=lines.append)
+        with pytest.raises(params.ParameterError, match=r"2 of 4 grid points cannot be built, so nothing is trained"):
+            sweeps.run_sweep(path, "local", log=lines.append)
+        assert not (tmp / "store").exists()
+        report = sweeps.run_sweep(path, "local", log=lines.append, keep_going=True)
+        again = sweeps.run_sweep(path, "local", log=lines.append, keep_going=True)
     return tmp / "store", path, report, again
 
 

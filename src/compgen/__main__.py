@@ -2,7 +2,7 @@
 
 import sys
 
-from compgen.cli import main
+from compgen.cli import entry_point
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry_point())

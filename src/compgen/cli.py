@@ -17,7 +17,8 @@ A notebook that asks for the same config afterwards loads the stored result inst
 paper's sizes trains alone with its tasks sharded over every CPU core (compgen.devices.shard_count;
 COMPGEN_SHARD_TASKS=0 turns that off).
 Every parameter is checked before anything is compiled; a bad one exits with status 2 and a one-line message.
-A run whose outer updates stay non-finite stops, is not stored, and exits with status 1.
+A run that diverges (its outer updates stay non-finite, its loss passes compgen.runner.DIVERGED_LOSS or a metric
+turns NaN) stops, is not stored, and exits with status 1, as does a results store that cannot be written.
 """
 
 from __future__ import annotations
@@ -68,9 +69,11 @@ def _add_checkpoint_every(command):
 
 
 def parser() -> argparse.ArgumentParser:
+    from compgen import __version__
     from compgen.catalog import SECTIONS
 
     top = _Parser(prog="compgen-cli", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("--version", action="version", version=f"compgen {__version__}")
     sub = top.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list sections, experiments, presets and config fields")
     run = sub.add_parser("run", help="run one experiment of a section")
@@ -113,6 +116,11 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="list the runs and whether they are stored; exit 1 if any config is invalid",
     )
+    sweep.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="train the valid grid points even if some are invalid (default: train nothing unless all are valid)",
+    )
     _add_checkpoint_every(sweep)
     sweep.add_argument("--ray-address", default=None, help="Ray cluster address (default: $RAY_ADDRESS or local)")
     sweep.add_argument("--ray-gpus", type=float, default=0, help="GPUs per Ray task (default 0)")
@@ -134,7 +142,8 @@ def _configs(args):
     from compgen import catalog, section
 
     sec = catalog.get(args.section)
-    overrides = dict(params.parse_assignment(text) for text in args.set)
+    overrides = params.parse_assignments(args.set, sec.config)
+    params.check_overrides(sec.config, overrides, "--set")  # before they meet figure_configs' own arguments
     return sec, section.figure_configs(sec, args.experiment, args.preset, **overrides)
 
 
@@ -209,6 +218,11 @@ def _run(args):
     except RuntimeError as error:  # a worker failed; its output is above
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except OSError as error:  # the store could not be written (a full disk, a file-size limit): nothing partial kept
+        print(
+            f"error: the results store {error.filename or ''} could not be written: {error.strerror}", file=sys.stderr
+        )
+        return 1
     print(summary_table(sec, configs, outputs))
     return 0
 
@@ -216,9 +230,15 @@ def _run(args):
 def _store(args):
     """Per section: how many stored runs this code would load (current) and how many it never will (stale:
     computed by other code, whose fingerprint differs), and, with ``--remove-stale``, delete the stale ones."""
-    from compgen import catalog, results
+    from compgen import catalog, results, runner
 
-    store = results.Store.default()
+    try:
+        runner.check_environment()
+        store = results.Store.default()
+        if store.root.exists() and not store.root.is_dir():
+            raise params.ParameterError(f"COMPGEN_RESULTS names {store.root}, which is a file, not a folder")
+    except params.ParameterError as error:
+        raise _fail(error) from None
     print(f"results store {store.root}")
     for name in catalog.SECTIONS:
         fingerprint = catalog.get(name).fingerprint
@@ -260,9 +280,9 @@ def main(argv=None):
         from compgen import catalog, sweeps
 
         try:
-            overrides = dict(params.parse_assignment(text) for text in args.set)
+            sweep = sweeps.load(args.file)
+            overrides = params.parse_assignments(args.set, catalog.get(sweep.section).config)
             if args.restart and args.backend == "local" and not args.dry_run:
-                sweep = sweeps.load(args.file)
                 points = sweeps.expand(sweep, args.preset, overrides)
                 _huge_pages_for(catalog.get(sweep.section), [p.config for p in points if p.config is not None])
         except params.ParameterError as error:
@@ -271,5 +291,17 @@ def main(argv=None):
     return _run(args)
 
 
+def entry_point(argv=None):
+    """``compgen-cli``: :func:`main`, with output into a closed pipe (``compgen-cli show ... | head -1``) ending the
+    command quietly, as other command-line tools do."""
+    try:
+        status = main(argv)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes at exit
+        return 141  # 128 + SIGPIPE, the status of a command that a closed pipe ends
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry_point())

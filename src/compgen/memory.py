@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from typing import NamedTuple
 
 import jax
@@ -89,7 +90,14 @@ def device_bytes() -> int:
 def check(section, cfg, prog, runs, available: int | None = None) -> Estimate:
     """:func:`estimate` of ``cfg``, or a :class:`ParameterError` if it exceeds ``available`` bytes (default
     :func:`device_bytes`), naming the size that drives the larger program."""
-    found = estimate(cfg, prog, runs)
+    try:
+        found = estimate(cfg, prog, runs)
+    except OverflowError as error:  # a size beyond what JAX indexes (int32), e.g. hidden_factor=10**12
+        value = re.search(r"with value (\d+)", str(error))
+        raise params.ParameterError(
+            f"{section.name} {section.label(cfg)}: a size of this config is too large to build its arrays"
+            f"{f' (an array dimension of {value.group(1)})' if value else ''}; lower the sizes"
+        ) from None
     available = device_bytes() if available is None else available
     if found.peak > available:
         in_step = found.step >= found.evaluate

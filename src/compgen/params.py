@@ -5,16 +5,22 @@ A config is a frozen dataclass deriving from :class:`Config`. Each field's type 
 from :func:`field` metadata (``ge``, ``gt``, ``le``, ``lt``, ``choices``). Validation runs in
 ``__post_init__``, before anything is compiled, and is strict:
 
-* an integer is an ``int`` (not a ``bool``, a float such as 25.5 or 1e3, nor a string such as "4");
-* a float is a finite number (``nan`` and ``inf`` are refused), given as an ``int`` or a ``float``;
-* a boolean is a ``bool`` (the strings "true"/"false" are parsed exactly by :func:`parse_bool`, elsewhere refused);
+* an integer is an ``int`` (not a ``bool``, a float such as 25.5 or 1e3, nor a string such as "4"); on the command
+  line and in the environment it is written in decimal digits (``010`` is 10, ``1_000`` is 1000; ``0x10`` is
+  refused);
+* a float is a finite number (``nan`` and ``inf`` are refused), given as an ``int`` or a ``float``; ``-0.0`` is
+  stored as ``0.0`` (so the same computation has one results-store key);
+* a boolean is ``True`` or ``False``, or one of the words true/false/1/0 in any case (:func:`parse_bool`: the one
+  rule for configs, ``--set``, sweep files and notebook parameters);
 * ``seeds`` is a non-empty list of distinct integers ``0 <= seed < 2**32`` (a PRNG key holds 32 bits of a seed, so
   larger ones would alias smaller ones);
 * a string is at most :data:`MAX_TEXT` characters, and a field with ``choices`` takes one of them.
 
 A :class:`ValueError` raised by a config's cross-field rules (:meth:`Config.check`) becomes a
 :class:`ParameterError` too. The environment variables the library reads are parsed here as well
-(:func:`env_int`, :func:`env_flag`), as strictly: ASCII digits only.
+(:func:`env_int`, :func:`env_flag`), as strictly: ASCII digits only, blanks around a value ignored, a value of
+blanks only refused; :func:`check_environment_names` refuses a ``COMPGEN_*`` variable the library does not read
+(:data:`ENVIRONMENT`), naming the nearest one it does.
 
 Every error is a :class:`ParameterError` naming the field, what is allowed and what was given.
 """
@@ -23,8 +29,10 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import difflib
 import math
 import os
+import re
 import types
 import typing
 
@@ -35,7 +43,13 @@ MAX_TEXT = 1_000  # characters of a string field (a mask list of the paper is un
 
 
 class ParameterError(ValueError):
-    """A parameter that is not allowed; the message names the field (and the file, where there is one)."""
+    """A parameter that is not allowed; the message names the field (and the file, where there is one).
+
+    In a notebook (IPython) it shows as its one-line message, without a traceback, so papermill reports the cell's
+    error in one line too."""
+
+    def _render_traceback_(self):
+        return [f"{type(self).__name__}: {self}"]
 
 
 def field(default, *, ge=None, gt=None, le=None, lt=None, choices=None):
@@ -136,15 +150,54 @@ def check_notebook_parameters(names, allowed):
         raise ParameterError(f"unknown notebook parameter(s) {unknown}; this notebook takes: {', '.join(allowed)}")
 
 
+# Every environment variable the library reads, with what it sets (check_environment_names refuses any other
+# COMPGEN_* variable, naming the nearest of these).
+ENVIRONMENT = {
+    "COMPGEN_RESULTS": "the results store's folder",
+    "COMPGEN_CHECKPOINTS": "the folder of training checkpoints",
+    "COMPGEN_CHECKPOINT_EVERY": "evaluations between checkpoints (0 = off)",
+    "COMPGEN_WORKERS": "training processes at once",
+    "COMPGEN_SHARD_TASKS": "0 or 1: shard a paper-sized run's tasks over the CPU cores",
+    "COMPGEN_PIN_WORKERS": "0 or 1: each worker process on a core of its own",
+    "COMPGEN_MATMUL_PRECISION": "the precision of float32 products (default, high, highest)",
+}
+
+
+def check_environment_names(env=None) -> None:
+    """Refuse a ``COMPGEN_*`` variable of ``env`` (default: this process's environment) that the library does not
+    read (a typo would otherwise be ignored), naming the nearest one it does, and a variable it reads whose value is
+    blanks only (unset it instead)."""
+    env = os.environ if env is None else env
+    for name in sorted(env):
+        if name.upper().startswith("COMPGEN_") and name not in ENVIRONMENT:
+            near = difflib.get_close_matches(name.upper(), ENVIRONMENT, n=1, cutoff=0.6)
+            hint = f"did you mean {near[0]}? " if near else ""
+            raise ParameterError(f"unknown environment variable {name}: {hint}compgen reads {', '.join(ENVIRONMENT)}")
+        if name in ENVIRONMENT and env[name] and not env[name].strip():
+            raise ParameterError(f"{name} is blank ({env[name]!r}); unset it, or set it to {ENVIRONMENT[name]}")
+
+
+def env_path(name, env=None):
+    """The folder named by environment variable ``name``, or ``None`` if it is unset or empty; a value of blanks
+    only, or with blanks around it, is a :class:`ParameterError` (a folder named "   " is never what was meant)."""
+    text = (os.environ if env is None else env).get(name, "")
+    if not text:
+        return None
+    if text != text.strip():
+        raise ParameterError(f"{name} must name a folder without blanks around it, got {_short(text)}")
+    return text
+
+
 def _ascii_int(text):
-    if not (text.isascii() and text.strip().lstrip("+-").isdigit()) or len(text) > 20:
+    text = text.strip()
+    if not re.fullmatch(r"[+-]?[0-9]+", text) or len(text) > 20:
         raise ValueError
     return int(text)
 
 
-def env_int(name, default, ge=0, meaning=""):
-    """The integer in environment variable ``name`` (ASCII digits, at least ``ge``), ``default`` if it is unset or
-    empty; else a :class:`ParameterError` naming the variable."""
+def env_int(name, default, ge=0, le=None, meaning=""):
+    """The integer in environment variable ``name`` (ASCII digits, blanks around them ignored, at least ``ge`` and at
+    most ``le``), ``default`` if it is unset or empty; else a :class:`ParameterError` naming the variable."""
     text = os.environ.get(name, "")
     if not text:
         return default
@@ -152,31 +205,38 @@ def env_int(name, default, ge=0, meaning=""):
         value = _ascii_int(text)
     except ValueError:
         value = None
-    if value is None or value < ge:
+    if value is None or value < ge or (le is not None and value > le):
         what = {0: "a non-negative integer", 1: "a positive integer"}.get(ge, f"an integer >= {ge}")
+        what += f" of at most {le}" if le is not None else ""
         raise ParameterError(f"{name} must be {what}{meaning}, got {_short(text)}")
     return value
 
 
 def env_flag(name, default=True):
-    """The switch in environment variable ``name``: "1" on, "0" off, unset or empty the default; anything else is a
-    :class:`ParameterError`."""
+    """The switch in environment variable ``name``: "1" on, "0" off (blanks around it ignored), unset or empty the
+    default; anything else is a :class:`ParameterError`."""
     text = os.environ.get(name, "")
     if not text:
         return default
-    if text not in ("0", "1"):
+    if text.strip() not in ("0", "1"):
         raise ParameterError(f"{name} must be 0 (off) or 1 (on), got {_short(text)}")
-    return text == "1"
+    return text.strip() == "1"
+
+
+BOOLEAN_WORDS = {"true": True, "1": True, "false": False, "0": False}
 
 
 def parse_bool(value, name):
-    """A bool from a bool or exactly one of the strings true/false/True/False/1/0 (papermill passes ``-p x false``
-    as the string "false"); anything else is a :class:`ParameterError`."""
+    """A bool from a bool, the integers 1 and 0, or one of the words true/false/1/0 in any case, blanks around it
+    ignored (papermill passes ``-p x false`` as the string "false", ``--set probe=true`` the word true): the one rule
+    for booleans everywhere; anything else is a :class:`ParameterError`."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "1", "false", "0"):
-        return value.strip().lower() in ("true", "1")
-    raise ParameterError(f"{name} must be a boolean (True or False), got {_short(value)}")
+    if _is_int(value) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in BOOLEAN_WORDS:
+        return BOOLEAN_WORDS[value.strip().lower()]
+    raise ParameterError(f"{name} must be a boolean (true or false), got {_short(value)}")
 
 
 def _kind(annotation):
@@ -197,9 +257,7 @@ def _check(name, value, kind, meta, optional=False):
         raise ParameterError(f"{name} must not be None")
     allowed = _limits_text(meta)
     if kind is bool:
-        if not isinstance(value, (bool, np.bool_)):
-            raise ParameterError(f"{name} must be a boolean (True or False), got {_short(value)}")
-        return bool(value)
+        return parse_bool(value, name)
     if kind is int:
         if not _is_int(value):
             raise ParameterError(
@@ -213,7 +271,7 @@ def _check(name, value, kind, meta, optional=False):
                 f"{name} must be a finite number{' ' + allowed if allowed else ''}"
                 f"{' or None' if optional else ''}, got {_short(value)}"
             )
-        value = float(value)
+        value = float(value) + 0.0  # -0.0 -> 0.0: one value, one results-store key
     elif kind is str:
         if not isinstance(value, str):
             raise ParameterError(f"{name} must be a string, got {_short(value)}")
@@ -250,6 +308,12 @@ class Config:
             kind, optional = _kind(hints[f.name])
             value = _check(f.name, getattr(self, f.name), kind, f.metadata, optional)
             object.__setattr__(self, f.name, value)
+        names = {f.name for f in dataclasses.fields(self)}
+        if {"eval_every", "outer_steps"} <= names and self.eval_every > self.outer_steps:
+            raise ParameterError(
+                f"eval_every ({self.eval_every}) must be at most outer_steps ({self.outer_steps}): a run of "
+                f"{self.outer_steps} steps never reaches an evaluation every {self.eval_every}"
+            )
         try:
             self.check()
         except ParameterError:
@@ -292,9 +356,27 @@ def check_overrides(config_class, overrides: dict, where: str = "override", fixe
             raise ParameterError(f"{where}: {name} is set by {fixed[name]} and cannot be overridden")
 
 
-def parse_literal(text: str):
-    """A command-line value: a Python literal (``4``, ``2e-3``, ``[100, 101]``, ``True``, ``None``, ``'x'``), or
-    the text itself when it is not one (a mask list such as ``01;12``). Lists become tuples."""
+DECIMAL = re.compile(r"[+-]?[0-9]+(?:_[0-9]+)*")  # an integer on the command line: decimal digits
+NON_DECIMAL = re.compile(r"[+-]?0[xXoObB][0-9a-fA-F_]+")
+
+
+def parse_literal(text: str, kind=None):
+    """A command-line value for a field of type ``kind`` (``None``: unknown): for a string field the text itself
+    (or the string a quoted literal holds), so a mask such as ``012`` stays text; for an integer field decimal digits
+    (``010`` is 10, ``1_000`` is 1000; ``0x10`` is a :class:`ParameterError`: integers are written in decimal);
+    otherwise a Python literal (``2e-3``, ``[100, 101]``, ``True``, ``None``), or the text itself when it is none
+    (the word ``true``, which a boolean field reads). Lists become tuples."""
+    stripped = text.strip()
+    if kind is str:
+        try:
+            quoted = ast.literal_eval(stripped) if stripped[:1] in "'\"" and len(stripped) <= MAX_TEXT else None
+        except (ValueError, SyntaxError):
+            quoted = None
+        return quoted if isinstance(quoted, str) else text
+    if DECIMAL.fullmatch(stripped) and kind in (int, None):
+        return int(stripped)
+    if NON_DECIMAL.fullmatch(stripped):
+        raise ParameterError(f"write integers in decimal digits (e.g. 16), got {_short(text)}")
     try:
         value = ast.literal_eval(text) if len(text) <= MAX_TEXT else text
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -302,9 +384,30 @@ def parse_literal(text: str):
     return tuple(value) if isinstance(value, list) else value
 
 
-def parse_assignment(text: str):
-    """``FIELD=VALUE`` of ``--set`` -> ``(field, value)``."""
+def parse_assignment(text: str, config_class=None):
+    """``FIELD=VALUE`` of ``--set`` -> ``(field, value)``, the value read for the field's type in ``config_class``
+    (:func:`parse_literal`)."""
     if "=" not in text:
         raise ParameterError(f"--set takes FIELD=VALUE, got {text!r}")
     name, value = text.split("=", 1)
-    return name.strip(), parse_literal(value)
+    name = name.strip()
+    kind, optional = None, False
+    if config_class is not None and name in config_class.field_names():
+        kind, optional = _kind(typing.get_type_hints(config_class)[name])
+    if optional and value.strip() == "None":
+        return name, None
+    return name, parse_literal(value, kind)
+
+
+def parse_assignments(texts, config_class=None) -> dict:
+    """Every ``--set FIELD=VALUE`` of ``texts`` as a dict (values read for ``config_class``'s field types); a field
+    given twice with different values is a :class:`ParameterError` (it would otherwise be the last one, silently)."""
+    out = {}
+    for text in texts:
+        name, value = parse_assignment(text, config_class)
+        if name in out and out[name] != value:
+            raise ParameterError(
+                f"--set {name} is given twice, as {_short(out[name])} and {_short(value)}; give it once"
+            )
+        out[name] = value
+    return out

@@ -22,7 +22,6 @@ import dataclasses
 import datetime
 import hashlib
 import json
-import os
 import platform
 import shutil
 import subprocess
@@ -176,7 +175,9 @@ class Store:
     def default(cls) -> Store:
         """``$COMPGEN_RESULTS`` (else :func:`compgen.storage.results_root`'s folder), checkpoints in
         ``$COMPGEN_CHECKPOINTS`` if set."""
-        return cls(storage.results_root(), os.environ.get("COMPGEN_CHECKPOINTS") or None)
+        from compgen import params
+
+        return cls(storage.results_root(), params.env_path("COMPGEN_CHECKPOINTS"))
 
     def paths(self, section, config) -> tuple:
         """``(entry, sidecar)``: the ``.result`` file of ``config`` and its ``.json`` description."""

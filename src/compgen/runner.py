@@ -47,6 +47,10 @@ from jax.flatten_util import ravel_pytree
 from compgen import allocator, catalog, checkpoint, cores, devices, memory, params, precision, results, storage, timing
 
 DIVERGED_STEPS = 100  # consecutive non-finite outer updates after which a run is stopped
+# A training loss above this stops a run as diverged: every section's losses start below 10 (a half-MSE, a KL or a
+# cross-entropy of standardised targets) and fall from there.
+DIVERGED_LOSS = 1e6
+MAX_WORKERS = 1024  # the most training processes $COMPGEN_WORKERS may ask for (at most one per job is started)
 
 
 class TrainingDiverged(RuntimeError):
@@ -85,8 +89,8 @@ def run_steps(
     ``steps_fn(state, n) -> (state, metrics)`` runs ``n`` outer steps (``n`` static; at most two distinct
     values, so at most two compilations). ``evaluate(state) -> dict`` is called at step 0 and after each
     call; ``describe(step_metrics, eval_metrics) -> str`` formats the progress line and ``check(step_metrics,
-    done)`` may raise to stop the run. Returns ``(state, history)``: the per-step metrics concatenated, the
-    evaluations stacked, and the steps at which they were taken.
+    done, evaluation, first_evaluation)`` may raise to stop the run. Returns ``(state, history)``: the per-step
+    metrics concatenated, the evaluations stacked, and the steps at which they were taken.
 
     With ``saver`` (a :class:`compgen.checkpoint.Checkpointer`) the run starts from its latest valid checkpoint
     if there is one and saves the state and history every ``saver.every`` calls; the returned history is the
@@ -111,8 +115,6 @@ def run_steps(
             state, metrics = steps_fn(state, n)
             metrics = jax.device_get(metrics)
         done += n
-        if check is not None:
-            check(metrics, done)
         step_metrics.append(metrics)
         evaluation = None
         if evaluate is not None:
@@ -120,6 +122,8 @@ def run_steps(
                 evaluation = jax.device_get(evaluate(state))
             evals.append(evaluation)
             eval_steps.append(done)
+        if check is not None:
+            check(metrics, done, evaluation, evals[0] if evals else None)
         rate = (done - first) / (time.perf_counter() - start)
         line = f"step {done:>7d}/{num_steps}  {rate:7.1f} steps/s  ETA {(num_steps - done) / rate:6.0f} s"
         if describe is not None:
@@ -136,25 +140,45 @@ def run_steps(
 
 
 def _divergence_check(section, configs, diverged):
-    """A check for :func:`run_steps` over the lanes of ``configs`` (their seeds' rows in order): a config some of whose
-    seeds' outer updates have all been non-finite for ``min(DIVERGED_STEPS, eval_every)`` steps is added to
-    ``diverged`` ({config: message}); once every config has diverged, the run stops with :class:`TrainingDiverged`."""
+    """A check for :func:`run_steps` over the lanes of ``configs`` (their seeds' rows in order). A config diverged,
+    and is added to ``diverged`` ({config: message}), once one of its seeds
+
+    * had every outer update non-finite for ``min(DIVERGED_STEPS, eval_every)`` steps,
+    * ends a call of steps with a non-finite training loss or one above :data:`DIVERGED_LOSS`, or
+    * has an evaluated metric that is not finite although it was at the first evaluation (a metric that has no
+      value from the start, such as R² of a latent entry that never varies, is not counted);
+
+    once every config has diverged, the run stops with :class:`TrainingDiverged`."""
     cfg = configs[0]
     limit = min(DIVERGED_STEPS, cfg.eval_every)
     offsets = np.cumsum([0] + [len(c.seeds) for c in configs])
 
-    def check(step_metrics, done):
+    def why_per_run(step_metrics, evaluation, first):
         streak = np.asarray(step_metrics["streak"])[-1]  # (runs,)
+        loss = np.asarray(step_metrics["loss"], float)[-1]
+        reasons = [[] for _ in streak]
+        for run in range(len(streak)):
+            if streak[run] >= limit:
+                reasons[run].append(f"every outer update was non-finite for the last {int(streak[run])} steps")
+            if not np.isfinite(loss[run]) or loss[run] > DIVERGED_LOSS:
+                reasons[run].append(f"the training loss reached {loss[run]:.3g} (bound {DIVERGED_LOSS:g})")
+        for name, value in (evaluation or {}).items():
+            now, before = (np.asarray(a, float).reshape(len(streak), -1) for a in (value, first[name]))
+            for run in np.flatnonzero((np.isfinite(before) & ~np.isfinite(now)).any(axis=1)):
+                reasons[run].append(f"its evaluated {name} is no longer finite")
+        return reasons
+
+    def check(step_metrics, done, evaluation=None, first=None):
+        reasons = why_per_run(step_metrics, evaluation, first)
         for c, start, end in zip(configs, offsets[:-1], offsets[1:]):
-            bad = streak[start:end] >= limit
-            if c in diverged or not bad.any():
+            bad = {seed: r for seed, r in zip(c.seeds, reasons[start:end]) if r}
+            if c in diverged or not bad:
                 continue
             rates = {k: getattr(c, k) for k in ("inner_lr", "outer_lr") if hasattr(c, k)}
-            seeds = [s for s, b in zip(c.seeds, bad) if b]
+            seed, what = next(iter(bad.items()))
             diverged[c] = (
-                f"{section.name}: {section.label(c)}: every outer update of seed(s) {seeds} was non-finite for "
-                f"the last {int(streak[start:end].max())} steps (at step {done}; learning rates {rates}); the run is "
-                "stopped and not stored"
+                f"{section.name}: {section.label(c)}: diverged at step {done} (seed(s) {list(bad)}; seed {seed}: "
+                f"{'; '.join(what)}; learning rates {rates}); the run is stopped and not stored"
             )
         if len(diverged) == len(configs):
             raise TrainingDiverged("; ".join(diverged.values()))
@@ -297,6 +321,9 @@ def checkpoint_interval(value=None) -> int:
 
 def check_environment() -> None:
     """Refuse a bad ``COMPGEN_*`` environment variable before anything is loaded or trained."""
+    params.check_environment_names()
+    params.env_path("COMPGEN_RESULTS")
+    params.env_path("COMPGEN_CHECKPOINTS")
     checkpoint_interval()
     default_workers(1)
     params.env_flag(devices.SHARD_ENV)
@@ -435,8 +462,9 @@ def train_or_load(
         for c in (c for c in todo if shards[c] > 1):
             run_workers(section, [[c]], 1, store, log, every, shards=shards[c], force=force)
         rest = [c for c in todo if shards[c] == 1]
-        slots = default_workers(sys.maxsize) if workers is None else workers  # processes this machine runs at once
-        jobs = balance(rest, min(slots, len(rest)), section)
+        # processes at once: what was asked for (or one per core), never more than there are configs to train
+        slots = min(default_workers(sys.maxsize) if workers is None else workers, max(1, len(rest)))
+        jobs = balance(rest, slots, section)
         # in workers when several run at once, or one job that a worker trains as it would beside others (on a core
         # of its own, so with the same numbers: compgen.cores)
         if slots > 1 and (len(jobs) > 1 or cores.shares(slots)):
@@ -539,7 +567,7 @@ def _train_on_ray(section, todo, store, every, log, address=None, num_gpus=0, nu
 def default_workers(n_jobs: int) -> int:
     """``$COMPGEN_WORKERS`` if set, else one worker per CPU core on a CPU-only machine and 1 with an accelerator;
     at most ``n_jobs``."""
-    workers = params.env_int("COMPGEN_WORKERS", None, ge=1, meaning=" (training processes at once)")
+    workers = params.env_int("COMPGEN_WORKERS", None, ge=1, le=MAX_WORKERS, meaning=" (training processes at once)")
     if workers is not None:
         return min(n_jobs, workers)
     if jax.default_backend() != "cpu":
@@ -652,6 +680,7 @@ def run_workers(
 
     If this process is stopped (an exception, ``KeyboardInterrupt``) its workers are ended; if it dies, they end
     themselves (:func:`_end_with_parent`). Checkpoints they saved stay; their job files do not."""
+    n_workers = max(1, min(n_workers, len(jobs)))  # never more processes than jobs
     costs = [sum(section.cost(c) for c in job) for job in jobs]
     pending = sorted(range(len(jobs)), key=lambda i: -costs[i])
     running, failed = {}, []  # slot -> (job, proc, thread, file, last line)

@@ -213,6 +213,33 @@ class Section:
         return tuple(self.preset(preset).figures)
 
 
+# The longest a run may be estimated to take, and the estimate: its analytic FLOPs (Section.cost) at the rate these
+# learners sustain on one H100, plus a floor per outer step (a step of any size costs at least a dispatch). The
+# paper's costliest run (hyperteacher Fig. 3F, 2.5e18 FLOP) comes to about 27 hours; beyond the limit a config is
+# refused before anything compiles: it cannot finish (outer_steps=10^12 at any size).
+MAX_RUN_DAYS = 60
+SUSTAINED_FLOPS = 25e12
+STEP_FLOOR_S = 50e-6
+
+
+def run_days(section: Section, cfg) -> float:
+    """The estimated days of training ``cfg`` on one H100 (see :data:`MAX_RUN_DAYS`)."""
+    return (float(section.cost(cfg)) / SUSTAINED_FLOPS + cfg.outer_steps * STEP_FLOOR_S) / 86400
+
+
+def check_budget(section: Section, cfg) -> None:
+    """Refuse a config whose run is estimated to take more than :data:`MAX_RUN_DAYS`, with the estimate."""
+    days = run_days(section, cfg)
+    if days <= MAX_RUN_DAYS:
+        return
+    when = f"{days / 365:.3g} years" if days > 365 else f"{days:.3g} days"
+    raise params.ParameterError(
+        f"{section.name}: this config cannot finish: about {when} on one H100 ({float(section.cost(cfg)):.2g} FLOP "
+        f"over {cfg.outer_steps:,} outer steps), more than the {MAX_RUN_DAYS} days allowed (the paper's longest run "
+        "takes about a day); lower outer_steps, the sizes or the number of seeds"
+    )
+
+
 def make_config(section: Section, preset: str = "quick", model: str | None = None, **overrides):
     """The config of ``model`` (None: the section's first model, or a section without models) at ``preset``."""
     p, paper = section.preset(preset), section.presets["paper"]
@@ -229,7 +256,9 @@ def make_config(section: Section, preset: str = "quick", model: str | None = Non
     fields.update(overrides)
     if section.models:
         fields["model"] = model
-    return section.config(**fields)
+    config = section.config(**fields)
+    check_budget(section, config)
+    return config
 
 
 def figure_configs(section: Section, figure: str, preset: str = "quick", models=None, **overrides) -> list:

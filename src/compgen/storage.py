@@ -33,8 +33,11 @@ def results_root() -> Path:
     """The results store's folder: ``$COMPGEN_RESULTS`` if set, else ``results/`` at the top of the repository
     (found by walking up from the working directory to ``pyproject.toml`` beside ``src/compgen``), else
     ``~/.cache/compgen/results``. Checkpoints live in its ``checkpoints/`` unless ``$COMPGEN_CHECKPOINTS`` is set."""
-    if os.environ.get("COMPGEN_RESULTS"):
-        return Path(os.environ["COMPGEN_RESULTS"])
+    from compgen import params
+
+    folder = params.env_path("COMPGEN_RESULTS")
+    if folder is not None:
+        return Path(folder)
     for folder in [Path.cwd(), *Path.cwd().parents]:
         if (folder / "pyproject.toml").exists() and (folder / "src" / "compgen").is_dir():
             return folder / "results"

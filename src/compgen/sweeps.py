@@ -198,16 +198,24 @@ def load(path) -> Sweep:
 def grid_points(sweep: Sweep, preset: str, overrides: dict | None = None) -> list:
     """``(label, fields)`` of every (case, grid point) not excluded, in file order. Fields apply in the order:
     ``fixed``, ``at.<preset>``, the case, the grid point, ``seeds``, ``overrides``."""
-    points, names = [], list(sweep.grid)
+    points, names, used = [], list(sweep.grid), [False] * len(sweep.exclude)
     for case, values in itertools.product(sweep.cases or ({},), itertools.product(*(sweep.grid[n] for n in names))):
         combo = {**case, **dict(zip(names, values))}
         fields = {**sweep.fixed, **sweep.at.get(preset, {}), **combo}
-        if any(all(fields.get(k) == v for k, v in rule.items()) for rule in sweep.exclude):
+        matches = [all(fields.get(k) == v for k, v in rule.items()) for rule in sweep.exclude]
+        used = [u or m for u, m in zip(used, matches)]
+        if any(matches):
             continue
         if sweep.seeds is not None:
             fields["seeds"] = sweep.seeds
         fields = {k: _tuples(v) for k, v in {**fields, **(overrides or {})}.items()}
         points.append((", ".join(f"{k}={v}" for k, v in combo.items()) or sweep.section, fields))
+    unused = [rule for rule, u in zip(sweep.exclude, used) if not u]
+    if unused:
+        raise params.ParameterError(
+            f"{sweep.name}: exclude rule {unused[0]} matches no grid point (at preset {preset}); a misspelt value "
+            "would otherwise exclude nothing"
+        )
     if not points:
         raise params.ParameterError(f"{sweep.name}: exclude leaves out every grid point: nothing to train")
     return points
@@ -254,12 +262,14 @@ def run_sweep(
     ray_gpus: float = 0,
     ray_cpus: float = 1,
     store=None,
+    keep_going: bool = False,
 ) -> Report:
     """Train every run of ``sweep`` (a :class:`Sweep` or a path) not yet in ``store`` (default
     :meth:`compgen.results.Store.default`) with ``backend`` (:func:`compgen.runner.train_or_load`).
 
-    Returns a :class:`Report`; failures (a config that cannot be built, a run that raises) are collected there
-    and logged, never raised.
+    Every grid point is built first: if one cannot be, nothing is trained and a :class:`compgen.params.ParameterError`
+    names it (with ``keep_going`` the valid points are trained and the invalid ones reported). Returns a
+    :class:`Report`; failures (a config that cannot be built, a run that raises) are collected there and logged.
     """
     if backend not in BACKENDS:
         raise params.ParameterError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -269,7 +279,14 @@ def run_sweep(
     sweep = load(sweep) if isinstance(sweep, (str, Path)) else sweep
     section = get(sweep.section)
     report, todo = Report(), []
-    for point in expand(sweep, preset, overrides):
+    points = expand(sweep, preset, overrides)
+    invalid = [p for p in points if p.config is None]
+    if invalid and not keep_going:
+        raise params.ParameterError(
+            f"{len(invalid)} of {len(points)} grid points cannot be built, so nothing is trained (first: "
+            f"{invalid[0].error}); fix them, or pass --keep-going to train the valid ones"
+        )
+    for point in points:
         if point.config is None:
             report.failed.append((point.label, point.error))
             log(f"[sweep] FAILED {point.label}: {point.error}")
@@ -335,6 +352,7 @@ def main(args, overrides) -> int:
             args.checkpoint_every,
             ray_address=args.ray_address,
             ray_gpus=args.ray_gpus,
+            keep_going=args.keep_going,
         )
     except params.ParameterError as error:
         print(f"error: {error}", file=sys.stderr)

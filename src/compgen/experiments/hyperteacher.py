@@ -47,8 +47,7 @@ class HyperteacherConfig(fewshot.FewshotConfig):
     def check(self):
         super().check()
         try:
-            ht.check_modules(self.n_modules, self.max_hot)
-            ht.task_split(self.n_modules, self.max_hot, self.split, self.frac_ood, self.seeds[0])
+            ht.check_split(self.n_modules, self.max_hot, self.split, self.frac_ood, self.seeds[0])
         except ValueError as error:
             raise params.ParameterError(str(error)) from None
 

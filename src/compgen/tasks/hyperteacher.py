@@ -14,6 +14,9 @@ training and out-of-distribution (OOD) ids from it.
 
 from __future__ import annotations
 
+import functools
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -119,6 +122,30 @@ def task_split(n_modules, max_hot, split="random", frac_ood=0.25, seed=0, max_re
     check_modules(n_modules, max_hot)
     codes = task_codes(n_modules, max_hot)
     return support.layered_split(codes, max_hot, split, frac_ood, seed, max_redraws, what="tasks")
+
+
+SPLIT_CHECK_MAX = 100_000  # tasks up to which checking a split draws it (:func:`check_split`)
+
+
+@functools.lru_cache(maxsize=256)  # a sweep checks one split for each of its models
+def check_split(n_modules, max_hot, split="random", frac_ood=0.25, seed=0):
+    """Raise ``ValueError`` where :func:`task_split` would, without building the whole universe when it is large:
+    a universe of at most :data:`SPLIT_CHECK_MAX` tasks is split as training will split it; a larger one is checked
+    by counting (both sets non-empty; the ring splits' conditions). A random split of a larger universe leaves an
+    expert out of training only with negligible probability, and :func:`task_split` still checks it when it runs."""
+    check_modules(n_modules, max_hot)
+    n_tasks = sum(math.comb(n_modules, k) for k in range(1, max_hot + 1)) ** 2
+    if n_tasks <= SPLIT_CHECK_MAX:
+        task_split(n_modules, max_hot, split, frac_ood, seed)
+        return
+    if split not in support.SPLITS:
+        raise ValueError(f"split must be one of {support.SPLITS}, got {split!r}")
+    if not 0.0 < frac_ood < 1.0:
+        raise ValueError(f"frac_ood must lie strictly between 0 and 1, got {frac_ood!r}")
+    if split in ("connected", "disconnected"):
+        support.check_ring_split(n_modules, max_hot, split)
+    elif split == "random" and int(math.floor(frac_ood * n_tasks)) in (0, n_tasks):
+        raise ValueError(f"frac_ood={frac_ood} leaves no training or no OOD task of {n_tasks}")
 
 
 def ood_k_values(n_modules):
