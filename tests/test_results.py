@@ -253,7 +253,7 @@ def test_a_built_package_records_the_commit_it_was_built_from(tmp_path):
         exec(archive.read("compgen/_build_info.py").decode(), info)
         scripts = next(archive.read(n).decode() for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert info["COMMIT"].split("+")[0] == head
-    assert "compgen/__main__.py" in names and "compgen-cli = compgen.cli:main" in scripts
+    assert "compgen/__main__.py" in names and "compgen-cli = compgen.cli:entry_point" in scripts
     # installed outside any checkout, the package reports that commit as where its code came from
     site = tmp_path / "site"
     install = subprocess.run(

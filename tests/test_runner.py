@@ -172,7 +172,7 @@ def test_hyperteacher_split_alone_and_beside_its_sibling_store_the_same_bytes(st
 def test_a_run_whose_updates_stay_non_finite_stops_and_is_not_stored(store):
     cfg = _tiny(outer_lr=1e30, outer_steps=120, eval_every=60)  # Adam's step of 1e30 overflows the parameters
     lines = []
-    with pytest.raises(runner.TrainingDiverged, match=r"non-finite.*outer_lr"):
+    with pytest.raises(runner.TrainingDiverged, match=r"diverged at step .*outer_lr"):
         runner.train_or_load(S, [cfg], workers=1, log=lines.append)
     assert runner.load(S, cfg) is None
 
@@ -185,16 +185,21 @@ def test_a_run_whose_loss_explodes_is_stopped_and_not_stored(store):
     assert runner.load(S, cfg) is None
 
 
-def test_a_metric_that_turns_nan_is_divergence_one_that_never_had_a_value_is_not():
+def test_a_loss_that_turns_nan_is_divergence_a_degenerate_metric_is_not():
     a, b = _tiny(seeds=(1,)), _tiny(seeds=(2, 3), masks="0;1", distribution="continuous")
     diverged = {}
     check = runner._divergence_check(S, [a, b], diverged)
     steps = {"streak": np.zeros((1, 3)), "loss": np.full((1, 3), 0.5)}
-    first = {"alignment": np.array([0.2, 0.3, 0.4]), "r2": np.array([[np.nan, 1.0]] * 3)}
-    check(steps, 10, {"alignment": np.array([0.5, 0.6, 0.7]), "r2": np.array([[np.nan, 0.9]] * 3)}, first)
-    assert diverged == {}  # R² undefined from the start is no divergence
-    check(steps, 20, {"alignment": np.array([0.5, np.nan, 0.7]), "r2": np.array([[np.nan, 0.9]] * 3)}, first)
-    assert list(diverged) == [b] and "seed 2: its evaluated alignment is no longer finite" in diverged[b]
+    first = {"loss": np.array([[0.2, np.nan]] * 3), "alignment": np.array([0.2, 0.3, 0.4])}
+    check(steps, 10, {"loss": np.array([[0.1, np.nan]] * 3), "alignment": np.array([0.5, np.nan, 0.7])}, first)
+    assert diverged == {}  # a loss without a value from the start (an empty set), an alignment lost: no divergence
+    check(
+        steps,
+        20,
+        {"loss": np.array([[0.1, np.nan], [np.inf, np.nan], [0.1, np.nan]]), "alignment": first["alignment"]},
+        first,
+    )
+    assert list(diverged) == [b] and "seed 2: its evaluated loss is no longer finite" in diverged[b]
     with pytest.raises(runner.TrainingDiverged):
         check({**steps, "loss": np.array([[np.inf, 0.5, 0.5]])}, 30, None, None)
     assert list(diverged) == [b, a]
@@ -215,7 +220,7 @@ def test_a_worker_reports_a_diverged_run_by_name_and_the_driver_raises_it(store,
     error with the same message, and leaves no file behind."""
     cfg = _tiny(outer_lr=1e30, outer_steps=120, eval_every=60)
     lines = []
-    with pytest.raises(runner.TrainingDiverged, match=r"non-finite.*outer_lr") as raised:
+    with pytest.raises(runner.TrainingDiverged, match=r"diverged at step .*outer_lr") as raised:
         runner.run_workers(S, [[cfg]], 1, results.Store.default(), lines.append)
     assert "\n" not in str(raised.value) and not str(raised.value).startswith("TrainingDiverged")
     assert any("TrainingDiverged:" in line for line in lines)  # the log says it too

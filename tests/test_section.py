@@ -27,7 +27,7 @@ def test_a_figure_refuses_its_fixed_fields_and_model_picks_one_of_its_models():
     S = HT.SECTION
     with pytest.raises(params.ParameterError, match=r"hyperteacher fig3b: n_modules is set by experiment fig3b"):
         figure_configs(S, "fig3b", "paper", n_modules=5)
-    configs = figure_configs(S, "fig3b", "smoke", model="anil", outer_steps=3)
+    configs = figure_configs(S, "fig3b", "smoke", model="anil", outer_steps=3, eval_every=3)
     assert configs and {c.model for c in configs} == {"anil"} and {c.outer_steps for c in configs} == {3}
     with pytest.raises(params.ParameterError, match=r"model must be one of the experiment's models"):
         figure_configs(S, "fig3cd", "smoke", model="anil")  # a figure of the hypernetworks only

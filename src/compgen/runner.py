@@ -145,8 +145,9 @@ def _divergence_check(section, configs, diverged):
 
     * had every outer update non-finite for ``min(DIVERGED_STEPS, eval_every)`` steps,
     * ends a call of steps with a non-finite training loss or one above :data:`DIVERGED_LOSS`, or
-    * has an evaluated metric that is not finite although it was at the first evaluation (a metric that has no
-      value from the start, such as R² of a latent entry that never varies, is not counted);
+    * has an evaluated loss that is not finite although it was at the first evaluation (other metrics, such as an
+      alignment or R² computed from a degenerate decoder on a small evaluation set, may lose their value without
+      the run diverging);
 
     once every config has diverged, the run stops with :class:`TrainingDiverged`."""
     cfg = configs[0]
@@ -163,6 +164,8 @@ def _divergence_check(section, configs, diverged):
             if not np.isfinite(loss[run]) or loss[run] > DIVERGED_LOSS:
                 reasons[run].append(f"the training loss reached {loss[run]:.3g} (bound {DIVERGED_LOSS:g})")
         for name, value in (evaluation or {}).items():
+            if not name.endswith("loss"):  # other metrics may lose their value in a degenerate evaluation set
+                continue
             now, before = (np.asarray(a, float).reshape(len(streak), -1) for a in (value, first[name]))
             for run in np.flatnonzero((np.isfinite(before) & ~np.isfinite(now)).any(axis=1)):
                 reasons[run].append(f"its evaluated {name} is no longer finite")
@@ -462,9 +465,8 @@ def train_or_load(
         for c in (c for c in todo if shards[c] > 1):
             run_workers(section, [[c]], 1, store, log, every, shards=shards[c], force=force)
         rest = [c for c in todo if shards[c] == 1]
-        # processes at once: what was asked for (or one per core), never more than there are configs to train
-        slots = min(default_workers(sys.maxsize) if workers is None else workers, max(1, len(rest)))
-        jobs = balance(rest, slots, section)
+        slots = default_workers(sys.maxsize) if workers is None else workers  # processes this machine runs at once
+        jobs = balance(rest, min(slots, len(rest)), section)
         # in workers when several run at once, or one job that a worker trains as it would beside others (on a core
         # of its own, so with the same numbers: compgen.cores)
         if slots > 1 and (len(jobs) > 1 or cores.shares(slots)):
@@ -680,11 +682,11 @@ def run_workers(
 
     If this process is stopped (an exception, ``KeyboardInterrupt``) its workers are ended; if it dies, they end
     themselves (:func:`_end_with_parent`). Checkpoints they saved stay; their job files do not."""
-    n_workers = max(1, min(n_workers, len(jobs)))  # never more processes than jobs
     costs = [sum(section.cost(c) for c in job) for job in jobs]
     pending = sorted(range(len(jobs)), key=lambda i: -costs[i])
     running, failed = {}, []  # slot -> (job, proc, thread, file, last line)
     shares = cores.shares(n_workers) if shards == 1 else None  # a sharded worker uses every core
+    n_workers = max(1, min(n_workers, len(jobs)))  # never more processes (nor slots to look at) than jobs
     try:
         while pending or running:
             for slot in range(n_workers):
