@@ -18,7 +18,7 @@
 # factors, and a meta-learner sees the agent reach one goal once and must then act like it in a new
 # situation, including for combinations of factors it has never seen together.
 #
-# **The world** (`compgen.tasks.goals`, spec §4.1). An 11 × 11 grid in one of 5 random mazes. An episode
+# **The world** (`compgen.tasks.goals`, App. C.4). An 11 × 11 grid in one of 5 random mazes. An episode
 # places 5 objects of 5 types (the goal object and 4 distractors of other types) and the agent, at least 11
 # steps from the goal object. The agent moves up, right, down or left, or takes one of 2 *interaction*
 # actions; it succeeds if it takes the right interaction on the goal object's cell. It observes the whole
@@ -30,13 +30,13 @@
 # *demonstration* of a goal is the optimal behaviour in one instance: the shortest path to the goal object,
 # then the goal's interaction.
 #
-# **The meta-learning problem** (spec §4.2). A task is a goal. Its support set is one demonstration, its
+# **The meta-learning problem** (App. C.4). A task is a goal. Its support set is one demonstration, its
 # query set one demonstration in a fresh instance (new object and agent positions; the goal object stays
 # in the goal's quadrant). A learner adapts its fast parameters on the support demonstration to predict
 # the demonstrated action in every visited state (6-way softmax cross-entropy, steps after the interaction
 # masked) and is scored on the query demonstration: the *accuracy* is the fraction of steps where its most
 # likely action is the optimal one. The learners are the four of the [hyperteacher section](hyperteacher),
-# sized as in the paper (spec §4.3):
+# sized as in the paper (App. C.4):
 #
 # | model | network | fast parameters (per task) | meta-parameters |
 # |---|---|---|---|
@@ -180,7 +180,7 @@ chapter.fig4ef(runs)
 # ## Fig. A9 — episodes that follow the optimal path exactly
 #
 # The same runs, scored by the fraction of query demonstrations in which *every* step is predicted
-# correctly (`acc_all`, spec §4.2): the fraction of episodes a learner acting on its predictions would
+# correctly (`acc_all`, App. C.4): the fraction of episodes a learner acting on its predictions would
 # complete optimally. The paper reports the same ordering as in Fig. 4E/F.
 
 # %%

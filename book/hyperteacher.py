@@ -115,7 +115,7 @@ figures.show(figures.header(runs, "fig3b", chapter.MODEL_LABELS))
 # the combination in the second. The random split holds out a quarter of the tasks at random (and is
 # re-drawn until every expert appears in training); the non-compositional split holds out every task whose
 # second layer uses the last expert, which then never appears in training; the connected and disconnected
-# splits (spec §2.3) train on overlapping pairs of experts or on two separate halves of them.
+# splits (App. C.2) train on overlapping pairs of experts or on two separate halves of them.
 
 # %%
 chapter.splits(runs)
@@ -139,7 +139,7 @@ chapter.fig3b(runs)
 # If a hypernetwork has identified the modules, the embeddings it infers for a task should be a linear
 # function of the task's code. We fit a ridge regression (λ = 1, intercept, 10 conjugate-gradient steps as
 # in the authors' code) from the adapted fast parameters to the code $z$ on in-distribution tasks and report
-# its $R^2$ on OOD tasks (spec §2.7). We pool $R^2$ over the $2M$ code entries (one minus total residual over
+# its $R^2$ on OOD tasks (paper §4.1). We pool $R^2$ over the $2M$ code entries (one minus total residual over
 # total variance): how the paper aggregated the entries is not known, and under non-compositional support
 # the held-out entry is constant on the OOD tasks, so its own $R^2$ is undefined, while its error is exactly
 # what the figure is about.

@@ -37,7 +37,7 @@
 # **Learning.** A task gives 16 support and 16 query demonstrations; the loss is the masked
 # $\tfrac12$-squared error summed over the 5 actions. The four learners of the [hyperteacher](hyperteacher)
 # section adapt on the support set and are meta-trained on the query loss, with the hyper-parameters of the
-# paper's Table A11 (spec §3.5): hypernetworks with $T = 32$ modules (base nets 3 × 64 linear, 2 × 64
+# paper's Table A11 (App. C.3): hypernetworks with $T = 32$ modules (base nets 3 × 64 linear, 2 × 64
 # nonlinear), ANIL 4 × 512 with 100 inner steps on minibatches of 64, MAML 3 × 368.
 #
 # **Support.** Training tasks use some combinations of modules; the reported metric is the loss on the
@@ -173,7 +173,7 @@ chapter.splits(runs)
 #
 # OOD loss (masked ½-squared error of the predicted action values on the query demonstrations of held-out
 # module combinations, after adaptation) for compositional (random) and non-compositional support; lower is
-# better. The paper's claims (its Fig. 4C reports no numbers, spec §6.4): under compositional support both
+# better. The paper's claims (its Fig. 4C reports no numbers): under compositional support both
 # hypernetworks reach a lower OOD loss than ANIL and MAML; holding out a module raises the OOD loss
 # significantly.
 

@@ -6,7 +6,7 @@ through the unroll is a mode:
 
 * ``"second_order"`` - the exact meta-gradient through every inner step (paper Alg. 2);
 * ``"first_order"``  - inner gradients are treated as constants (the first-order MAML approximation);
-* ``"stop_gradient"`` - the adapted fast parameters are constants (the theory section, spec §1.4).
+* ``"stop_gradient"`` - the adapted fast parameters are constants (the theory section, App. C.1).
 
 The outer step (:func:`outer_step`) averages the task losses and their meta-gradient over a batch of
 tasks (:func:`mean_over_tasks`) and applies the outer optimiser, never with a non-finite gradient or
@@ -76,7 +76,7 @@ def adapt(
     precompute_features=True,
     remat=False,
 ):
-    """Adapt a task's fast parameters on its support set (spec §5.1).
+    """Adapt a task's fast parameters on its support set (the paper's Alg. 2).
 
     ``support`` = (x (N, n_in), y) with ``y`` an array or pytree of arrays with leading axis N (e.g.
     targets and a mask); ``loss_fn(prediction, y) -> scalar``. Each inner step uses
@@ -171,7 +171,7 @@ def mean_over_tasks(task_loss, params, tasks, keys, fixed=None, chunk=None, mesh
 
 
 def outer_optimizer(learning_rate, clip_norm, weight_decay):
-    """Global-norm clipping then AdamW (the few-shot sections, spec §2.5); ``learning_rate`` is a float or an
+    """Global-norm clipping then AdamW (the few-shot sections, App. D); ``learning_rate`` is a float or an
     optax schedule."""
     return optax.chain(optax.clip_by_global_norm(clip_norm), optax.adamw(learning_rate, weight_decay=weight_decay))
 

@@ -1,4 +1,4 @@
-"""Metrics: losses, module alignment (spec §1.6) and linear decodability R² (spec §1.5, §2.7)."""
+"""Metrics: losses, module alignment (paper §3.3) and linear decodability R² (App. C.1, paper §4.1)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import jax.numpy as jnp
 
 
 def half_mse(prediction, target):
-    """½ · mean squared error over all entries (the theory section's loss, spec §1.4)."""
+    """½ · mean squared error over all entries (the theory section's loss, App. C.1)."""
     return 0.5 * jnp.mean((prediction - target) ** 2)
 
 
@@ -22,7 +22,7 @@ def ridge_fit(features, targets, lam, cg_iters=None, intercept=False, penalise_i
     Solves ``(XᵀX + λP) W = Xᵀ y``: exactly when ``cg_iters`` is None, otherwise by that many
     conjugate-gradient iterations from zero (the authors' code uses 10), with matrix-vector products
     only, so D may be large. With ``intercept`` the features get a constant column, penalised only
-    if ``penalise_intercept`` (the hyperteacher probe, spec §2.7). Returns ``(W (D, K), b (K,))``.
+    if ``penalise_intercept`` (the hyperteacher probe, paper §4.1). Returns ``(W (D, K), b (K,))``.
     """
     n, d = features.shape
     x = jnp.concatenate([features, jnp.ones((n, 1))], axis=1) if intercept else features
@@ -109,7 +109,7 @@ def _unit(v, axis):
 
 
 def module_alignment(teacher_modules, student_modules, decoder):
-    """Module alignment ``A`` of spec §1.6 (key ``template_alignment_all_mean``).
+    """Module alignment ``A`` of paper §3.3 (key ``template_alignment_all_mean``).
 
     teacher_modules (M, n, h), student_modules (T, n, ĥ), decoder F (M, T) with ``z ≈ F ẑ``.
     The student modules are expressed in teacher coordinates with ``P = pinv(F)``; for each teacher
@@ -124,7 +124,7 @@ def module_alignment(teacher_modules, student_modules, decoder):
 
 
 def linear_probe(fit_features, fit_targets, eval_features, eval_targets, lam, cg_iters=None):
-    """Linear decodability of a task latent from a learner's task representation (spec §2.7).
+    """Linear decodability of a task latent from a learner's task representation (paper §4.1).
 
     A ridge decoder with a penalised intercept is fitted on ``fit_features`` (N, D) -> ``fit_targets`` (N, K)
     (the in-distribution tasks) and scored on the ``eval`` set (the OOD tasks). Returns ``{"r2": (K,) R² per

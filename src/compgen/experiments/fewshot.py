@@ -1,4 +1,4 @@
-"""The few-shot core shared by the hyperteacher, the two grid worlds and the in-context learners (spec §5.1).
+"""The few-shot core shared by the hyperteacher, the two grid worlds and the in-context learners (the paper's Alg. 2).
 
 A section supplies an :class:`Environment` - how to draw training tasks, turn a task into support and query
 data, score predictions and (optionally) the task latent a probe decodes - and a config derived from
@@ -11,7 +11,7 @@ takes a clipped outer AdamW step on the query loss (the exact second-order meta-
 loop); non-finite updates are skipped and counted (:func:`compgen.meta.outer_step`). Evaluation solves the
 fixed evaluation tasks of the run in the same way and, with ``probe``, fits a ridge decoder from each task's
 representation (the adapted fast parameters, or the in-context learner's task code) to its latent on the
-``test`` tasks and scores it on the ``ood`` tasks (spec §2.7).
+``test`` tasks and scores it on the ``ood`` tasks (paper §4.1).
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ class MetaConfig(params.Config):
 
 @dataclass(frozen=True)
 class FewshotConfig(MetaConfig):
-    """A meta-learner of the paper (spec §2.5) and its inner loop; ``n_in``, ``n_out`` and ``n_templates``
+    """A meta-learner of the paper (App. D) and its inner loop; ``n_in``, ``n_out`` and ``n_templates``
     (the hypernetworks' T) come from the section's config."""
 
     model: str = field("hnet_linear", choices=models.MODEL_NAMES)
@@ -305,7 +305,7 @@ def progress(cfg, step_metrics, evaluation):
 
 
 def flops_per_step(cfg, support_points, query_points):
-    """Analytic FLOPs of one outer step of one run of a meta-learner (spec §7.1: backward = 2x forward, the
+    """Analytic FLOPs of one outer step of one run of a meta-learner (a backward pass counted as twice the forward, the
     meta-backward through the unroll = 2x the inner loop); ``*_points`` = data points per task."""
     sizes = [cfg.n_in] + [cfg.hidden] * cfg.num_hidden + [cfg.n_out]
     mlp_macs = sum(a * b for a, b in zip(sizes[:-1], sizes[1:]))

@@ -1,4 +1,4 @@
-"""The compositional-goals experiments (paper §4.3, spec §4): meta-learning to imitate an agent that walks to a
+"""The compositional-goals experiments (paper §4.3, App. C.4): meta-learning to imitate an agent that walks to a
 goal object in one of 5 mazes and interacts with it, from one demonstration of the goal.
 
 A task is a goal (quadrant, interaction, maze, object type) drawn from the run's training goals; its support
@@ -26,7 +26,7 @@ from compgen.params import field, positive
 from compgen.section import Grid, Preset
 from compgen.tasks import goals as gl
 
-EVAL_SETS = ("valid", "test", "ood")  # no auxiliary OOD sets in this world (spec §4.2)
+EVAL_SETS = ("valid", "test", "ood")  # no auxiliary OOD sets in this world (App. C.4)
 
 
 @functools.cache
@@ -96,7 +96,7 @@ def world_label(cfg) -> str:
 
 @dataclass(frozen=True)
 class GoalsConfig(fewshot.FewshotConfig, WorldFields):
-    """One goals configuration (defaults: the paper's common settings, spec §4.3); every seed is trained.
+    """One goals configuration (defaults: the paper's common settings, App. C.4); every seed is trained.
 
     Shots count demonstrations, each padded to ``demo_length`` steps (masked after the interaction). The paper
     pads to 120 = 11² − 1; any length that still holds the longest demonstration of every seed's mazes gives
@@ -314,7 +314,7 @@ def _figa10(models_, hidden, templates, outer_lr=None, **fixed):
 
 PRESETS = {
     "paper": Preset(
-        "the paper's configuration (spec §4.3); GPU",
+        "the paper's configuration (App. C.4); GPU",
         # the class defaults: B = 128, 200k steps, shots 1/1, outer weight decay 1e-2, inner weight decay 1e-4,
         # constant lr, demonstrations padded to 120 steps
         per_model={

@@ -288,7 +288,7 @@ PRESETS = {
         # the paper's models at M = 8; the paper's budget of 200,000 steps of 128 tasks with 256 + 256 shots.
         # goals: ~0.6M (memory, transformer) and ~0.9M (bottleneck) parameters, beside 0.23M-0.92M for the paper's
         # goals models; 200,000 steps of 128 tasks, 1 + 1 demonstrations padded to 120 steps
-        "the paper's task setups and budgets (hyperteacher M = 8, K = 2; goals spec §4.3); GPU",
+        "the paper's task setups and budgets (hyperteacher M = 8, K = 2; goals App. C.4); GPU",
         figures=_figures(dict(_PAPER_LEARNERS, hnet_hidden=48, n_templates=32), _PAPER_LEARNERS),
     ),
     "quick": Preset(

@@ -1,4 +1,4 @@
-"""The compositional-preferences experiments (paper §4.2, spec §3): meta-learning to predict an agent's optimal
+"""The compositional-preferences experiments (paper §4.2, App. C.3): meta-learning to predict an agent's optimal
 action values from demonstrations of its hidden, compositional colour preferences.
 
 A task is a latent z (M,) over preference modules (Algorithm 1 weights on a mask from the split); its support
@@ -83,7 +83,7 @@ def is_paper_world(cfg) -> bool:
 
 @dataclass(frozen=True)
 class PreferencesConfig(fewshot.FewshotConfig, WorldFields):
-    """One preferences configuration (defaults: the paper's common settings, spec §3.5); every seed is trained.
+    """One preferences configuration (defaults: the paper's common settings, App. C.3); every seed is trained.
 
     Shots count demonstrations (``horizon`` steps each, masked after termination). The world's sizes are
     :class:`WorldFields`; ``n_in`` (the observation) follows from them.
@@ -95,7 +95,7 @@ class PreferencesConfig(fewshot.FewshotConfig, WorldFields):
     templates: int = positive(32)  # T, the hypernetworks' number of modules
     shots_support: int = positive(16)
     shots_query: int = positive(16)
-    eval_shots_query: int = positive(1)  # the authors' evaluation loaders use one query demonstration (spec §3.4)
+    eval_shots_query: int = positive(1)  # the authors' evaluation loaders use one query demonstration (App. C.3)
 
     n_out = pf.N_ACTIONS
 
@@ -124,7 +124,7 @@ class PreferencesConfig(fewshot.FewshotConfig, WorldFields):
 
 def run_arrays(cfg, seed):
     """One run's inputs: the preference templates of the seed, its training masks (padded) and the fixed
-    evaluation latents (spec §3.4)."""
+    evaluation latents (App. C.3)."""
     masks = pf.task_masks(cfg.n_modules, cfg.max_hot)
     train, ood, _ = pf.task_split(cfg.n_modules, cfg.max_hot, cfg.split, cfg.frac_ood, seed)
     padded = np.zeros_like(masks, dtype=np.float32)
@@ -183,8 +183,8 @@ def _figa8(models_, hidden, templates, outer_lr, **fixed):
 
 PRESETS = {
     "paper": Preset(
-        "the paper's configuration (spec §3.5); GPU",
-        # spec §3.5; B = 128, 100k steps, outer weight decay 1e-2 for every model
+        "the paper's configuration (App. C.3); GPU",
+        # App. C.3; B = 128, 100k steps, outer weight decay 1e-2 for every model
         per_model={
             "hnet_deepmlp": dict(
                 hidden=64, num_hidden=2, templates=32, inner_steps=10, inner_lr=0.1, outer_lr=3e-4, clip_norm=2.0

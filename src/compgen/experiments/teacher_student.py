@@ -1,11 +1,11 @@
-"""Multi-task teacher-student experiments of the theory section (paper §3.3, spec §1): the section value
+"""Multi-task teacher-student experiments of the theory section (paper §3.3, App. C.1): the section value
 :data:`SECTION`, its config and its presets.
 
 A student with the teacher's architecture (ĥ = h·f_h hidden units, M̂ = M·f_M modules) learns from infinite
 data: per task it infers its latent ẑ by ``inner_steps`` Adam steps on fresh batches, the adapted ẑ is held
-constant (stop-gradient) and the modules and readout take an AdamW step on a fresh query batch (spec §1.4).
+constant (stop-gradient) and the modules and readout take an AdamW step on a fresh query batch (App. C.1).
 Evaluation infers ẑ on fixed task sets, decodes z from ẑ with a ridge regression and measures module
-alignment (spec §1.5-1.6).
+alignment (App. C.1 and §3.3).
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ from compgen.section import Grid, Preset, Section
 from compgen.tasks import support, teacher, teacher_kernel
 
 INNER_SCHEDULES = ("constant", "cosine")
-OVERPARAM_MASKS = "0;1;2;3;4;5;01;12;23;34;45;50"  # one-hots + ring pairs, for both distributions (spec §1.7)
+OVERPARAM_MASKS = "0;1;2;3;4;5;01;12;23;34;45;50"  # one-hots + ring pairs, for both distributions (App. C.1)
 
 
 @dataclass(frozen=True)
 class TeacherStudentConfig(params.Config):
     """One teacher-student training configuration; every seed in ``seeds`` is trained.
 
-    Defaults are the paper's (spec §1): 60,000 outer steps of 64 tasks, 300 inner Adam steps at 3e-3 on
+    Defaults are the paper's (paper §3.3, App. C.1): 60,000 outer steps of 64 tasks, 300 inner Adam steps at 3e-3 on
     batches of 256 fresh inputs, AdamW with cosine decay from 1e-3 to 1e-6.
     """
 
@@ -127,7 +127,7 @@ def _outer_optimizer(cfg, weight_decay):
 def infer_latent(cfg, student, teacher_params, z, zhat_init, key):
     """Task inference: ``inner_steps`` Adam steps on ẑ, a fresh input batch each step.
 
-    The student is held constant (stop-gradient, spec §1.4). Returns ``(ẑ (M̂,), losses)``, the loss before each
+    The student is held constant (stop-gradient, App. C.1). Returns ``(ẑ (M̂,), losses)``, the loss before each
     step (inner_steps,); with ``cfg.fused_inner`` (a GPU's choice, :func:`compgen.devices.resolve`) the same loop runs
     as one kernel (:func:`compgen.tasks.teacher_kernel.infer_latent`) and ``losses`` holds the first and the last.
     """
@@ -224,7 +224,7 @@ def outer_step(cfg, run, state, mesh=None):
 
 
 def evaluate_run(cfg, run, state):
-    """Metrics of one run on fixed task sets (spec §1.5-1.6; :meth:`TeacherStudentConfig.eval_set_names`).
+    """Metrics of one run on fixed task sets (App. C.1 and §3.3; :meth:`TeacherStudentConfig.eval_set_names`).
 
     Per set: the ½-MSE and relative loss on fixed inputs after inference, and the R² of decoding z from ẑ
     with a ridge decoder fitted on ``train`` (NaN for an entry of z that is constant on the set: no variance to
@@ -305,7 +305,7 @@ def flops_per_step(cfg) -> float:
 
 
 def _columns(numbers=None):
-    """Fig. 2C's cases: one per Table A9 column (spec §1.2), or only the columns ``numbers``."""
+    """Fig. 2C's cases: one per Table A9 column (App. C.1), or only the columns ``numbers``."""
     return tuple(
         dict(masks=col.spec, distribution=col.distribution, expect_connected=col.connected)
         for col in support.TABLE_A9
@@ -396,8 +396,8 @@ PRESETS = {
         ),
     ),
     "paper": Preset(
-        "the paper's configuration (spec §1); GPU",
-        # Table A1's columns are UNKNOWN (spec §6.1): four overparameterised students as a guess
+        "the paper's configuration (paper §3.3, App. C.1); GPU",
+        # Table A1's columns are UNKNOWN (App. B.1): four overparameterised students as a guess
         figures=_figures(
             tuple((fh, fm) for fh in (2, 4, 8, 16, 32) for fm in (2, 4, 8, 16, 32)), ((4, 4), (4, 8), (8, 4), (8, 8))
         ),

@@ -1,7 +1,7 @@
 """The paper's failure cases (App. A.3), built exactly: students that fit every training task yet fail OOD.
 
 Each function constructs a teacher and a student by hand (no training) and measures the task loss
-``½ · mean((ŷ − y)²)`` over a batch of inputs (spec §1.4), on training tasks and on out-of-distribution
+``½ · mean((ŷ − y)²)`` over a batch of inputs (App. C.1), on training tasks and on out-of-distribution
 (OOD) tasks. On training tasks the student uses a latent ``ẑ`` that we write down; on OOD tasks we
 report the latent a naive reader would guess *and* the best latent found by Adam, so a nonzero OOD loss
 means no ``ẑ`` we could find fits, not merely that we guessed badly.

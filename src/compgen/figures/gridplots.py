@@ -1,4 +1,4 @@
-"""Pictures of the compositional-goals grid world (spec §4): mazes, instances, paths and goal splits.
+"""Pictures of the compositional-goals grid world (paper §4.3, App. C.4): mazes, instances, paths and goal splits.
 
 Cells are numbered ``row * grid + col`` as in :mod:`compgen.tasks.goals` (grid 11 in the paper's world; a
 panel takes its grid from the walls :func:`draw_maze` drew on it); a cell is drawn at

@@ -32,7 +32,7 @@ CHANCE = 12.5  # % for 8 classes
 LEAD = 5.0  # accuracy points a claimed lead must reach
 R2_MARGIN = 0.1
 
-# Tables A2-A8 of the paper (spec §6.2), accuracy in %: {(M, K): {row: {model: accuracy}}} and their names.
+# Tables A2-A8 of the paper (App. B.2), accuracy in %: {(M, K): {row: {model: accuracy}}} and their names.
 _PAPER = paper_numbers(SECTION)
 PAPER_TABLES = {
     (t["M"], t["K"]): {row: dict(zip(_PAPER["columns"], values)) for row, values in t["accuracy"].items()}

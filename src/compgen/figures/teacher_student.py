@@ -11,7 +11,7 @@ from compgen.notebook import Runs
 from compgen.tasks import support, teacher
 
 SECTION = "teacher_student"
-# Table A1 of the paper (spec §6.1): {weight decay: alignment of four overparameterised discrete students}.
+# Table A1 of the paper (App. B.1): {weight decay: alignment of four overparameterised discrete students}.
 _A1 = paper_numbers(SECTION)["table_a1"]
 PAPER_TABLE_A1 = dict(zip(_A1["weight_decay"], map(tuple, _A1["alignment"])))
 ALIGNMENT_MARGIN = 0.1  # the size a claim on alignment must reach

@@ -1,4 +1,4 @@
-"""The four meta-learners of the paper (spec §2.5), shared by every few-shot section, and the in-context
+"""The four meta-learners of the paper (App. D), shared by every few-shot section, and the in-context
 learners of :mod:`compgen.models.incontext`. A model is a :class:`Model`: data plus pure functions."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A meta-learner as data plus functions (spec §2.5).
+"""A meta-learner as data plus functions (App. D).
 
 ``init(key) -> meta`` draws the meta-parameters, ``fast_init(meta) -> fast`` gives a task's initial fast
 parameters, and the forward pass is split into ``features(meta, x)``, the part that does not depend on the

@@ -1,4 +1,4 @@
-"""Linear and nonlinear hypernetworks (spec §2.5 a, b), as in the authors' code.
+"""Linear and nonlinear hypernetworks (App. D), as in the authors' code.
 
 The base network is a ReLU MLP in NTK parameterisation (``out = in @ W / sqrt(fan_in) + b``) whose
 weights *and biases* are generated. Its layers form three groups - input (D -> H), hidden (L-1

@@ -1,4 +1,4 @@
-"""ANIL and MAML: a ReLU MLP in standard parameterisation (spec §2.5 c, d).
+"""ANIL and MAML: a ReLU MLP in standard parameterisation (App. D).
 
 Weights start TN(1/sqrt(fan_in)), biases 0. ANIL adapts only the linear head; its body is a
 meta-parameter, so the body's output is :attr:`Model.features`. MAML adapts every parameter.

@@ -1,4 +1,4 @@
-"""The compositional-goals grid world (paper §4.3, spec §4).
+"""The compositional-goals grid world (paper §4.3, App. C.4).
 
 The sizes below are the paper's; a smaller world is a :class:`GoalsWorld` (grid, number of mazes,
 object types, interactions, distractors, minimum start distance) passed as ``world=`` to the functions
@@ -62,7 +62,7 @@ QUADRANT_NAMES = ("top-left", "top-right", "bottom-left", "bottom-right")
 
 @dataclass(frozen=True)
 class GoalsWorld:
-    """The sizes of a goals world; the defaults are the paper's (spec §4.1). Frozen and hashable, so it can be
+    """The sizes of a goals world; the defaults are the paper's (App. C.4). Frozen and hashable, so it can be
     a static argument of jitted functions and a key of cached tables.
 
     * ``grid``: side of the (square) grid, odd and >= 5; mazes come from :func:`generate_maze` at this size
@@ -176,7 +176,7 @@ def _check_count(value, name):
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-WORLD = GoalsWorld()  # the paper's world (spec §4.1)
+WORLD = GoalsWorld()  # the paper's world (App. C.4)
 QUADRANT_OF_CELL = WORLD.quadrant_of_cell  # rows 0-5 / 6-10 × cols 0-5 / 6-10 (the split is at 6 | 5 cells)
 QUADRANT_MASKS = WORLD.quadrant_masks  # (4, 121) bool
 _STEP_ACTION = WORLD.step_action
@@ -186,7 +186,7 @@ _STEP_ACTION = WORLD.step_action
 
 
 def generate_maze(seed, size=GRID, complexity=0.75, density=0.75):
-    """One random maze, walls True: (size, size) bool (spec §4.1, the authors' mazelab variant).
+    """One random maze, walls True: (size, size) bool (App. C.4, the authors' mazelab variant).
 
     On a padded (size+2)² grid with border walls, ⌊density·(⌊(size+2)/2⌋)²⌋ islands each start at
     a random even node (x drawn before y) and take ⌊complexity·5·2(size+2)⌋ random steps to an
@@ -358,7 +358,7 @@ def _n_mazes(tables):
 
 
 def goal_split(split="random", seed=0, world=WORLD):
-    """Training and OOD goal ids (spec §4.2): ``(train, ood)``, (150,) and (50,) in the paper's world.
+    """Training and OOD goal ids (App. C.4): ``(train, ood)``, (150,) and (50,) in the paper's world.
 
     * ``random``: ``jax.random.permutation(key(seed), n_goals)``; the last ⌊n_goals/4⌋ are OOD. The ids keep
       the permutation order (as the authors' task arrays do). As in the authors' code, which asserts it,
@@ -437,7 +437,7 @@ def sample_instance(key, tables, goal, world=WORLD):
 
 
 def observation(walls, agent_cell, object_cells, object_types, world=WORLD):
-    """The agent's view (spec §4.1), flattened (H, W, C) row-major: (obs_size,) float32, (847,) in the paper.
+    """The agent's view (App. C.4), flattened (H, W, C) row-major: (obs_size,) float32, (847,) in the paper.
 
     Channels 0..n_object_types−1: a one-hot of each object's type at its cell (where objects share a cell
     their one-hots add up as a union); then walls; then the agent.

@@ -1,5 +1,5 @@
 """The hyperteacher: a teacher network whose hidden layers a hypernetwork generates from a
-modular task code (spec §2.1-2.4).
+modular task code (App. C.2).
 
 A task is a code z in {0,1}^(2×M): one row per generated layer, each with 1..K of the M experts
 active. The teacher is a 16-32-32-32-8 ReLU MLP in NTK parameterisation without biases; its two
@@ -8,7 +8,7 @@ influences both generated layers, as in the authors' code). Its outputs, standar
 over 1000 fixed inputs, become soft targets at temperature 0.1.
 
 The universe of tasks is every (layer-0 combination, layer-1 combination) pair; a task id is
-``c0 * S + c1`` with the combinations of :func:`layer_combinations`. The splits of spec §2.3 pick
+``c0 * S + c1`` with the combinations of :func:`layer_combinations`. The splits of App. C.2 pick
 training and out-of-distribution (OOD) ids from it.
 """
 
@@ -32,7 +32,7 @@ N_GENERATED = 2  # generated layers (hidden_0, hidden_1)
 
 
 def init_teacher(key, n_modules, n_in=16, hidden=32, n_out=8):
-    """Teacher parameters from the run's fixed key; every entry TN(1.0) (spec §2.1).
+    """Teacher parameters from the run's fixed key; every entry TN(1.0) (App. C.2).
 
     ``{"input": (n_in, hidden), "output": (hidden, n_out), "bank": (2M, 2, hidden, hidden)}``.
     """
@@ -109,7 +109,7 @@ def task_codes(n_modules, max_hot, ids=None):
 
 
 def task_split(n_modules, max_hot, split="random", frac_ood=0.25, seed=0, max_redraws=100):
-    """Training and OOD task ids of a split (spec §2.3): ``(train (n,), ood (m,), redraws)``.
+    """Training and OOD task ids of a split (App. C.2): ``(train (n,), ood (m,), redraws)``.
 
     * ``random``: a permutation of all tasks from ``seed``; the last ⌊frac_ood·S²⌋ are OOD. The
       split is re-drawn (``redraws`` counts how often) until every expert of every layer is active in
@@ -166,7 +166,7 @@ def sample_k_hot_codes(key, n_modules, k, num):
 
 
 def evaluation_codes(key, n_modules, max_hot, train_ids, ood_ids, num):
-    """The fixed evaluation sets of spec §2.4: ``{name: codes (num, 2, M) or None}``.
+    """The fixed evaluation sets of App. C.2: ``{name: codes (num, 2, M) or None}``.
 
     ``valid``/``test`` draw from the training tasks, ``ood`` from the OOD tasks, and ``ood_k`` from the
     OOD tasks whose every layer has exactly k experts (k <= K; None when there are none) or, for

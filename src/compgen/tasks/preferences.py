@@ -1,4 +1,4 @@
-"""The compositional-preferences grid world (paper §4.2, spec §3).
+"""The compositional-preferences grid world (paper §4.2, App. C.3).
 
 An agent on a fixed grid with walls (the paper's 7×7) collects coloured objects. A task is a hidden
 preference vector over the colours, a weighted sum of a few of the M preference modules (rows of a
@@ -6,7 +6,7 @@ template matrix); the agent's optimal action values come from finite-horizon val
 (cell, which objects are left) and a demonstration is the greedy rollout of those values. A
 meta-learner sees a few demonstrations of a task and must predict the action values in new layouts.
 
-The sizes below are the paper's (spec §3.1-3.3); a smaller world is a :class:`PreferencesWorld` (layout,
+The sizes below are the paper's (App. C.3); a smaller world is a :class:`PreferencesWorld` (layout,
 objects, colours, demonstration length, value-iteration backups, observation) passed as ``world=`` to
 the functions (a frozen, hashable value, static under jit). At the default sizes every function
 behaves exactly as the paper's world: the same operations on the same arrays, bit for bit.
@@ -67,10 +67,10 @@ def layout_tables(layout: str):
 
 @dataclass(frozen=True)
 class PreferencesWorld:
-    """The sizes of a preferences world; the defaults are the paper's (spec §3.1-3.3). Frozen and hashable, so
+    """The sizes of a preferences world; the defaults are the paper's (App. C.3). Frozen and hashable, so
     it can be a static argument of jitted functions.
 
-    * ``layout``: a name in :data:`LAYOUTS` (the grid and its walls; "paper" is the 7×7 room of spec §3.1);
+    * ``layout``: a name in :data:`LAYOUTS` (the grid and its walls; "paper" is the 7×7 room of App. C.3);
     * ``n_objects``: objects per layout; the agent and the objects sit on distinct free cells;
     * ``n_colours``: colours, drawn uniformly with replacement for each object;
     * ``horizon``: steps of a demonstration; ``backups``: value-iteration backups from Q₀ = 0;
@@ -149,7 +149,7 @@ class PreferencesWorld:
         )
 
 
-WORLD = PreferencesWorld()  # the paper's world (spec §3.1-3.3)
+WORLD = PreferencesWorld()  # the paper's world (App. C.3)
 GRID = WORLD.grid  # 7
 WALLS = WORLD.walls
 FREE_CELLS = WORLD.free_cells  # grid index (row * 7 + col) of each of the 19 free cells
@@ -168,7 +168,7 @@ NEXT_CELL = WORLD.next_cell
 
 
 def preference_templates(seed: int, n_modules: int = N_MODULES, n_colours: int = N_COLOURS):
-    """The template matrix P (n_modules, n_colours), entries N(0, 1) from ``key(seed)`` (spec §3.2)."""
+    """The template matrix P (n_modules, n_colours), entries N(0, 1) from ``key(seed)`` (App. C.3)."""
     return jax.random.normal(jax.random.key(seed), (n_modules, n_colours))
 
 
@@ -204,7 +204,7 @@ def task_split(
     seed: int = 0,
     max_redraws: int = 100,
 ):
-    """Training and OOD mask ids of a split (spec §3.4): ``(train (n,), ood (m,), redraws)``.
+    """Training and OOD mask ids of a split (App. C.3): ``(train (n,), ood (m,), redraws)``.
 
     * ``random``: a permutation of the masks from ``key(seed)``; the last ⌊frac_ood·n⌋ are OOD (69/23
       at M = 8, K = 3). The authors' code does not check that every module is trained; here the split
@@ -218,7 +218,7 @@ def task_split(
 
 
 def ood_k_values(n_modules: int, max_hot: int):
-    """The k of the auxiliary ``ood_k`` sets: K+1..M (spec §3.4)."""
+    """The k of the auxiliary ``ood_k`` sets: K+1..M (App. C.3)."""
     return tuple(range(max_hot + 1, n_modules + 1))
 
 
@@ -237,7 +237,7 @@ def sample_k_hot_latents(key, n_modules, k, num):
 
 
 def evaluation_latents(key, n_modules, max_hot, train_ids, ood_ids, num):
-    """The fixed evaluation sets (spec §3.4): ``{name: latents (num, M)}`` for valid, test, ood and
+    """The fixed evaluation sets (App. C.3): ``{name: latents (num, M)}`` for valid, test, ood and
     ``ood_k`` (k = K+1..M, keys split from the ood key as in the authors' code)."""
     masks = task_masks(n_modules, max_hot)
     _, k_test, k_valid, k_ood = jax.random.split(key, 4)
@@ -276,7 +276,7 @@ def transitions(instance, preferences, world: PreferencesWorld = WORLD):
     """Next state and reward of every (state, action): ``(next (n_states, 5) int32, reward (n_states, 5))``.
 
     Stepping onto a cell whose object is still available collects it (its bit is cleared) and earns
-    the preference for its colour; action 0 ("terminate") is a zero-reward self-loop (spec §3.3).
+    the preference for its colour; action 0 ("terminate") is a zero-reward self-loop (App. C.3).
     """
     n_cells, n_objects = world.n_cells, world.n_objects
     target = jnp.asarray(world.next_cell)  # (cells, 5) cell after each action
@@ -321,7 +321,7 @@ def observation(instance, cell, available, world: PreferencesWorld = WORLD):
 
 def demonstration(instance, preferences, horizon=None, world: PreferencesWorld = WORLD):
     """The greedy rollout of Q (``world.backups`` backups: Q₈ in the paper's world) from the instance's start
-    (spec §3.3).
+    (App. C.3).
 
     The action is ``argmax Q(s, ·)`` with ties to the lowest index, so when nothing positive is reachable
     the agent terminates. Returns ``(obs (horizon, obs_size), q_targets (horizon, 5), mask (horizon,),
@@ -370,7 +370,7 @@ def task_data(templates, latent, key, n_support, n_query, horizon=None, world: P
 
 
 def masked_squared_error(prediction, target):
-    """Σ_t mask_t Σ_a ½(Q̂ - Q)² / Σ_t mask_t (spec §3.4); ``target`` = (q (N, 5), mask (N,))."""
+    """Σ_t mask_t Σ_a ½(Q̂ - Q)² / Σ_t mask_t (App. C.3); ``target`` = (q (N, 5), mask (N,))."""
     q, mask = target
     per_step = 0.5 * ((prediction - q) ** 2).sum(-1)
     return (per_step * mask).sum() / jnp.maximum(mask.sum(), 1)

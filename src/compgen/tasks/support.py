@@ -270,7 +270,7 @@ def require_compositional(masks, n_modules: int | None = None, name: str = "mask
 
 
 # --------------------------------------------------------------------------------------------------
-# Splits of a task universe into training and out-of-distribution tasks (spec §2.3, §3.4)
+# Splits of a task universe into training and out-of-distribution tasks (App. C.2, App. C.3)
 # --------------------------------------------------------------------------------------------------
 
 
@@ -310,7 +310,7 @@ SPLITS = ("random", "non_compositional", "connected", "disconnected")
 
 
 def layered_split(layers, max_hot: int, split: str, frac_ood: float, seed: int, max_redraws: int, what: str):
-    """Training and OOD ids of a split of tasks given by per-layer module combinations (spec §2.3, §3.4).
+    """Training and OOD ids of a split of tasks given by per-layer module combinations (App. C.2, App. C.3).
 
     ``layers`` (n_tasks, L, M) 0/1: the modules each task uses in each of its L layers (L = 2 for the
     hyperteacher's generated layers, L = 1 for a preference mask). Returns ``(train (n,), ood (m,), redraws)``:
@@ -344,7 +344,7 @@ def layered_split(layers, max_hot: int, split: str, frac_ood: float, seed: int, 
 
 
 def check_ring_split(n_modules: int, max_hot: int, split: str):
-    """Raise unless the connected/disconnected ``split`` can be built: K = 2 and an even M > 4 (spec §2.3)."""
+    """Raise unless the connected/disconnected ``split`` can be built: K = 2 and an even M > 4 (App. C.2)."""
     if max_hot != 2 or n_modules % 2 or n_modules <= 4:
         raise ValueError(
             f"split={split!r} needs max_hot (K) = 2 and an even n_modules (M) > 4, got K={max_hot}, M={n_modules}"
@@ -352,7 +352,7 @@ def check_ring_split(n_modules: int, max_hot: int, split: str):
 
 
 def ring_combinations(n_modules: int) -> set:
-    """The "connected" combinations of spec §2.3/§3.4: the M one-hots and the pairs (i, i+1) and (i, i+2) mod M
+    """The "connected" combinations of App. C.2, App. C.3: the M one-hots and the pairs (i, i+1) and (i, i+2) mod M
     (3M sets of module indices)."""
     rows = [{i} for i in range(n_modules)]
     rows += [{i, (i + d) % n_modules} for d in (1, 2) for i in range(n_modules)]
@@ -365,7 +365,7 @@ def half_split(n_modules: int) -> tuple:
 
 
 # --------------------------------------------------------------------------------------------------
-# Table A9 (spec §1.2): the task distributions of Fig. 2C
+# Table A9 (App. C.1): the task distributions of Fig. 2C
 # --------------------------------------------------------------------------------------------------
 
 

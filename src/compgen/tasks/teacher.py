@@ -1,4 +1,4 @@
-"""The multi-task teacher of the theory section (paper §3, spec §1.1-1.2).
+"""The multi-task teacher of the theory section (paper §3, App. C.1).
 
 A teacher is a one-hidden-layer ReLU network without biases whose first-layer weight is
 generated linearly from a task latent ``z``: ``W(z) = sum_m z_m modules[m]``. The student of
@@ -21,7 +21,7 @@ def init_teacher(key, n_in=16, n_hidden=16, n_out=4, n_modules=6):
     """Teacher (or student) parameters.
 
     Returns ``{"modules": (M, n_in, n_hidden), "readout": (n_hidden, n_out)}`` with module entries
-    TN(1/sqrt(M)) and readout entries TN(1/sqrt(n_hidden)) (spec §1.1, §1.3).
+    TN(1/sqrt(M)) and readout entries TN(1/sqrt(n_hidden)) (App. C.1).
     """
     for name, value in (("n_in", n_in), ("n_hidden", n_hidden), ("n_out", n_out), ("n_modules", n_modules)):
         if int(value) < 1:

@@ -1,7 +1,7 @@
 """The teacher-student task inference as one fused GPU kernel (Pallas, Triton): :func:`infer_latent`.
 
 The theory section infers each task's latent ẑ with hundreds of Adam steps, each on a fresh batch of inputs
-(spec §1.4). Written with ``lax.scan`` (:func:`compgen.experiments.teacher_student.infer_latent`), every inner step
+(App. C.1). Written with ``lax.scan`` (:func:`compgen.experiments.teacher_student.infer_latent`), every inner step
 is a chain of small kernels whose intermediates (the batch, the hidden layers, their gradients) go through the GPU's
 memory; at the paper's size the outer step is bound by that traffic and by launches, not by arithmetic. Here one
 program instance runs one task's whole inner loop in registers: it draws the inputs with the same generator
