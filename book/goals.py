@@ -356,8 +356,7 @@ figures.show(
         "search/twin_goals.json",
         preset,
         runs,
-        chapter.claims(runs),
-        glance.load_second_set("search/second_set.json", preset),
+        glance.judged_sets(runs.section.name, runs, glance.load_second_set("search/second_set.json", preset)),
         chapter.MODEL_LABELS,
     )
 )

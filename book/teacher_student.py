@@ -334,8 +334,7 @@ figures.show(
         "search/twin_teacher_student.json",
         preset,
         runs,
-        chapter.claims(runs),
-        glance.load_second_set("search/second_set.json", preset),
+        glance.judged_sets(runs.section.name, runs, glance.load_second_set("search/second_set.json", preset)),
         {},
     )
 )
@@ -351,5 +350,5 @@ more_seeds = twin.load_twin("search/twin_teacher_student_41-46.json")
 if more_seeds is None or more_seeds.get("preset") != preset:
     print(f"No twin record on seeds 41-46 at preset {preset}.")
 else:
-    figures.show(twin.claims_table(more_seeds, [c for c in chapter.claims(runs) if c.figure == "Fig. 2C"]))
+    figures.show(twin.claims_table(more_seeds, {}))
     figures.show(twin.pooled_table([twin.load_twin("search/twin_teacher_student.json"), more_seeds]))

@@ -1,15 +1,15 @@
-"""Train every chapter on a second seed set and record its computed claims for the results-at-a-glance page.
+"""Train every chapter on a second seed set and record its runs' final numbers for the results-at-a-glance page.
 
     COMPGEN_RESULTS=<store> python tools/second_set.py --preset quick --seeds 31 32 33
     COMPGEN_RESULTS=<store> python tools/second_set.py --preset quick --seeds 31 32 33 --chapters teacher_student
 
 Trains (or loads from the store) every run of every chapter at the preset with these seeds, exactly as the
-chapters do on theirs, then computes the claims with the same functions as the glance page
-(:func:`compgen.figures.glance.claims`) and writes them to ``book/search/second_set.json``: the preset, the seeds,
-the commit and the library's code fingerprint they were computed at, each chapter's wall time, and one entry per
-claim (section, figure, claim, verdict, ours). With ``--chapters`` only those chapters are trained and recomputed;
-the other chapters' entries of an existing record at the same preset and seeds are kept, each chapter with the
-commit it was computed at (``commits``).
+chapters do on theirs, then writes to ``book/search/second_set.json`` each run's final evaluation per seed
+(:func:`compgen.figures.records.entries`: the numbers every claim reads) with its config, and per chapter the commit
+and code fingerprint they were computed at and the wall time. No verdict is stored: the page judges the claims on
+these numbers with the current claim code when the book is built (:func:`compgen.figures.glance.page`). With
+``--chapters`` only those chapters are trained and recorded; the other chapters of an existing record at the same
+preset and seeds are kept, each with the commit it was computed at (``commits``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from compgen import notebook, results
-from compgen.figures import glance
+from compgen.figures import glance, records
 
 DEFAULT = Path(__file__).resolve().parents[1] / "book" / "search" / "second_set.json"
 
@@ -30,13 +30,13 @@ def main(argv=None) -> int:
     parser.add_argument("--preset", default="quick")
     parser.add_argument("--seeds", type=int, nargs="+", required=True)
     parser.add_argument("--out", type=Path, default=DEFAULT)
-    parser.add_argument("--no-train", action="store_true", help="only compute the claims from the stored runs")
+    parser.add_argument("--no-train", action="store_true", help="only record the stored runs")
     parser.add_argument(
         "--chapters",
         nargs="+",
         choices=list(glance.CHAPTERS),
         default=list(glance.CHAPTERS),
-        help="recompute only these chapters, keeping the others of the existing record (default: every chapter)",
+        help="record only these chapters, keeping the others of the existing record (default: every chapter)",
     )
     args = parser.parse_args(argv)
     record = _kept(args) if set(args.chapters) != set(glance.CHAPTERS) else _empty(args)
@@ -46,30 +46,28 @@ def main(argv=None) -> int:
             start = time.perf_counter()
             notebook.train(name, args.preset, args.seeds)
             record["wall_s"][name] = round(time.perf_counter() - start, 1)
-        found = glance.claims(args.preset, args.seeds, [name])[name]
-        record["claims"] = [c for c in record["claims"] if c["section"] != name] + [
-            {"section": c.section, "figure": c.figure, "claim": c.claim, "verdict": c.verdict, "ours": c.ours}
-            for c in found
-        ]
+        record["runs"][name] = records.entries(notebook.stored(name, args.preset, args.seeds))
         record["commits"][name] = commit
         record["fingerprints"][name] = fingerprints[name]
-    order = {name: i for i, name in enumerate(glance.CHAPTERS)}
-    record["claims"].sort(key=lambda c: order[c["section"]])  # stable: a chapter's claims keep their order
+    order = list(glance.CHAPTERS)
+    for key in ("runs", "commits", "fingerprints", "wall_s"):
+        record[key] = {k: record[key][k] for k in sorted(record[key], key=order.index)}
     args.out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
-    print(f"{len(record['claims'])} claims written to {args.out} ({', '.join(args.chapters)} recomputed)")
+    runs = sum(len(v) for v in record["runs"].values())
+    print(f"{runs} configs' final numbers written to {args.out} ({', '.join(args.chapters)} recorded)")
     return 0
 
 
 def _empty(args) -> dict:
     return {
-        "about": "The claims of every chapter computed on a second seed set that the book neither tunes on nor "
-        "shows, by tools/second_set.py (see its docstring).",
+        "about": "Every chapter's runs on a second seed set that the book neither tunes on nor shows, as final numbers "
+        "per seed (tools/second_set.py, see its docstring); the claims are judged on them when the book is built.",
         "preset": args.preset,
         "seeds": args.seeds,
         "commits": {},
         "fingerprints": {},
         "wall_s": {},
-        "claims": [],
+        "runs": {},
     }
 
 
@@ -83,8 +81,8 @@ def _kept(args) -> dict:
             f"error: {args.out} is at preset {record.get('preset')!r} and seeds {record.get('seeds')}; "
             f"--chapters can only update a record at preset {args.preset!r} and seeds {args.seeds}"
         )
-    old_commit = record.pop("commit", None)  # records before per-chapter commits had one
-    record.setdefault("commits", {name: old_commit for name in record["fingerprints"]})
+    if "runs" not in record:
+        raise SystemExit(f"error: {args.out} holds verdicts, not runs (an older record): record every chapter again")
     return record
 
 

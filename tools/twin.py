@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import dataclasses
-import hashlib
 import json
 import os
 import subprocess
@@ -44,20 +43,13 @@ REPOSITORY = "smonsays/modular-hyperteacher"
 COMMIT = "2680b5c6a5fd88f1487a6f794cf70d20b7bc261e"
 TWIN_PYTHON = ROOT / ".venv-twin" / "bin" / "python"
 SECOND_SET = (31, 32, 33)  # the seeds of tools/second_set.py
-# The nearest world the reference can express, where it cannot express a preset's: {(chapter, preset): {figure:
-# changes}}. The tool trains ours at that world too (same store, same runner), so the comparison is like for like.
-# run_theory.py trains train_step * n_task outer steps, evaluated every log_every steps in whole chunks, with a cosine
-# outer schedule and no warm-up: quick's 8,000 steps with a 400-step warm-up become 7,998 steps (1,333 x 6), no warm-up.
-# The reference's preference world is the paper's 7x7 layout with a full-grid observation and one query demonstration
-# per evaluation task; its goal world needs an odd grid above 5 with goals at least grid-size steps from the start, and
-# pads every demonstration to grid² - 1 steps (tools/twin_grid_worlds.md gives the reading of both codes).
-PREFERENCES_WORLD = dict(layout="paper", observation="grid", eval_shots_query=1)
-GOALS_WORLD = dict(grid=7, min_distance=7, demo_length=48)
-MATCHED = {
-    ("teacher_student", "quick"): {"fig2c": dict(warmup_steps=0, outer_steps=7998, eval_every=1333)},
-    ("preferences", "quick"): {f: PREFERENCES_WORLD for f in ("fig4b", "fig4c", "figa8")},
-    ("goals", "quick"): {f: GOALS_WORLD for f in ("fig4ef", "figa10")},
-}
+# Where the reference cannot express the preset's world (MATCHED) and which figures are twinned: compgen.figures.twin.
+CLAIM_FIGURES, GOALS_WORLD, MATCHED = tables.CLAIM_FIGURES, tables.GOALS_WORLD, tables.MATCHED
+PREFERENCES_WORLD, claim_configs, reference_output = (
+    tables.PREFERENCES_WORLD,
+    tables.claim_configs,
+    tables.reference_output,
+)
 # Claims the reference cannot express at a preset, with why (the record and the results page say so).
 NOT_EXPRESSIBLE = {
     ("teacher_student", "quick"): {
@@ -214,12 +206,6 @@ WORLDS = {
 }
 # The figures whose configs the claims read, per chapter the tool can twin (fig3e's K = 4 cell is fig3b's), in the
 # order they train: the headline comparisons first.
-CLAIM_FIGURES = {
-    "hyperteacher": ("fig3cd", "fig3e", "fig3b"),
-    "teacher_student": ("fig2c",),
-    "preferences": ("fig4c", "fig4b", "figa8"),
-    "goals": ("fig4ef", "figa10"),
-}
 # What cannot be matched, whatever the config; each is a (what, why) pair in the record.
 ALWAYS_UNMATCHED = (
     (
@@ -416,10 +402,8 @@ def translate_theory(cfg, seed: int) -> Translation:
 
 
 def run_key(cfg, seed) -> str:
-    """A stable key of one (config, seed): the config with that seed alone, and the reference commit."""
-    fields = {**results.config_dict(cfg), "seeds": [int(seed)]}
-    payload = json.dumps({"class": type(cfg).__name__, "commit": COMMIT, **fields}, sort_keys=True, default=str)
-    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+    """A stable key of one (config, seed) at the reference's commit (:func:`compgen.figures.twin.run_key`)."""
+    return tables.run_key(cfg, seed, COMMIT)
 
 
 # --------------------------------------------------------------------------------------------- running
@@ -495,53 +479,6 @@ def summarise(chapter: str, cfg, arrays: dict) -> dict:
 def world_fields(chapter: str) -> tuple:
     """The fields that name a run's world in the record."""
     return THEORY_FIELDS if chapter == "teacher_student" else WORLDS[chapter].fields
-
-
-def reference_output(chapter: str, cfg, runs: list) -> dict:
-    """The reference's runs of ``cfg`` (one summary per seed, in ``cfg.seeds`` order) laid out as our runs'
-    outputs at their last evaluation, so that a chapter's ``claims`` reads them: ``eval/<metric>`` (seeds, 1,
-    n_sets) and, where recorded, ``eval/r2_ood_pooled`` (seeds, 1); teacher-student ``eval/alignment`` (seeds, 1)."""
-    if chapter == "teacher_student":
-        return {"eval/alignment": np.array([[r["final"]["alignment"]] for r in runs])}
-    names = cfg.eval_set_names()
-    out = {f"eval/{m}": np.array([[[r["final"][n][m] for n in names]] for r in runs]) for m in runs[0]["final"]["ood"]}
-    if "r2_ood_pooled" in runs[0]:
-        out["eval/r2_ood_pooled"] = np.array([[r["r2_ood_pooled"]] for r in runs])
-    return out
-
-
-def claim_configs(chapter: str, preset: str, seeds):
-    """(section, {figure: configs}) of the chapter's claim figures at ``preset`` with ``seeds``, each moved to the
-    nearest world the reference expresses (:data:`MATCHED`) where it cannot express the preset's."""
-    from compgen.notebook import chapter_configs
-
-    sec, by_figure = chapter_configs(chapter, preset, None if seeds is None else list(seeds), CLAIM_FIGURES[chapter])
-    changes = MATCHED.get((chapter, preset), {})
-    return sec, {f: [dataclasses.replace(c, **changes.get(f, {})) for c in cs] for f, cs in by_figure.items()}
-
-
-def judge(chapter: str, preset: str, seeds, outputs_of) -> list:
-    """The chapter's claims on ``outputs_of(config)`` (``None``: not run), with the chapter's own claims code."""
-    from compgen.figures import Runs
-    from compgen.figures.glance import CHAPTERS
-
-    sec, by_figure = claim_configs(chapter, preset, seeds)
-    outputs = {c: outputs_of(c) for cs in by_figure.values() for c in cs}
-    return CHAPTERS[chapter].claims(Runs(sec, preset, by_figure, outputs))
-
-
-def reference_claims(chapter: str, preset: str, seeds, record: dict) -> list:
-    """The chapter's claims judged on the reference's runs in ``record`` (configs without every seed: not run)."""
-
-    def outputs_of(cfg):
-        found = [record["runs"].get(run_key(cfg, s)) for s in cfg.seeds]
-        return reference_output(chapter, cfg, found) if all(found) else None
-
-    return judge(chapter, preset, seeds, outputs_of)
-
-
-def _entries(claims) -> list:
-    return [{"figure": c.figure, "claim": c.claim, "verdict": c.verdict, "ours": c.ours} for c in claims]
 
 
 def _write(path: Path, record: dict) -> None:
@@ -699,16 +636,14 @@ def main(argv=None) -> int:
         if run is not None and (run["figure"] == figure or "row" not in run):  # a shared config: its own figure's
             run["row"] = tables.config_row(chapter, figure, results.config_dict(cfg))
     sets = [",".join(map(str, seeds)) for seeds in args.seeds]
-    record["claims"] = {
-        s: _entries(reference_claims(chapter, args.preset, seeds, record)) for s, seeds in zip(sets, args.seeds)
-    }
-    if record["matched_world"]:  # ours at the same world, trained (or loaded) by the runner, judged the same way
+    record.pop("claims", None)  # verdicts are judged when the book is built (compgen.figures.twin.judged)
+    record.pop("ours_matched", None)
+    if record["matched_world"]:  # ours at the same world, trained (or loaded) by the runner
         train = not (args.no_train or args.reference_only)
         trained = train_ours(chapter, args.preset, args.seeds, args.workers, train, args.figures, args.models)
-        ours, rows = {}, []
+        rows = []
         for s, seeds in zip(sets, args.seeds):
             output_of = trained[s].get
-            ours[s] = _entries(judge(chapter, args.preset, seeds, output_of))
             for figure, cfgs in claim_configs(chapter, args.preset, seeds)[1].items():
                 for cfg in cfgs:
                     if output_of(cfg) is not None:
@@ -726,9 +661,13 @@ def main(argv=None) -> int:
         for r in record.get("ours_matched_rows", []):
             if (json.dumps(r["row"], sort_keys=True), tuple(r["seeds"])) not in made:
                 rows.append(r)
-        record["ours_matched"], record["ours_matched_rows"] = ours, rows
+        record["ours_matched_rows"] = rows
     _write(out, record)
     print(f"{len(record['runs'])} reference runs in {out}")
+    for s, found in tables.judged(record).items():  # what the book will show, judged now
+        for who, claims in found.items():
+            for c in claims or ():
+                print(f"[{who}, seeds {s}] {c.figure} {c.claim}: {c.verdict} ({c.ours})")
     return 0
 
 

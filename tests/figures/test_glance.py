@@ -2,10 +2,12 @@
 
 import json
 
+import numpy as np
 import pytest
 
+from compgen import notebook, results
 from compgen.figures import claims as C
-from compgen.figures import glance
+from compgen.figures import glance, records, twin
 
 
 def test_an_empty_store_gives_not_run_everywhere(store):
@@ -21,69 +23,98 @@ def test_an_empty_store_gives_not_run_everywhere(store):
 
 
 @pytest.mark.parametrize("name", list(glance.CHAPTERS))
-def test_every_claim_is_declared_as_a_spec_of_its_chapter(runs_of, name):
+def test_every_claim_is_declared_as_a_spec_of_its_chapter_and_states_its_rule(runs_of, name):
     chapter = glance.CHAPTERS[name]
     specs = [value for value in vars(chapter).values() if isinstance(value, C.ClaimSpec)]
     found = chapter.claims(runs_of(name, "paper", lambda c: None))
-    assert found and {(c.section, c.criterion) for c in found} <= {(s.section, s.criterion) for s in specs}
+    stated = {(s.section, f"{s.criterion}; {s.rule()}") for s in specs}
+    assert found and {(c.section, c.criterion) for c in found} <= stated
     assert not any("{" in text or "}" in text for c in found for text in (c.figure, c.claim, c.paper, c.anchor))
+    assert not any("every seed" in s.criterion or "paired by seed" in s.criterion for s in specs)  # the rule says it
 
 
-def _record(found, verdict_of, preset="smoke", fingerprints=None):
+# Fig. 2C's final alignments per seed: connected columns at 0.97; disconnected ones as chosen per seed
+def _alignment(disconnected):
+    def output(cfg, fake):
+        values = [0.97 if cfg.expect_connected else disconnected.get(s, 0.8) for s in cfg.seeds]
+        return fake(cfg, {"eval/alignment": np.array(values)})
+
+    return output
+
+
+def _store_runs(name, seeds, output_of, fake):
+    """Save hand-made outputs of the chapter's smoke configs on ``seeds`` into the test's store; their runs."""
+    sec, by_figure = notebook.chapter_configs(name, "smoke", seeds)
+    for cfg in dict.fromkeys(c for cs in by_figure.values() for c in cs):
+        results.Store.default().save(sec, cfg, output_of(cfg, fake), 1.0)
+    return notebook.stored(name, "smoke", seeds)
+
+
+def _second_set(runs, fingerprint=None, preset="smoke"):
+    name = runs.section.name
     return {
         "preset": preset,
-        "seeds": [31, 32, 33],
-        "commit": "0123456789abcdef",
-        "fingerprints": fingerprints or {},
-        "claims": [
-            {"section": c.section, "figure": c.figure, "claim": c.claim, "verdict": verdict_of(c), "ours": "+1.0 (3/3)"}
-            for group in found.values()
-            for c in group
-        ],
+        "seeds": list(runs.seeds),
+        "commits": {name: "0123456789abcdef"},
+        "fingerprints": {name: fingerprint or glance.code_fingerprints()[name]},
+        "wall_s": {name: 1.0},
+        "runs": {name: records.entries(runs)},
     }
 
 
-def test_the_second_seed_set_adds_a_column_with_its_verdicts(store, tmp_path):
-    found = glance.claims("smoke")
-    first = next(iter(found.values()))[0]
-    record = _record(found, lambda c: C.HOLDS if c == first else C.NOT_REPRODUCED)
-    record["claims"] = record["claims"][:-1]  # the last claim is missing from the record
+def test_the_second_set_and_the_pooled_column_are_judged_from_per_seed_numbers(store, tmp_path, fake):
+    """The book's seed (smoke: 100) holds; on 31-33 one seed's gap is small, so the set fails the 0.1 size; pooled
+    over the four seeds the mean gap clears 0.1 by more than two standard errors."""
+    _store_runs("teacher_student", None, _alignment({}), fake)
     path = tmp_path / "second.json"
-    path.write_text(json.dumps(record))
+    with_gaps = _alignment({31: 0.8, 32: 0.95, 33: 0.9})
+    sec, by_figure = notebook.chapter_configs("teacher_student", "smoke", [31, 32, 33])
+    outputs = {c: with_gaps(c, fake) for cs in by_figure.values() for c in cs}
+    second = notebook.Runs(sec, "smoke", by_figure, outputs)
+    path.write_text(json.dumps(_second_set(second)))
     page = glance.page("smoke", second_set=path)
-    assert "<th>seeds 31, 32, 33</th>" in page
-    assert page.count('title="holds">✓</span> +1.0 (3/3)') == 1 and 'reproduced at this preset">✗</span> +1.0' in page
-    assert "– not recorded" in page
-    assert "0 also hold there" in page  # nothing holds on the book's seeds of an empty store
-    assert "has changed since" not in page
-
-
-def test_a_second_set_of_another_preset_or_older_code_is_flagged_or_ignored(store, tmp_path):
-    found = glance.claims("smoke")
-    path = tmp_path / "second.json"
-    path.write_text(json.dumps(_record(found, lambda c: C.HOLDS, preset="quick")))
-    assert "seeds 31, 32, 33" not in glance.page("smoke", second_set=path)
+    assert "<th>ours, seeds 31–33</th>" in page and "<th>pooled</th>" in page
+    assert page.count('title="holds">✓</span> +0.170 (1/1)') == 2  # both Fig. 2C claims on seed 100
+    assert page.count('not reproduced at this preset">✗</span> +0.087 ± 0.044 (3/3)') == 2
+    assert page.count('title="holds">✓</span> +0.107 ± 0.037 (4/4) of 4') == 2
+    assert "Pooled over the book's seeds and the second set" in page and "(stale)" not in page
+    path.write_text(json.dumps(_second_set(second, fingerprint="older")))
+    page = glance.page("smoke", second_set=path)
+    assert "The training code of Teacher and student (§3.3) has changed since" in page and "(stale)" in page
+    path.write_text(json.dumps(_second_set(second, preset="quick")))
+    assert "seeds 31–33" not in glance.page("smoke", second_set=path)
     assert glance.load_second_set(tmp_path / "missing.json", "smoke") is None
-    path.write_text(json.dumps(_record(found, lambda c: C.HOLDS, fingerprints={"goals": "not-the-code"})))
-    page = glance.page("smoke", second_set=path)
-    assert "The training code of Compositional goals (§4.3) has changed since" in page
 
 
-def test_the_twin_column_shows_the_references_verdict_per_seed_set(store, tmp_path):
-    found = glance.claims("smoke")
-    first = found["hyperteacher"][0]
-    entry = lambda verdict: [{"figure": first.figure, "claim": first.claim, "verdict": verdict, "ours": "x"}]
-    record = {"preset": "smoke", "claims": {"1,2,3": entry(C.HOLDS), "31,32,33": entry(C.NOT_REPRODUCED)}, "runs": {}}
-    (tmp_path / "twin_hyperteacher.json").write_text(json.dumps(record))
+def test_the_twin_columns_judge_both_codes_at_the_same_world(store, tmp_path, fake):
+    """A twin record at the preset's own world: ours are the book's runs, the authors' are the record's per-seed
+    numbers, each judged now, a mark per seed set and the pooled one."""
+    _store_runs("teacher_student", None, _alignment({}), fake)
+    commit = "c0ffee"
+    runs = {}
+    for seeds, disconnected in (([100], 0.8), ([31], 0.95)):
+        for cfg in twin.claim_configs("teacher_student", "smoke", seeds)[1]["fig2c"]:
+            value = 0.97 if cfg.expect_connected else disconnected
+            runs[twin.run_key(cfg, seeds[0], commit)] = {"seed": seeds[0], "final": {"alignment": value}}
+    record = {
+        "chapter": "teacher_student",
+        "preset": "smoke",
+        "reference": {"commit": commit},
+        "seed_sets": [[100], [31]],
+        "matched_world": {},
+        "runs": runs,
+    }
+    (tmp_path / "twin_teacher_student.json").write_text(json.dumps(record))
     page = glance.page("smoke", twins=tmp_path)
-    assert "<th>authors' code</th>" in page and "Chapters with twin runs: The hyperteacher" in page
-    assert page.count('<a href="hyperteacher.html#twin-hyperteacher"><span class="holds"') == 1
-    # no twin for the other claims; the in-context comparisons have none to run (no learner of theirs to compare)
-    assert page.count("<td>–</td>") == sum(len(g) for g in found.values()) - 1 - len(found["incontext"])
-    assert page.count(">n/a</span></td>") == len(found["incontext"]) > 0
+    assert "<th>twin world: ours</th>" in page and "<th>authors'</th>" in page
+    link = '<a href="teacher_student.html#twin-teacher-student">'
+    holds, fails = twin.MARK[C.HOLDS], twin.MARK[C.NOT_REPRODUCED]
+    assert page.count(f"{link}{holds} {fails}") == 2  # the authors' code: holds on 100, not on 31
+    assert page.count(f"{link}{holds}</a>") == 3  # ours: the book's seed only (no second set), Table A1 too
+    assert page.count(">n/a</span></td>") == 2 * len(glance.claims("smoke")["incontext"])
     record["preset"] = "quick"  # a record of another preset is not shown
-    (tmp_path / "twin_hyperteacher.json").write_text(json.dumps(record))
-    assert "#twin-hyperteacher" not in glance.page("smoke", twins=tmp_path)
+    (tmp_path / "twin_teacher_student.json").write_text(json.dumps(record))
+    assert "#twin-teacher-student" not in glance.page("smoke", twins=tmp_path)
 
 
 def test_the_paper_scale_column_judges_fig2c_from_its_record_at_build(store, tmp_path, paper_record):

@@ -1,13 +1,15 @@
-"""The second-set record: ``--chapters`` recomputes some chapters and keeps the others, each with its commit."""
+"""The second-set record keeps final numbers, not verdicts; ``--chapters`` records some chapters and keeps the
+others, each with its commit."""
 
 import importlib.util
 import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from compgen.figures import claims as C
+from compgen import notebook, results
 from compgen.figures import glance
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,49 +19,53 @@ sys.modules["second_set"] = second_set
 spec.loader.exec_module(second_set)
 
 
-def _old_record(path):
-    """A record as the tool wrote it before per-chapter commits: every claim holds, one commit."""
-    found = glance.claims("smoke")
+def _record(path, **extra):
+    """A record as the tool writes it, with one entry of its own per chapter."""
     record = {
         "preset": "smoke",
         "seeds": [31],
-        "commit": "0123456789abcdef",
+        "commits": {name: "0123456789abcdef" for name in glance.CHAPTERS},
         "fingerprints": {name: "old" for name in glance.CHAPTERS},
         "wall_s": {name: 1.0 for name in glance.CHAPTERS},
-        "claims": [
-            {"section": c.section, "figure": c.figure, "claim": c.claim, "verdict": C.HOLDS, "ours": "+1"}
-            for group in found.values()
-            for c in group
-        ],
+        "runs": {name: [{"figures": ["x"], "config": {}, "finals": {}}] for name in glance.CHAPTERS},
+        **extra,
     }
     path.write_text(json.dumps(record))
     return record
 
 
-def test_chapters_recomputes_only_those_and_keeps_the_rest(store, tmp_path, monkeypatch):
+def test_chapters_records_only_those_and_keeps_the_rest(store, tmp_path, monkeypatch, fake):
+    sec, by_figure = notebook.chapter_configs("teacher_student", "smoke", [31])
+    for cfg in dict.fromkeys(c for cs in by_figure.values() for c in cs):  # stored runs of seed 31
+        results.Store.default().save(sec, cfg, fake(cfg, {"eval/alignment": np.array([0.5])}), 1.0)
     path = tmp_path / "second.json"
-    old = _old_record(path)
+    old = _record(path)
     monkeypatch.setattr(second_set.results, "_git_commit", lambda: "fedcba9876543210")
     assert second_set.main(["--preset", "smoke", "--seeds", "31", "--out", str(path), "--no-train",
                             "--chapters", "teacher_student"]) == 0  # fmt: skip
     new = json.loads(path.read_text())
-    verdicts = {(c["section"], c["claim"]): c["verdict"] for c in new["claims"]}
-    assert len(new["claims"]) == len(old["claims"])
-    assert {v for (s, _), v in verdicts.items() if s == "teacher_student"} == {C.NOT_RUN}  # the empty store
-    assert {v for (s, _), v in verdicts.items() if s != "teacher_student"} == {C.HOLDS}  # kept
-    assert [c["section"] for c in new["claims"]] == [c["section"] for c in old["claims"]]  # chapters stay in order
+    assert "claims" not in new and list(new["runs"]) == list(glance.CHAPTERS)  # chapters stay in order
+    entries = new["runs"]["teacher_student"]
+    assert len(entries) == len(set(c for cs in by_figure.values() for c in cs))
+    assert all(e["finals"]["eval/alignment"] == [0.5] and e["config"]["seeds"] == [31] for e in entries)
+    assert new["runs"]["goals"] == old["runs"]["goals"]  # kept
     assert new["commits"]["teacher_student"] == "fedcba9876543210" and new["commits"]["goals"] == "0123456789abcdef"
     assert new["fingerprints"]["teacher_student"] == glance.code_fingerprints()["teacher_student"]
-    assert new["fingerprints"]["goals"] == "old"
-    assert new["wall_s"] == old["wall_s"]  # --no-train keeps the time of the training that stored the runs
-    found = glance.claims("smoke")
-    text = glance._second_set_summary(found, new, glance._second_set_matches(found, new))
+    assert new["fingerprints"]["goals"] == "old" and new["wall_s"] == old["wall_s"]
+    text = glance._second_set_summary(new, glance.stale_chapters(new), {})
     assert "commits `fedcba987654` (Teacher and student (§3.3)); `0123456789ab` (The hyperteacher" in text
+    assert "Compositional goals (§4.3)" in text  # stale: recorded by other code
 
 
-def test_chapters_refuses_a_record_of_other_seeds(store, tmp_path):
+def test_chapters_refuses_a_record_of_other_seeds_or_of_verdicts(store, tmp_path):
     path = tmp_path / "second.json"
-    _old_record(path)
+    _record(path)
     with pytest.raises(SystemExit, match="seeds"):
         second_set.main(["--preset", "smoke", "--seeds", "32", "--out", str(path), "--no-train",
+                         "--chapters", "goals"])  # fmt: skip
+    record = _record(path)
+    del record["runs"]
+    path.write_text(json.dumps({**record, "claims": []}))
+    with pytest.raises(SystemExit, match="holds verdicts, not runs"):
+        second_set.main(["--preset", "smoke", "--seeds", "31", "--out", str(path), "--no-train",
                          "--chapters", "goals"])  # fmt: skip

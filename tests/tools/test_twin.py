@@ -171,8 +171,10 @@ def test_the_tool_judges_the_chapters_claims_on_the_references_numbers(tmp_path,
     _, by_figure = chapter_configs("hyperteacher", "quick", [3], twin.CLAIM_FIGURES["hyperteacher"])
     configs = set(c for cs in by_figure.values() for c in cs)
     assert len(record["runs"]) == 2 * len(configs)
-    assert set(record["claims"]) == {"3", "4"}
-    verdict = {c["claim"]: c["verdict"] for c in record["claims"]["3"]}
+    assert "claims" not in record  # no verdict is stored: the book judges the numbers
+    found = twin_tables.judged(record)
+    assert set(found) == {"3", "4"} and found["3"]["ours"] is None  # the quick world: ours are the chapter's runs
+    verdict = {c.claim: c.verdict for c in found["3"]["authors'"]}
     # the fake hypernetworks lead by 20 points under random support and lose it under non-compositional support
     assert verdict["Linear hnet: higher OOD accuracy than ANIL and MAML under compositional support"] == C.HOLDS
     assert verdict["Linear hnet: loses that lead (falls below ANIL/MAML) under non-compositional support"] == C.HOLDS
@@ -184,10 +186,10 @@ def test_the_tool_judges_the_chapters_claims_on_the_references_numbers(tmp_path,
         and run["curve"]["step"][-1] == run["world"]["outer_steps"] - 1
     )
 
-    # a rerun trains nothing (the record has every run) and keeps the verdicts; an interrupted one resumes
+    # a rerun trains nothing (the record has every run) and keeps the numbers; an interrupted one resumes
     monkeypatch.setattr(twin, "train_reference", lambda *a, **k: pytest.fail("trained a recorded run"))
     assert twin.main([*args, "--seeds", "3", "--seeds", "4"]) == 0
-    assert json.loads(out.read_text())["claims"] == record["claims"]
+    assert json.loads(out.read_text())["runs"] == record["runs"]
 
 
 def test_the_tables_render_the_record_beside_our_verdicts(tmp_path, monkeypatch):
@@ -208,16 +210,18 @@ def test_the_tables_render_the_record_beside_our_verdicts(tmp_path, monkeypatch)
         ]
     )
     record = twin_tables.load_twin(out)
+    found = twin_tables.judged(record)
     ours = [
-        C.Claim("hyperteacher", e["figure"], e["claim"], "c", "ours 1", seeds=(3,), verdict=C.NOT_REPRODUCED)
-        for e in record["claims"]["3"]
+        C.Claim("hyperteacher", c.figure, c.claim, "c", "ours 1", seeds=(3,), verdict=C.NOT_REPRODUCED)
+        for c in found["3"]["authors'"]
     ]
-    table = twin_tables.claims_table(record, ours)
+    table = twin_tables.claims_table(record, {"3": ours}, found)
     assert table.count("\n") == len(ours) + 1 and "❌ ours 1" in table and "✅" in table
-    assert twin_tables.glance_cell(record, ours[0], "hyperteacher.html#twin").startswith(
+    first = next(c for c in found["3"]["authors'"] if c.verdict == C.HOLDS)
+    assert twin_tables.glance_cell(found, None, first, "hyperteacher.html#twin", "authors'").startswith(
         '<a href="hyperteacher.html#twin"><span class="holds"'
     )
-    assert twin_tables.glance_cell(None, ours[0], "x") == "–"
+    assert twin_tables.glance_cell({}, None, first, "x", "authors'") == "–"
     runs = twin_tables.runs_table(record, {"anil": "ANIL"})
     assert "| fig3b | ANIL | random | 4, 4 |" in runs
     assert any(what == "returned state" for what, _ in twin_tables.unmatched(record))
@@ -250,13 +254,14 @@ def test_teacher_student_twins_judge_fig2c_on_both_implementations(tmp_path, mon
     record = json.loads(out.read_text())
     n_configs = len(twin.claim_configs("teacher_student", "smoke", [3])[1]["fig2c"])
     assert record["matched_world"] == {"fig2c": small} and len(record["runs"]) == n_configs
-    verdicts = {c["claim"]: c["verdict"] for c in record["claims"]["3"] if c["figure"] == "Fig. 2C"}
+    found = twin_tables.judged(record)
+    verdicts = {c.claim: c.verdict for c in found["3"]["authors'"] if c.figure == "Fig. 2C"}
     assert len(verdicts) == 2 and C.NOT_RUN not in verdicts.values()
     discrete = next(v for claim, v in verdicts.items() if "discrete" in claim)
     assert discrete == C.HOLDS  # the fake's connected discrete support aligns at 0.95, its disconnected one at 0.6
-    ours = record["ours_matched"]["3"]
-    assert {c["figure"] for c in ours} >= {"Fig. 2C"} and all(
-        c["verdict"] != C.NOT_RUN for c in ours if c["figure"] == "Fig. 2C"
+    ours = found["3"]["ours"]  # judged from the record's rows of ours at the matched world
+    assert {c.figure for c in ours} >= {"Fig. 2C"} and all(
+        c.verdict != C.NOT_RUN for c in ours if c.figure == "Fig. 2C"
     )
     # ours at the matched world sit beside the reference's, row by row
     ours = twin_tables.ours_by_set(record, type("Runs", (), {"seeds": (3,)})())
@@ -270,10 +275,11 @@ def test_goals_twins_judge_the_claims_at_the_matched_world(tmp_path, monkeypatch
     assert twin.main([*args, "--jobs", "2"]) == 0
     record = json.loads(out.read_text())
     assert len(record["runs"]) == 8 and {r["figure"] for r in record["runs"].values()} == {"fig4ef"}
-    assert "Fig. A10" in {c["figure"] for c in record["claims"]["2020"]}  # judged on what the record holds
+    found = twin_tables.judged(record)["2020"]["authors'"]
+    assert "Fig. A10" in {c.figure for c in found}  # judged on what the record holds
     run = next(iter(record["runs"].values()))
     assert run["world"]["grid"] == 7 and set(run["final"]["ood"]) == {"acc", "acc_all", "loss"}
-    verdict = {c["claim"]: c["verdict"] for c in record["claims"]["2020"] if c["figure"] in ("Fig. 4E", "Fig. A9")}
+    verdict = {c.claim: c.verdict for c in found if c.figure in ("Fig. 4E", "Fig. A9")}
     # the fake hypernetworks lead ANIL and MAML by 20 points of OOD accuracy (10 of optimal episodes) under random
     # support, and lose it under non-compositional support
     assert len(verdict) >= 4 and C.NOT_RUN not in verdict.values()

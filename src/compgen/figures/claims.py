@@ -5,7 +5,9 @@ mazes, so seeds are compared with themselves). The criterion (:func:`paired`) is
 every claim:
 
 * **sign**: the difference has the paper's sign on every seed, or on all but one with the mean difference
-  above two standard errors of the per-seed differences (with a single seed: that seed);
+  above two standard errors of the per-seed differences (with a single seed: that seed); under
+  :func:`pooled_rule` (a claim judged on every seed the records hold, where "every seed" does not scale with their
+  number) the mean difference above two standard errors instead;
 * **size**: the mean difference reaches ``margin`` (absolute, or relative to the mean of the compared-to
   quantity), and any extra ``level`` condition holds (e.g. "connected students above 0.9").
 
@@ -17,12 +19,31 @@ advance, as data), and judges it on its numbers with :meth:`ClaimSpec.judge`.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 HOLDS, NOT_REPRODUCED, NOT_RUN = "holds", "not reproduced at this preset", "not run"
+
+# The sign rules of :func:`paired`, in the words every criterion ends with (ClaimSpec.judge adds them).
+SIGN_RULE = "the paper's sign on every seed, or on all but one with the mean above two standard errors"
+POOLED_SIGN_RULE = "the mean above two standard errors of the per-seed differences"
+MEANS_RULE = "judged on the means over seeds"
+_POOLED = contextvars.ContextVar("compgen_pooled_rule", default=False)
+
+
+@contextlib.contextmanager
+def pooled_rule():
+    """Within the block, :func:`paired` asks for :data:`POOLED_SIGN_RULE` instead of :data:`SIGN_RULE`: the rule
+    for a claim judged on every seed the records hold (6 or 12 rather than 3)."""
+    token = _POOLED.set(True)
+    try:
+        yield
+    finally:
+        _POOLED.reset(token)
 
 
 @dataclass(frozen=True)
@@ -57,7 +78,10 @@ def paired(better, worse, margin=0.0, relative=False, level_ok=True) -> Check:
     mean = float(d.mean())
     se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else 0.0
     agreeing = int((d > 0).sum())
-    sign_ok = agreeing == d.size or (d.size > 2 and agreeing == d.size - 1 and mean > 2 * se)
+    if _POOLED.get():
+        sign_ok = mean > 2 * se and mean > 0
+    else:
+        sign_ok = agreeing == d.size or (d.size > 2 and agreeing == d.size - 1 and mean > 2 * se)
     scale = abs(float(worse.mean())) if relative else 1.0
     return Check(tuple(d.tolist()), mean, se, agreeing, sign_ok, bool(mean >= margin * scale and level_ok))
 
@@ -124,7 +148,9 @@ class ClaimSpec:
     the figure's anchor in the book.
 
     Every text is a :meth:`str.format` template filled by :meth:`judge`'s ``fields``, e.g.
-    ``"{model}: holding out a module raises the OOD loss"`` (a literal brace is written twice).
+    ``"{model}: holding out a module raises the OOD loss"`` (a literal brace is written twice). ``on`` says what the
+    check compares: ``"seeds"`` (paired per seed, :data:`SIGN_RULE`) or ``"means"`` (one value per side, the means
+    over seeds); the judged criterion ends with the rule in words, so wording and code cannot differ.
     """
 
     section: str
@@ -133,6 +159,17 @@ class ClaimSpec:
     criterion: str
     paper: str = "–"
     anchor: str = ""
+    on: str = "seeds"
+
+    def __post_init__(self):
+        if self.on not in ("seeds", "means"):
+            raise ValueError(f"ClaimSpec.on must be 'seeds' or 'means', got {self.on!r}")
+
+    def rule(self) -> str:
+        """The rule the criterion is judged by, in words (the pooled one inside :func:`pooled_rule`)."""
+        if self.on == "means":
+            return MEANS_RULE
+        return ("pooled over seeds, " + POOLED_SIGN_RULE) if _POOLED.get() else ("paired by seed, " + SIGN_RULE)
 
     def judge(self, check: Check | None, ours: str, seeds=(), **fields) -> Claim:
         """The :class:`Claim` of :func:`judge` with this spec's texts filled from ``fields`` (``check`` ``None``:
@@ -142,7 +179,7 @@ class ClaimSpec:
             self.section,
             fill(self.figure),
             fill(self.claim),
-            fill(self.criterion),
+            f"{fill(self.criterion)}; {self.rule()}",
             check,
             ours,
             seeds,

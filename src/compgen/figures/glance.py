@@ -1,12 +1,20 @@
-"""The results-at-a-glance page: every claim of the paper that the book tests, with our verdict, from the store.
+"""The results-at-a-glance page: every claim of the paper that the book tests, judged when the book is built.
 
 :func:`claims` reads each chapter's runs at a preset from the results store (nothing is trained) and computes
 the chapter's claims with the same functions its figures use; a claim whose runs are not stored is "not run".
-:func:`page` adds, when given the record of ``tools/second_set.py``, the verdicts of the same claims on a second
-seed set that the book neither tunes on nor shows, and, from the records of ``tools/twin.py``, the verdicts of the
-authors' implementation at the same configs. Each chapter's claims are one compact table, one line per claim: the
-verdict marks and the numbers they read, with the claim's full wording, criterion and the paper's number one click
-away (a ``<details>`` element), so that the page reads at a glance in a 1,300-pixel-wide browser.
+:func:`page` lays them out one compact table per chapter, one line per claim, with columns that are all judged by
+the current claim code from numbers, never read as verdicts from a record:
+
+* ours on the book's seeds (the store), and on a second seed set that the book neither tunes on nor shows (the
+  per-seed final numbers of ``tools/second_set.py``'s record, :mod:`compgen.figures.records`);
+* the two pooled: the same criterion on all their seeds under the pooled rule
+  (:func:`compgen.figures.claims.pooled_rule`); the page's headline counts these;
+* the twin world: ours and the authors' implementation at the same configs (``tools/twin.py``'s records, judged by
+  :func:`compgen.figures.twin.judged`), a mark per seed set and the pooled one;
+* the paper's scale, where a record of it exists (``tools/paper_fig2c.py``).
+
+A claim's wording, criterion and numbers are one click away (a ``<details>`` element), so that the page reads at a
+glance in a 1,300-pixel-wide browser.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from pathlib import Path
 
 from compgen import catalog, results
 from compgen.figures import claims as C
-from compgen.figures import goals, hyperteacher, incontext, preferences, teacher_student
+from compgen.figures import goals, hyperteacher, incontext, preferences, records, teacher_student
 from compgen.figures import twin as twin_
 from compgen.notebook import stored
 
@@ -48,13 +56,13 @@ def claims(preset="quick", seeds=None, chapters=None) -> dict:
 
 
 def load_second_set(path, preset) -> dict | None:
-    """The second-seed-set record at ``path`` (written by ``tools/second_set.py``) if it exists and was computed
-    at ``preset``, else ``None``."""
+    """The second-seed-set record at ``path`` (written by ``tools/second_set.py``) if it exists, holds runs (not
+    the verdicts of an older record) and was made at ``preset``, else ``None``."""
     path = Path(path)
     if not path.exists():
         return None
     record = json.loads(path.read_text())
-    return record if record.get("preset") == preset else None
+    return record if record.get("preset") == preset and "runs" in record else None
 
 
 def code_fingerprints() -> dict:
@@ -62,52 +70,54 @@ def code_fingerprints() -> dict:
     return {name: catalog.get(name).fingerprint for name in CHAPTERS}
 
 
-def _second_set_matches(found: dict, record: dict) -> dict:
-    """{section: [the record's entry for each claim of ``found``, or ``None``]}."""
-    by_key = {(c["section"], c["figure"], c["claim"]): c for c in record["claims"]}
-    return {name: [by_key.get((c.section, c.figure, c.claim)) for c in group] for name, group in found.items()}
+def second_set_runs(record: dict | None, name: str):
+    """The chapter's runs on the second seed set, from the record's final numbers (``None`` without a record or
+    without that chapter in it); a config the record lacks (the preset changed since) is not run."""
+    if record is None or name not in record.get("runs", {}):
+        return None
+    return records.runs_from_entries(name, record["preset"], record["seeds"], record["runs"][name])
 
 
-def _second_set_cell(entry) -> str:
-    if entry is None:
-        return "– not recorded"
-    return _verdict_cell(entry["verdict"], entry["ours"])
-
-
-def _verdict_cell(verdict: str, ours: str) -> str:
-    """A verdict mark and the numbers it read, shortest form: the paired difference where ``ours`` states one
-    (``"54.9 vs 47.3 %: +7.5 ± 0.6 pts (3/3 seeds)"`` -> ``"+7.5 ± 0.6 pts (3/3)"``)."""
-    if verdict == C.NOT_RUN:
-        return C.MARKS[C.NOT_RUN]
-    return f"{twin_.MARK[verdict]} {ours.rsplit(': ', 1)[-1].replace(' seeds)', ')')}"
-
-
-def _second_set_summary(found: dict, record: dict, matches: dict) -> str:
-    seeds = ", ".join(map(str, record["seeds"]))
-    pairs = [(c, entry) for name, group in found.items() for c, entry in zip(group, matches[name])]
-    holds = sum(c.verdict == C.HOLDS for c, _ in pairs)
-    both = sum(c.verdict == C.HOLDS and entry is not None and entry["verdict"] == C.HOLDS for c, entry in pairs)
+def stale_chapters(record: dict | None) -> list:
+    """The chapters of the record whose training code changed since it was recorded (their runs would differ)."""
     current = code_fingerprints()
-    changed = [TITLES[name] for name, code in record.get("fingerprints", {}).items() if current.get(name, code) != code]
-    stale = (
-        f" The training code of {', '.join(changed)} has changed since that record was computed, so its column shows "
-        "the older code's runs."
-        if changed
-        else ""
-    )
-    return (
-        f"The column **seeds {seeds}** repeats every claim on a second seed set that the book neither tunes on nor "
-        f"shows (computed by `tools/second_set.py` at {_commits(record)}, same preset): of the "
-        f"{holds} claims that hold on the book's seeds, **{both} also hold there**. Each cell gives the verdict "
-        f"and then the same numbers as the *ours* column.{stale}"
-    )
+    return [n for n, code in (record or {}).get("fingerprints", {}).items() if current.get(n, code) != code]
+
+
+def judged_sets(name: str, runs, second_set: dict | None) -> dict:
+    """The chapter's claims per seed set of ours, judged now: ``{"<book's seeds>": [Claim], "<second set>":
+    [Claim], "pooled": [Claim]}`` (the last two only with a record of the chapter; pooled under the pooled rule)."""
+    module = CHAPTERS[name]
+    found = {",".join(map(str, runs.seeds)): module.claims(runs)}
+    second = second_set_runs(second_set, name)
+    if second is not None:
+        found[",".join(map(str, second.seeds))] = module.claims(second)
+        with C.pooled_rule():
+            found["pooled"] = module.claims(records.pool(runs, second))
+    return found
+
+
+def _cell(claim, stale="") -> str:
+    """A verdict mark and the numbers it read, shortest form: the paired difference where ``ours`` states one
+    (``"54.9 vs 47.3 %: +7.5 ± 0.6 pts (3/3 seeds)"`` -> ``"+7.5 ± 0.6 pts (3/3)"``); "(stale)" with why on hover."""
+    if claim is None:
+        return "– not recorded"
+    if claim.verdict == C.NOT_RUN:
+        return C.MARKS[C.NOT_RUN]
+    cell = f"{twin_.MARK[claim.verdict]} {html.escape(claim.ours.rsplit(': ', 1)[-1].replace(' seeds)', ')'))}"
+    return f'{cell} <span title="{html.escape(stale)}">(stale)</span>' if stale else cell
+
+
+def _pooled_cell(claim) -> str:
+    if claim is None or claim.verdict == C.NOT_RUN:
+        return C.MARKS[C.NOT_RUN] if claim else "–"
+    return f"{_cell(claim)} of {len(claim.seeds)}"
 
 
 def _commits(record: dict) -> str:
     """Where a second-set record was computed: "commit `abc`", or per chapter when its chapters differ."""
-    commits = record.get("commits") or {name: record["commit"] for name in record.get("fingerprints", CHAPTERS)}
     by_commit = {}
-    for name, commit in commits.items():
+    for name, commit in record.get("commits", {}).items():
         by_commit.setdefault(commit[:12], []).append(TITLES.get(name, name))
     if len(by_commit) == 1:
         return f"commit `{next(iter(by_commit))}`"
@@ -126,7 +136,7 @@ table.glance .holds { color: #1a7f37; font-weight: bold; } table.glance .fails {
 </style>"""
 
 
-WIDTHS = {"seeds": 21, "twin": 13, "paper": 12}  # columns' share of the page (figure 8 %, the claim the rest)
+WIDTHS = {"seeds": 14, "pooled": 15, "twin": 8, "paper": 10}  # columns' share of the page (figure 7 %, claim the rest)
 
 
 def _claim_details(c) -> str:
@@ -143,7 +153,7 @@ def _html_table(name: str, group: list, columns: list) -> str:
     """One chapter's claims as a compact HTML table: figure, claim, then ``columns`` ((title, [cell per claim],
     width class)), cells given as HTML."""
     widths = [WIDTHS[w] for _, _, w in columns]  # per cent of the page's width
-    widths = [8, max(20, 92 - sum(widths))] + widths
+    widths = [7, max(18, 93 - sum(widths))] + widths
     cols = "".join(f'<col style="width: {w}%">' for w in widths)
     head = "<th>figure</th><th>claim (click for the criterion)</th>" + "".join(f"<th>{t}</th>" for t, _, _ in columns)
     rows = []
@@ -163,45 +173,38 @@ NOT_TWINNED = {
 
 
 def page(preset="quick", seeds=None, second_set=None, twins=None, paper_scale=None) -> str:
-    """The page's markdown: how it was built, the counts of verdicts, and one compact table per chapter; with
-    ``second_set`` (the path of a record of ``tools/second_set.py`` at ``preset``), a column of the verdicts on
-    that record's seeds; with ``twins`` (the folder of ``twin_<section>.json``, written by ``tools/twin.py``), a
-    column of the authors' implementation's verdicts at the same configs (one mark per seed set); with
-    ``paper_scale`` (the path of the record of ``tools/paper_fig2c.py``), a column of the verdicts at the paper's
-    configuration, judged from that record when the page is built."""
-    found = claims(preset, seeds)
-    every = [c for group in found.values() for c in group]
-    counts = {v: sum(c.verdict == v for c in every) for v in (C.HOLDS, C.NOT_REPRODUCED, C.NOT_RUN)}
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    parts = [
-        f"Built on {date} from commit `{results._git_commit()[:12]}` at preset **`{preset}`**, from the runs in the "
-        f"results store. Of {len(every)} claims, **{counts[C.HOLDS]} hold**, {counts[C.NOT_REPRODUCED]} are not "
-        f"reproduced at this preset and {counts[C.NOT_RUN]} {'was' if counts[C.NOT_RUN] == 1 else 'were'} not run."
-    ]
+    """The page's markdown (see the module docstring): how it was built, the pooled counts of verdicts, and one
+    compact table per chapter. ``second_set``: the path of ``tools/second_set.py``'s record; ``twins``: the folder of
+    ``tools/twin.py``'s records (``twin_<section>.json`` and ``twin_<section>_*.json``); ``paper_scale``: the path of
+    ``tools/paper_fig2c.py``'s record."""
     record = load_second_set(second_set, preset) if second_set else None
-    matches = _second_set_matches(found, record) if record else None
+    runs = {name: stored(name, preset, seeds) for name in CHAPTERS}
+    sets = {name: judged_sets(name, runs[name], record) for name in CHAPTERS}
+    stale = stale_chapters(record)
+    every = [c for name in CHAPTERS for c in sets[name][_book(runs[name])]]
+    pooled = [c for name in CHAPTERS for c in sets[name].get("pooled", [])]
+    parts = [_headline(preset, every, pooled, record)]
     if record:
-        parts.append(_second_set_summary(found, record, matches))
-    twin_records = {name: twin_.load_twin(Path(twins) / f"twin_{name}.json") for name in found} if twins else {}
-    twin_records = {k: v for k, v in twin_records.items() if v is not None and v.get("preset") == preset}
+        parts.append(_second_set_summary(record, stale, runs))
+    twin_records = _twin_records(twins, preset) if twins else {}
     if twins:
         parts.append(_twin_summary(twin_records))
     paper_claims = _paper_scale_claims(paper_scale) if paper_scale else None
     if paper_scale:
         parts.append(_paper_scale_summary(paper_claims))
     parts.append(STYLE)
-    for name, group in found.items():
-        book_seeds = ", ".join(map(str, sorted({s for c in group for s in c.seeds}))) or "the book's"
-        columns = [(f"seeds {book_seeds}", [_verdict_cell(c.verdict, c.ours) for c in group], "seeds")]
+    for name in CHAPTERS:
+        found, book = sets[name], _book(runs[name])
+        group = found[book]
+        columns = [(f"ours, {_seeds_label(book)}", [_cell(c) for c in group], "seeds")]
         if record:
-            title = f"seeds {', '.join(map(str, record['seeds']))}"
-            columns.append((title, [_second_set_cell(e) for e in matches[name]], "seeds"))
+            second = next((k for k in found if k not in (book, "pooled")), None)
+            why = f"the training code of {TITLES[name]} changed since the record was made" if name in stale else ""
+            cells = [_cell(twin_._find(found.get(second), c), why) for c in group]
+            columns.append((f"ours, {_seeds_label(second or ','.join(map(str, record['seeds'])))}", cells, "seeds"))
+            columns.append(("pooled", [_pooled_cell(twin_._find(found.get("pooled"), c)) for c in group], "pooled"))
         if twins:
-            link = f"{name}.html#twin-{name.replace('_', '-')}"
-            cells = [twin_.glance_cell(twin_records.get(name), c, link) for c in group]
-            if name in NOT_TWINNED:
-                cells = [f'<span title="{html.escape(NOT_TWINNED[name])}">n/a</span>'] * len(group)
-            columns.append(("authors' code", cells, "twin"))
+            columns += _twin_columns(name, group, twin_records.get(name, []), found)
         if paper_claims:
             by_claim = {(c.figure, c.claim): c for c in paper_claims["claims"]} if name == "teacher_student" else {}
             cells = [by_claim.get((c.figure, c.claim)) for c in group]
@@ -210,15 +213,111 @@ def page(preset="quick", seeds=None, second_set=None, twins=None, paper_scale=No
     return "\n\n".join(parts)
 
 
+def _book(runs) -> str:
+    return ",".join(map(str, runs.seeds))
+
+
+def _seeds_label(seeds: str) -> str:
+    values = seeds.split(",")
+    return f"seeds {values[0]}–{values[-1]}" if len(values) > 2 else f"seeds {', '.join(values)}"
+
+
+def _headline(preset, every, pooled, record) -> str:
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    count = lambda claims, verdict: sum(c.verdict == verdict for c in claims)
+    text = (
+        f"Built on {date} from commit `{results._git_commit()[:12]}` at preset **`{preset}`**, from the runs in the "
+        f"results store and the records in `book/search/`; every verdict below is judged now, by the claims code of "
+        f"this commit. On the book's seeds, **{count(every, C.HOLDS)} of {len(every)} claims hold**, "
+        f"{count(every, C.NOT_REPRODUCED)} are not reproduced at this preset and {count(every, C.NOT_RUN)} "
+        f"{'was' if count(every, C.NOT_RUN) == 1 else 'were'} not run."
+    )
+    if pooled:
+        n = sorted({len(c.seeds) for c in pooled if c.verdict != C.NOT_RUN})
+        text += (
+            f" Pooled over the book's seeds and the second set ({' or '.join(map(str, n))} seeds per claim), "
+            f"**{count(pooled, C.HOLDS)} of {len(pooled)} hold**: the criterion's size reached by the mean over "
+            f"every seed, and that mean above two standard errors of the per-seed differences (the rule that "
+            'replaces "the paper\'s sign on every seed" when the seeds are many).'
+        )
+    return text
+
+
+def _second_set_summary(record: dict, stale: list, runs: dict) -> str:
+    seeds = ", ".join(map(str, record["seeds"]))
+    missing = [TITLES[n] for n in CHAPTERS if (r := second_set_runs(record, n)) is not None and records.missing(r)]
+    text = (
+        f"The column **seeds {seeds}** judges every claim on a second seed set that the book neither tunes on nor "
+        f"shows: the final numbers per seed that `tools/second_set.py` recorded at {_commits(record)} (same preset), "
+        "judged by the same claims code as the book's column. **pooled** judges each claim on both sets' seeds "
+        "together; each cell's count is the number of seeds."
+    )
+    if stale:
+        text += (
+            f" The training code of {', '.join(TITLES[n] for n in stale)} has changed since that record was made, so "
+            "its cells, marked (stale), show the older code's runs."
+        )
+    if missing:
+        text += f" Configs of {', '.join(missing)} changed since the record was made; theirs show as not run."
+    return text
+
+
+def _twin_records(folder, preset) -> dict:
+    """{section: [twin records at ``preset``]} from ``folder``: ``twin_<section>.json`` first, then the others of
+    the section (more seed sets)."""
+    found = {}
+    for name in CHAPTERS:
+        paths = [Path(folder) / f"twin_{name}.json", *sorted(Path(folder).glob(f"twin_{name}_*.json"))]
+        loaded = [twin_.load_twin(p) for p in paths]
+        found[name] = [r for r in loaded if r is not None and r.get("preset") == preset]
+    return {k: v for k, v in found.items() if v}
+
+
+def _twin_columns(name, group, twin_records, ours_sets) -> list:
+    """The two twin-world columns of a chapter: ours and the authors' code, a mark per seed set and the pooled."""
+    if name in NOT_TWINNED:
+        cell = f'<span title="{html.escape(NOT_TWINNED[name])}">n/a</span>'
+        return [("twin world: ours", [cell] * len(group), "twin"), ("authors'", [cell] * len(group), "twin")]
+    if not twin_records:
+        return [("twin world: ours", ["–"] * len(group), "twin"), ("authors'", ["–"] * len(group), "twin")]
+    link = f"{name}.html#twin-{name.replace('_', '-')}"
+    found = {}
+    for record in twin_records:
+        found.update(twin_.judged(record))
+    theirs = twin_.pooled(twin_records, "authors'")
+    if twin_records[0].get("matched_world"):
+        ours = twin_.pooled(twin_records, "ours")
+    else:  # the twins ran at the preset's own world: ours there are the book's runs and the second set
+        for s in found:
+            found[s]["ours"] = ours_sets.get(s)
+        ours = ours_sets.get("pooled")
+    why = lambda c: twin_records[0].get("not_expressible", {}).get(c.figure)
+    return [
+        ("twin world: ours", [twin_.glance_cell(found, ours, c, link, "ours", why(c)) for c in group], "twin"),
+        ("authors'", [twin_.glance_cell(found, theirs, c, link, "authors'", why(c)) for c in group], "twin"),
+    ]
+
+
+# Chapters whose claims have no twin, with why (the column shows "n/a", the reason on hover).
+NOT_TWINNED = {
+    "incontext": "not a claim of the paper, and the authors' run_fewshot.py trains no in-context learner to compare",
+}
+
+
 def _twin_summary(records: dict) -> str:
-    """What the column "authors' code" shows, and for which chapters a twin record exists."""
-    done = ", ".join(TITLES[name] for name in records) or "none yet"
+    """What the twin-world columns show, and for which chapters a twin record exists."""
+    worlds = {
+        name: "the quick world" if not rs[0].get("matched_world") else "the nearest world the authors' code expresses"
+        for name, rs in records.items()
+    }
+    done = "; ".join(f"{TITLES[name]} ({world})" for name, world in worlds.items()) or "none yet"
     return (
-        "The column **authors' code** gives the verdict of the same claim, judged by the same code, on the numbers "
-        "of the authors' implementation (`smonsays/modular-hyperteacher`) trained at the same configs "
-        "(`tools/twin.py`): one mark per seed set, the book's first, each linked to the chapter's twin table. "
-        f"Chapters with twin runs: {done}. ✓ holds, ✗ not reproduced at this preset, – not run (no twin), n/e not "
-        "expressible in the authors' code, n/a no twin to run (hover for why)."
+        "The columns **twin world** compare the two implementations like with like: ours and the authors' "
+        "(`smonsays/modular-hyperteacher`, `tools/twin.py`) trained at the same configs, each judged by the same "
+        "claims code on its own numbers; a mark per seed set (the book's first), then Σ, the verdict pooled over every "
+        "seed both records hold, each linked to the chapter's twin table. Where the authors' code cannot express the "
+        f"preset's world, both run at the nearest world it does. Twin worlds: {done}. ✓ holds, ✗ not reproduced, – "
+        "not run, n/e not expressible in the authors' code, n/a no twin to run (hover for why)."
     )
 
 
@@ -239,7 +338,7 @@ def _paper_scale_claims(path) -> dict | None:
 def _paper_scale_cell(claim, stale) -> str:
     if claim is None:
         return '<span title="not trained at the paper\'s scale">–</span>'
-    cell = _verdict_cell(claim.verdict, claim.ours)
+    cell = _cell(claim)
     return f'{cell} <span title="{html.escape("; ".join(stale))}">(stale)</span>' if stale else cell
 
 

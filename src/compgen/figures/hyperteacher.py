@@ -45,7 +45,7 @@ FIG3B_LEAD = C.ClaimSpec(
     SECTION,
     "Fig. 3B",
     "{model}: higher OOD accuracy than ANIL and MAML under compositional support",
-    f"OOD accuracy ≥ {LEAD:g} points above the better of ANIL/MAML, paired by seed, equal outer steps and tasks",
+    f"OOD accuracy ≥ {LEAD:g} points above the better of ANIL/MAML, equal outer steps and tasks",
     paper="{hnet:.1f} vs {mono:.1f} % (A6)",
     anchor="#fig3b",
 )
@@ -61,7 +61,7 @@ FIG3CD = C.ClaimSpec(  # {support}: "compositional than under non-compositional"
     SECTION,
     "Fig. 3C/D",
     "{model}: the task code is linearly decodable from the embeddings, more under {support} support",
-    f"R² (OOD) ≥ {R2_MARGIN} higher, paired by seed",
+    f"R² (OOD) ≥ {R2_MARGIN} higher",
     paper="R² near 1 vs reduced",
     anchor="#fig3cd",
 )
@@ -69,7 +69,7 @@ FIG3E = C.ClaimSpec(
     SECTION,
     "Fig. 3E",
     "{model}: fails to generalise with one expert per layer (K = 1, not connected) and generalises for K > 1",
-    f"test − OOD gap ≥ {2 * LEAD:g} points larger at K = 1 than at the largest K, paired by seed",
+    f"test − OOD gap ≥ {2 * LEAD:g} points larger at K = 1 than at the largest K",
     paper="M=4: OOD 20 % at K=1 vs 89 % at K=4 (A2, A4)",
     anchor="#fig3e",
 )

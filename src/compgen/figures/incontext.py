@@ -36,7 +36,7 @@ BOTTLENECK = C.ClaimSpec(  # {environment}: a key of WORLDS, {figure}: its figur
     "in-context ({environment})",
     "the bottlenecked in-context learner (task code + hypernetwork) generalises to new combinations better than "
     "the plain transformer (Kobayashi et al. 2024; not a claim of the paper)",
-    f"OOD accuracy ≥ {LEAD:g} points above the transformer's under compositional support, paired by seed",
+    f"OOD accuracy ≥ {LEAD:g} points above the transformer's under compositional support",
     anchor="#incontext-{figure}",
 )
 

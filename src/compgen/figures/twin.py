@@ -1,14 +1,19 @@
-"""Twin runs with the authors' implementation, as tables for a chapter's appendix and the results page.
+"""Twin runs with the authors' implementation, judged when the book is built, as tables for a chapter's appendix and
+the results page.
 
 A twin record (``book/search/twin_<section>.json``, written by ``tools/twin.py``) holds the chapter's claim
 configs trained with the reference implementation (``smonsays/modular-hyperteacher`` at a fixed commit), per
-seed: the final numbers, the OOD curve, the wall time and the translation of every config field; and, per seed
-set, the chapter's claims judged by the chapter's own ``claims`` function on the reference's numbers. The book
-renders the stored record; building it needs no reference checkout.
+seed: the final numbers, the OOD curve, the wall time and the translation of every config field; and, where the
+reference cannot express the preset's world, ours trained at the nearest world it does (:data:`MATCHED`), as the
+final numbers per seed of every config (``ours_matched_rows``). No verdict is stored: :func:`judged` lays both
+codes' numbers out as runs (:func:`reference_runs`, :func:`ours_runs`) and judges them with the chapter's own
+``claims``, the current claim code. Building the book needs no reference checkout.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import html
 import json
 from collections import defaultdict
@@ -26,6 +31,31 @@ MARK = {
     C.NOT_RUN: '<span title="not run">–</span>',
 }
 
+# The figures of each chapter whose claims the twins test.
+CLAIM_FIGURES = {
+    "hyperteacher": ("fig3cd", "fig3e", "fig3b"),
+    "teacher_student": ("fig2c",),
+    "preferences": ("fig4c", "fig4b", "figa8"),
+    "goals": ("fig4ef", "figa10"),
+}
+# The nearest world the reference can express, where it cannot express a preset's: {(chapter, preset): {figure:
+# changes}}. Ours are trained at that world too (same store, same runner), so the comparison is like for like.
+# run_theory.py trains train_step * n_task outer steps, evaluated every log_every steps in whole chunks, with a cosine
+# outer schedule and no warm-up: quick's 8,000 steps with a 400-step warm-up become 7,998 steps (1,333 x 6), no warm-up.
+# The reference's preference world is the paper's 7x7 layout with a full-grid observation and one query demonstration
+# per evaluation task; its goal world needs an odd grid above 5 with goals at least grid-size steps from the start, and
+# pads every demonstration to grid² - 1 steps (tools/twin_grid_worlds.md gives the reading of both codes).
+PREFERENCES_WORLD = dict(layout="paper", observation="grid", eval_shots_query=1)
+GOALS_WORLD = dict(grid=7, min_distance=7, demo_length=48)
+MATCHED = {
+    ("teacher_student", "quick"): {"fig2c": dict(warmup_steps=0, outer_steps=7998, eval_every=1333)},
+    ("preferences", "quick"): {f: PREFERENCES_WORLD for f in ("fig4b", "fig4c", "figa8")},
+    ("goals", "quick"): {f: GOALS_WORLD for f in ("fig4ef", "figa10")},
+}
+# Config fields added after twin records were written, with the default that computes what the runs computed: a run's
+# key leaves such a field out at that value, so the records keep their keys.
+ADDED_FIELDS = {"fused_inner": None}
+
 
 def load_twin(path) -> dict | None:
     """The twin record at ``path``, or ``None`` if there is none."""
@@ -34,29 +64,144 @@ def load_twin(path) -> dict | None:
 
 
 def seed_sets(record: dict) -> list:
-    """The record's seed sets, as the strings that key its claims (``"2020,2021,2022"``)."""
-    return list(record.get("claims", {}))
+    """The record's seed sets, as strings (``"2020,2021,2022"``)."""
+    return [",".join(map(str, seeds)) for seeds in record.get("seed_sets", [])]
 
 
-def verdicts(record: dict | None, claim) -> dict:
-    """{seed set: the reference's claim entry (verdict, ours) or None} for one of our
-    :class:`~compgen.figures.claims.Claim`."""
-    if record is None:
-        return {}
-    return {seeds: _entry(entries, claim) for seeds, entries in record.get("claims", {}).items()}
+def run_key(cfg, seed, commit: str) -> str:
+    """A stable key of one (config, seed) of the reference at ``commit``: the config with that seed alone."""
+    from compgen import results
+
+    fields = {**results.config_dict(cfg), "seeds": [int(seed)]}
+    fields = {k: v for k, v in fields.items() if not (k in ADDED_FIELDS and v == ADDED_FIELDS[k])}
+    payload = json.dumps({"class": type(cfg).__name__, "commit": commit, **fields}, sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
-def glance_cell(record: dict | None, claim, link: str) -> str:
-    """The results page's cell (HTML): the reference's verdict on each seed set (``✅ ✅``), linked to the twin
-    table; "–" where no twin was recorded."""
-    why = (record or {}).get("not_expressible", {}).get(claim.figure)
-    if why:
-        return f'<a href="{link}" title="not expressible in the authors\' code: {html.escape(why)}">n/e</a>'
-    found = verdicts(record, claim)
-    if not found or all(v is None for v in found.values()):
+def claim_configs(chapter: str, preset: str, seeds):
+    """(section, {figure: configs}) of the chapter's claim figures at ``preset`` with ``seeds``, each moved to the
+    nearest world the reference expresses (:data:`MATCHED`) where it cannot express the preset's."""
+    from compgen.notebook import chapter_configs
+
+    sec, by_figure = chapter_configs(chapter, preset, None if seeds is None else list(seeds), CLAIM_FIGURES[chapter])
+    changes = MATCHED.get((chapter, preset), {})
+    return sec, {f: [dataclasses.replace(c, **changes.get(f, {})) for c in cs] for f, cs in by_figure.items()}
+
+
+def reference_output(chapter: str, cfg, runs: list) -> dict:
+    """The reference's runs of ``cfg`` (one summary per seed, in ``cfg.seeds`` order) laid out as our runs'
+    outputs at their last evaluation, so that a chapter's ``claims`` reads them: ``eval/<metric>`` (seeds, 1,
+    n_sets) and, where recorded, ``eval/r2_ood_pooled`` (seeds, 1); teacher-student ``eval/alignment`` (seeds, 1)."""
+    if chapter == "teacher_student":
+        return {"eval/alignment": np.array([[r["final"]["alignment"]] for r in runs])}
+    names = cfg.eval_set_names()
+    out = {f"eval/{m}": np.array([[[r["final"][n][m] for n in names]] for r in runs]) for m in runs[0]["final"]["ood"]}
+    if "r2_ood_pooled" in runs[0]:
+        out["eval/r2_ood_pooled"] = np.array([[r["r2_ood_pooled"]] for r in runs])
+    return out
+
+
+def _runs(chapter: str, preset: str, seeds, output_of):
+    from compgen.notebook import Runs
+
+    sec, by_figure = claim_configs(chapter, preset, seeds)
+    outputs = {c: output_of(c) for cs in by_figure.values() for c in cs}
+    return Runs(sec, preset, by_figure, outputs)
+
+
+def reference_runs(record: dict, seeds):
+    """The reference's runs of the record on ``seeds``, as a :class:`compgen.notebook.Runs` of the chapter's claim
+    figures (a config without every seed recorded: not run)."""
+    chapter, commit = record["chapter"], record["reference"]["commit"]
+
+    def output_of(cfg):
+        found = [record["runs"].get(run_key(cfg, s, commit)) for s in cfg.seeds]
+        return reference_output(chapter, cfg, found) if all(found) else None
+
+    return _runs(chapter, record["preset"], seeds, output_of)
+
+
+def ours_runs(record: dict, seeds):
+    """Ours at the record's matched world on ``seeds`` (its ``ours_matched_rows``: every headline number per seed,
+    which is what the claims read), as runs; ``None`` where the twins ran at the preset's own world (ours are then the
+    chapter's runs)."""
+    if not record.get("matched_world"):
+        return None
+    chapter = record["chapter"]
+    rows = {(tuple(r["row"].items()), tuple(r["seeds"])): r["values"] for r in record.get("ours_matched_rows", [])}
+    figures = {c: f for f, cs in claim_configs(chapter, record["preset"], seeds)[1].items() for c in cs}
+
+    def output_of(cfg):
+        from compgen import results
+
+        values = rows.get((tuple(config_row(chapter, figures[cfg], results.config_dict(cfg)).items()), cfg.seeds))
+        return None if values is None else headline_output(chapter, cfg, values)
+
+    return _runs(chapter, record["preset"], seeds, output_of)
+
+
+def judged(record: dict, chapter_claims=None) -> dict:
+    """``{seed set: {"authors'": [Claim], "ours": [Claim] or None}}``: the chapter's claims judged now on the
+    reference's runs and on ours at the matched world (``None`` without one), seed set by seed set. ``chapter_claims``
+    (default: the chapter's ``claims``) judges a :class:`compgen.notebook.Runs`."""
+    if chapter_claims is None:
+        from compgen.figures.glance import CHAPTERS
+
+        chapter_claims = CHAPTERS[record["chapter"]].claims
+    found = {}
+    for seeds in record.get("seed_sets", []):
+        ours = ours_runs(record, seeds)
+        found[",".join(map(str, seeds))] = {
+            "authors'": chapter_claims(reference_runs(record, seeds)),
+            "ours": None if ours is None else chapter_claims(ours),
+        }
+    return found
+
+
+def pooled(records: list, who: str, chapter_claims=None) -> list | None:
+    """The chapter's claims judged under :func:`compgen.figures.claims.pooled_rule` on every seed of ``records``
+    (twin records of one chapter), for ``who`` ("authors'" or "ours" at the matched world); ``None`` for ours
+    without a matched world."""
+    from compgen.figures import records as rec
+
+    if chapter_claims is None:
+        from compgen.figures.glance import CHAPTERS
+
+        chapter_claims = CHAPTERS[records[0]["chapter"]].claims
+    sets, seen = [], set()
+    for record in records:
+        for seeds in record.get("seed_sets", []):
+            if seen & set(seeds):
+                continue
+            seen |= set(seeds)
+            runs = reference_runs(record, seeds) if who == "authors'" else ours_runs(record, seeds)
+            if runs is None:
+                return None
+            sets.append(runs)
+    with C.pooled_rule():
+        return chapter_claims(rec.pool(*sets))
+
+
+def _find(claims: list | None, claim):
+    """The claim of ``claims`` that is ``claim`` (same figure and statement), or ``None``."""
+    return next((c for c in claims or () if c.figure == claim.figure and c.claim == claim.claim), None)
+
+
+def glance_cell(found: dict, pooled_claims: list | None, claim, link: str, who: str, why_not=None) -> str:
+    """The results page's cell (HTML) of ``who``'s code at the twin world: the verdict on each seed set of ``found``
+    (:func:`judged`) and the pooled verdict with its seed count, linked to the chapter's twin table; "n/e" where the
+    claim cannot be expressed in the authors' code (``why_not``), "–" where nothing was recorded."""
+    if why_not:
+        return f'<a href="{link}" title="not expressible in the authors\' code: {html.escape(why_not)}">n/e</a>'
+    marks = [_find(sets[who], claim) for sets in found.values() if sets[who] is not None]
+    if not marks or all(m is None or m.verdict == C.NOT_RUN for m in marks):
         return "–"
-    marks = " ".join(MARK[v["verdict"]] if v else MARK[C.NOT_RUN] for v in found.values())
-    return f'<a href="{link}">{marks}</a>'
+    text = " ".join(MARK[m.verdict] if m else MARK[C.NOT_RUN] for m in marks)
+    total = _find(pooled_claims, claim)
+    if total is not None and total.verdict != C.NOT_RUN and len(marks) > 1:
+        why = html.escape(f"pooled over {len(total.seeds)} seeds: {total.ours}")
+        text += f' <span title="{why}">Σ{MARK[total.verdict]}</span>'
+    return f'<a href="{link}">{text}</a>'
 
 
 def _label(seeds: str) -> str:
@@ -64,19 +209,18 @@ def _label(seeds: str) -> str:
     return f"seeds {values[0]}–{values[-1]}" if len(values) > 2 else f"seeds {', '.join(values)}"
 
 
-def claims_table(record: dict, ours: list, second_set: dict | None = None) -> str:
-    """A markdown table, one row per claim of ``ours`` (the chapter's claims on its runs): our verdict and the
-    reference's on each seed set of the record, with the numbers each verdict read. Our verdicts on a seed set
-    other than the chapter's come from ``second_set`` (the record of ``tools/second_set.py``), where it has them;
-    where the twins ran at a matched world (the record's ``ours_matched``), ours are those at that world."""
-    sets = seed_sets(record)
-    matched = record.get("ours_matched")
+def claims_table(record: dict, ours: dict, found: dict | None = None) -> str:
+    """A markdown table, one row per claim of the chapter: ours and the reference's verdict on each seed set of the
+    record, with the numbers each verdict read, all judged now. ``ours``: {seed set: our claims there} for a record
+    without a matched world (the chapter's runs, and the second set's); at a matched world ours are the record's."""
+    found = judged(record) if found is None else found
+    matched = bool(record.get("matched_world"))
+    sets = list(found)
     head = ["figure", "claim"]
     for s in sets:
         head += [f"ours{', twin world' if matched else ''}, {_label(s)}", f"authors' code, {_label(s)}"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for claim in ours:
-        theirs = verdicts(record, claim)
+    for claim in found[sets[0]]["authors'"] if sets else []:
         cells = [claim.figure, claim.claim]
         why = record.get("not_expressible", {}).get(claim.figure)
         if why:
@@ -85,31 +229,16 @@ def claims_table(record: dict, ours: list, second_set: dict | None = None) -> st
             )
             continue
         for s in sets:
-            mine = _entry(matched[s], claim) if matched else _ours(claim, s, second_set)
-            cells += [_cell(mine), _cell(theirs.get(s))]
+            mine = found[s]["ours"] if matched else ours.get(s)
+            cells += [_cell(_find(mine, claim)), _cell(_find(found[s]["authors'"], claim))]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def _ours(claim, seeds: str, second_set: dict | None):
-    """Our entry (verdict, ours) for ``claim`` on ``seeds``: the claim itself on its own seeds, else the
-    second-seed-set record's entry, else ``None``."""
-    if seeds == ",".join(map(str, claim.seeds)):
-        return {"verdict": claim.verdict, "ours": claim.ours}
-    if second_set and seeds == ",".join(map(str, second_set["seeds"])):
-        return _entry(second_set["claims"], claim)
-    return None
-
-
-def _entry(entries: list, claim):
-    """The entry of ``entries`` (dicts with figure and claim) for ``claim``, or ``None``."""
-    return next((e for e in entries if e["figure"] == claim.figure and e["claim"] == claim.claim), None)
-
-
-def _cell(entry) -> str:
-    if entry is None or entry["verdict"] == C.NOT_RUN:
+def _cell(claim) -> str:
+    if claim is None or claim.verdict == C.NOT_RUN:
         return "– not run"
-    return f"{SHORT[entry['verdict']]} {entry['ours']}"
+    return f"{SHORT[claim.verdict]} {claim.ours}"
 
 
 def _steps(fields) -> str:
@@ -188,6 +317,22 @@ def our_headline(chapter: str, cfg, output) -> dict:
         label: final(output, metric, cfg.eval_set_names().index(set_name) if set_name else None, scale)
         for label, (metric, set_name, scale) in HEADLINES[chapter].items()
     }
+
+
+def headline_output(chapter: str, cfg, values: dict) -> dict:
+    """Our run's output laid out again from its headline numbers (:func:`our_headline`, per seed): ``eval/<metric>``
+    at one evaluation, the headline's evaluation set filled and the others NaN. The claims of the twins' chapters read
+    no other number (``tests/figures/test_twin.py`` checks it)."""
+    names = cfg.eval_set_names() if hasattr(cfg, "eval_set_names") else ()
+    out = {}
+    for label, (metric, set_name, scale) in HEADLINES[chapter].items():
+        per_seed = np.asarray(values[label], float) / scale
+        if set_name is None:
+            out[f"eval/{metric}"] = per_seed[:, None]
+        else:
+            array = out.setdefault(f"eval/{metric}", np.full((len(per_seed), 1, len(names)), np.nan))
+            array[:, 0, names.index(set_name)] = per_seed
+    return out
 
 
 def runs_table(record: dict, labels: dict, ours: dict | None = None) -> str:
@@ -371,11 +516,11 @@ def _where_trained(runs) -> str:
     return "; ".join(parts)
 
 
-def appendix(path, preset: str, runs, ours: list, second_set: dict | None, labels: dict) -> str:
-    """A chapter's twin appendix as markdown: the claims table (``ours``: the chapter's claims, beside the
-    authors' code per seed set), each config's numbers (ours from ``runs``, the chapter's
-    :class:`~compgen.notebook.Runs`, beside the reference's), and what the translation could not match. A record
-    of another preset than the chapter's is named, not compared."""
+def appendix(path, preset: str, runs, ours: dict, labels: dict) -> str:
+    """A chapter's twin appendix as markdown: the claims table (``ours``: {seed set: the chapter's claims there},
+    beside the authors' code per seed set, :func:`claims_table`), each config's numbers (ours from ``runs``, the
+    chapter's :class:`~compgen.notebook.Runs`, beside the reference's), and what the translation could not match. A
+    record of another preset than the chapter's is named, not compared."""
     record = load_twin(path)
     if record is None:
         chapter = Path(path).stem.removeprefix("twin_")
@@ -389,7 +534,7 @@ def appendix(path, preset: str, runs, ours: list, second_set: dict | None, label
         f"Reference: `{record['reference']['repository']}` at commit `{record['reference']['commit'][:12]}`; "
         f"{len(record['runs'])} runs, {_where_trained(record['runs'].values())}.",
         "",
-        claims_table(record, ours, second_set),
+        claims_table(record, ours),
         "",
         runs_table(record, labels, ours_by_set(record, runs)),
         "",

@@ -1,0 +1,113 @@
+"""Runs kept as numbers, judged when the book is built: records of final evaluations and seed pooling.
+
+A chapter's claims read only each run's last evaluation (``eval/<metric>[:, -1]``, one value per seed, and per
+evaluation set where there are several; ``tests/figures/test_records.py`` checks it for every chapter). A record
+therefore keeps, for each config, those final values per seed (:func:`entries`), and :func:`runs_from_entries` lays
+them out again as runs that the chapter's own ``claims`` judge with the current claim code: no verdict is stored.
+
+:func:`pool` joins runs of the same configs on several seed sets (the book's seeds and a second set, say) into one
+set of runs over all their seeds; judged under :func:`compgen.figures.claims.pooled_rule`, that gives the pooled
+verdict of a claim.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+
+from compgen import results
+from compgen.notebook import Runs
+
+
+def finals(output) -> dict:
+    """``{"eval/<metric>": per-seed final values (nested lists)}`` of one run's output: its last evaluation."""
+    return {
+        k: np.round(np.asarray(v, float)[:, -1], 7).tolist()
+        for k, v in output.items()
+        if k.startswith("eval/") and np.ndim(v) >= 2
+    }
+
+
+def output_from_finals(values: dict) -> dict:
+    """The output :func:`finals` was read from, cut to its last evaluation: ``eval/<metric>`` (seeds, 1, ...)."""
+    return {k: np.asarray(v, float)[:, None] for k, v in values.items()}
+
+
+def config_key(config) -> str:
+    """A config's fields but its seeds, as sorted JSON: what identifies it across seed sets."""
+    fields = {k: v for k, v in results.config_dict(config).items() if k != "seeds"}
+    return json.dumps(fields, sort_keys=True, default=str)
+
+
+def entries(runs: Runs) -> list:
+    """One entry per config of ``runs`` that has an output: ``{"figures", "config", "finals"}``."""
+    found = {}
+    for figure, configs in runs.figures.items():
+        for cfg in configs:
+            output = runs.output(cfg)
+            if output is None:
+                continue
+            key = config_key(cfg)
+            if key in found:
+                found[key]["figures"].append(figure)
+            else:
+                found[key] = {"figures": [figure], "config": results.config_dict(cfg), "finals": finals(output)}
+    return list(found.values())
+
+
+def runs_from_entries(section_name: str, preset: str, seeds, recorded: list) -> Runs:
+    """The chapter's runs at ``preset`` on ``seeds`` (its configs as the current code builds them), their outputs
+    taken from ``recorded`` entries (:func:`entries`) where a config's fields match one, else ``None`` (not run)."""
+    from compgen.notebook import chapter_configs
+
+    sec, by_figure = chapter_configs(section_name, preset, list(seeds))
+    by_key = {config_key(sec.config_from_dict(e["config"])): e for e in recorded}
+    outputs = {}
+    for configs in by_figure.values():
+        for cfg in configs:
+            entry = by_key.get(config_key(cfg))
+            ok = entry is not None and list(entry["config"]["seeds"]) == list(cfg.seeds)
+            outputs[cfg] = output_from_finals(entry["finals"]) if ok else None
+    return Runs(sec, preset, by_figure, outputs)
+
+
+def missing(runs: Runs) -> list:
+    """The figures whose configs ``runs`` has no output for (a record made with other configs, or not at all)."""
+    return [f for f, configs in runs.figures.items() if any(runs.output(c) is None for c in configs)]
+
+
+def pool(*sets: Runs) -> Runs:
+    """``sets`` (runs of the same chapter and preset on disjoint seed sets) as one set of runs over all their seeds:
+    each config's final values joined seed after seed; a config any set lacks is not run. Only final evaluations
+    are kept (what the claims read)."""
+    first = sets[0]
+    seeds = [s for runs in sets for s in runs.seeds]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"pool: the seed sets overlap ({seeds})")
+    by_key = [{config_key(c): runs.output(c) for cs in runs.figures.values() for c in cs} for runs in sets]
+    figures, outputs = {}, {}
+    for figure, configs in first.figures.items():
+        pooled = []
+        for cfg in configs:
+            key = config_key(cfg)
+            parts = [found.get(key) for found in by_key]
+            together = dataclasses.replace(
+                cfg, seeds=tuple(s for runs, _ in zip(sets, parts) for s in _seeds_of(runs, key))
+            )
+            pooled.append(together)
+            if all(p is not None for p in parts):
+                outputs[together] = {
+                    k: np.concatenate([np.asarray(p[k], float)[:, -1:] for p in parts])
+                    for k in parts[0]
+                    if k.startswith("eval/")
+                }
+            else:
+                outputs[together] = None
+        figures[figure] = pooled
+    return Runs(first.section, first.preset, figures, outputs)
+
+
+def _seeds_of(runs: Runs, key: str) -> tuple:
+    return next((c.seeds for cs in runs.figures.values() for c in cs if config_key(c) == key), ())

@@ -1,0 +1,92 @@
+"""Records of final numbers: every chapter's claims read only the last evaluation, so a record of it judges them
+exactly as the runs do; pooling joins seed sets, and the pooled rule asks for the mean above two standard errors."""
+
+import json
+import zlib
+
+import numpy as np
+import pytest
+
+from compgen.figures import claims as C
+from compgen.figures import glance, records
+
+# The metrics each chapter's claims read (a test below fails if one reads another)
+METRICS = {
+    "teacher_student": ("alignment",),
+    "hyperteacher": ("accuracy", "r2_ood_pooled"),
+    "preferences": ("loss",),
+    "goals": ("acc", "acc_all"),
+    "incontext": ("acc", "accuracy"),
+}
+
+
+def _outputs(name):
+    """Hand-made outputs of every config: seeded per config, each metric's earlier evaluations NaN (a claim that read
+    them would not match its record)."""
+
+    def output(cfg):
+        rng = np.random.default_rng(zlib.crc32(records.config_key(cfg).encode()))
+        n, sets = len(cfg.seeds), len(cfg.eval_set_names()) if hasattr(cfg, "eval_set_names") else 1
+        out = {}
+        for metric in METRICS[name]:
+            shape = (n, 3) if metric in ("alignment", "r2_ood_pooled") else (n, 3, sets)
+            values = rng.uniform(0.3, 0.9, shape)
+            values[:, :-1] = np.nan
+            out[f"eval/{metric}"] = values
+        return out
+
+    return output
+
+
+@pytest.mark.parametrize("name", list(glance.CHAPTERS))
+def test_a_record_of_final_numbers_judges_every_claim_as_the_runs_do(runs_of, name):
+    runs = runs_of(name, "smoke", _outputs(name))
+    recorded = json.loads(json.dumps(records.entries(runs)))  # through JSON, as the record is read back
+    again = records.runs_from_entries(name, "smoke", runs.seeds, recorded)
+    direct, judged = glance.CHAPTERS[name].claims(runs), glance.CHAPTERS[name].claims(again)
+    assert [(c.verdict, c.ours) for c in direct] == [(c.verdict, c.ours) for c in judged]
+    assert any(c.verdict != C.NOT_RUN for c in direct) and not records.missing(again)
+
+
+def test_a_config_the_record_lacks_is_not_run_and_named(runs_of):
+    runs = runs_of("teacher_student", "smoke", _outputs("teacher_student"))
+    recorded = [e for e in records.entries(runs) if e["figures"] != ["fig2d"]]  # (fig2c shares a config)
+    again = records.runs_from_entries("teacher_student", "smoke", runs.seeds, recorded)
+    assert "fig2d" in records.missing(again) and "fig2c" not in records.missing(again)
+
+
+def test_pooling_joins_seed_sets_and_the_pooled_rule_needs_two_standard_errors(runs_of, fake):
+    def alignment(disconnected):
+        return lambda cfg: fake(
+            cfg, {"eval/alignment": np.full(len(cfg.seeds), 0.97 if cfg.expect_connected else disconnected)}
+        )
+
+    one = runs_of("teacher_student", "smoke", alignment(0.80))
+    other = records.runs_from_entries(
+        "teacher_student", "smoke", [7], records.entries(runs_of("teacher_student", "smoke", alignment(0.85)))
+    )
+    with pytest.raises(ValueError, match="overlap"):
+        records.pool(one, one)
+    assert other.output(other.configs("fig2c")[0]) is None  # recorded on seed 100, asked on seed 7: not run
+    # the same numbers on another seed set, laid out again for seeds 7
+    entries = records.entries(runs_of("teacher_student", "smoke", alignment(0.85)))
+    for e in entries:
+        e["config"]["seeds"] = [7]
+    other = records.runs_from_entries("teacher_student", "smoke", [7], entries)
+    both = records.pool(one, other)
+    cfg = both.configs("fig2c")[0]
+    assert cfg.seeds == (100, 7) and np.asarray(both.output(cfg)["eval/alignment"]).shape == (2, 1)
+    with C.pooled_rule():
+        pooled = glance.CHAPTERS["teacher_student"].claims(both)
+    fig2c = [c for c in pooled if c.figure == "Fig. 2C"]
+    assert [c.verdict for c in fig2c] == [C.HOLDS] * 2 and "pooled over seeds" in fig2c[0].criterion
+    assert "(2/2 seeds)" in fig2c[0].ours
+
+
+def test_the_pooled_rule_is_the_mean_above_two_standard_errors():
+    two_against = ([0.3, 0.25, -0.05, 0.28, -0.02, 0.27], [0.0] * 6)  # the mean well above two standard errors
+    assert not C.paired(*two_against, margin=0.1).sign_ok  # "every seed, or all but one": fails with two against
+    with C.pooled_rule():
+        assert C.paired(*two_against, margin=0.1).holds
+        assert not C.paired([0.5, -0.4, 0.45, -0.3], [0.0] * 4, margin=0.01).sign_ok  # the mean within 2 SE
+    assert not C._POOLED.get()  # the rule ends with its block
