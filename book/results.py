@@ -13,33 +13,42 @@
 # %% [markdown]
 # # Results at a glance
 #
-# One row per claim of the paper that this book tests: the chapter and figure, the paper's claim in one line,
-# the criterion our numbers must meet, the paper's number where it reports one, ours at the preset the book was
-# built with, the seeds, and the verdict computed from the runs in the results store. The verdicts are
-# computed by the same library functions as the chapters' figures (`compgen.figures.glance`), never typed by
-# hand: **holds** means the criterion is met on these seeds, **not reproduced at this preset** means it is not,
-# and **not run** means the runs are not in the store. Each figure link leads to the figure in its chapter,
-# where the "why `quick` differs" note says what the preset changes and why the claim keeps its meaning.
+# One row per claim of the paper that this book tests, with its verdict in every column: ours on the book's seeds,
+# ours on a second seed set, the two pooled, ours and the authors' implementation at the same twin world, and, where
+# it has been trained, the paper's own scale. Click a claim for its criterion, the paper's number and the numbers
+# our verdict read. Every verdict is computed when this page is built, by the same library functions as the
+# chapters' figures (`compgen.figures.glance`), from the runs in the results store and from records that keep
+# numbers per seed (`book/search/`), never from a stored verdict: **holds** means the criterion is met, **not
+# reproduced** that it is not, and **not run** that the runs are not there. Each figure link leads to the figure in
+# its chapter, where the "why `quick` differs" note says what the preset changes and why the claim keeps its
+# meaning.
 #
-# Every criterion compares two quantities seed by seed (each seed draws its own teacher, modules or mazes, so a
-# seed is compared with itself): the difference must have the paper's sign on every seed (or on all but one,
-# with the mean difference above two standard errors) and reach a stated size — for example 0.1 in module
-# alignment with connected students near identification, 5 points of accuracy, or 10 % of a loss. "Higher on
-# average by a hair" is not what the paper claims, and it does not count as holding here.
+# **How a claim is judged.** Each seed draws its own teacher, modules or mazes, so a criterion compares two
+# quantities seed by seed: the mean difference must reach the claim's stated size (in module alignment, points of
+# accuracy or a share of a loss; each criterion names it) and have the paper's sign on every seed, or on all but
+# one with the mean above two standard errors. Fig. A8 and Fig. A10 compare cells of a size sweep and are judged
+# on the means over seeds; their criteria say so. "Higher on average by a hair" is not what the paper claims, and
+# it does not count as holding here.
+#
+# **Two seed sets, and pooled.** Three seeds can agree by luck, and a claim that sits at its criterion can flip
+# between seed sets, or between two machines that round differently. Every claim is therefore also judged on a
+# second seed set that was neither used to choose the quick worlds nor shown in the chapters: `tools/second_set.py`
+# trains every chapter on it with the same code and presets and records each run's final numbers per seed in
+# `book/search/second_set.json`. The **pooled** column judges the same criterion on all the seeds of both sets, with
+# the rule that scales with the number of seeds: the stated size reached by the mean, and the mean above two
+# standard errors of the per-seed differences. The headline counts the pooled verdicts. A cell marked (stale) was
+# recorded by older training code.
+#
+# **Twin world.** The authors' code (`smonsays/modular-hyperteacher`) and ours, trained at the same configs
+# (`tools/twin.py`; where the authors' code cannot express the quick world, both at the nearest world it does),
+# judged by the same claims code: a mark per seed set, then Σ, the verdict pooled over every seed. The columns
+# compare like with like; the chapter's twin appendix has the numbers.
 #
 # What a verdict at `quick` means: the quick preset runs the paper's algorithm (the second-order meta-gradient
 # through the inner optimiser, its losses, splits and evaluation) in smaller worlds and for far fewer steps, with
-# every model of a comparison given the same budget. Each chapter says what its quick world changes and why the
-# claim keeps its meaning there; a claim that holds at `quick` is evidence for the paper's mechanism, not a
-# reproduction of its numbers, which need `paper` on a GPU. A claim that is not reproduced is shown as such,
-# with the chapter's account of what was tried.
-#
-# **A second seed set.** Three seeds can agree by luck, so every claim is also computed on a second set of seeds
-# that was neither used to choose the quick worlds nor shown in the chapters (the column headed by those seeds).
-# Those runs are too many to repeat in every build: `tools/second_set.py` trains every chapter on them with the
-# same code and presets and stores the computed claims in `book/search/second_set.json`, which this page reads. A
-# claim the book can call robust holds in both columns; the page says when the training code has changed since
-# that record was made.
+# every model of a comparison given the same budget. A claim that holds at `quick` is evidence for the paper's
+# mechanism, not a reproduction of its numbers, which need `paper` on a GPU. A claim that is not reproduced is
+# shown as such, with the chapter's account of what was tried.
 
 # %% tags=["parameters", "hide-input"]
 preset = "quick"  # smoke | quick | paper

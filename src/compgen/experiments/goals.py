@@ -329,7 +329,7 @@ PRESETS = {
         },
     ),
     "quick": Preset(
-        "2 CPU cores, about 10 minutes for the section, in a smaller world (5x5 mazes, 48 goals)",
+        "2 CPU cores, in a smaller world (5x5 mazes, 48 goals)",
         # A smaller world (search record book/search/goals.json): 5x5 mazes from the authors' generator, 2 mazes,
         # 3 object types, 2 distractors, the agent starting >= 2 steps from the goal object: 4 quadrants x 2
         # interactions x 2 mazes x 3 types = 48 goals (36 train / 12 OOD), a 125-wide observation, demonstrations
@@ -357,7 +357,7 @@ PRESETS = {
         },
     ),
     "smoke": Preset(
-        "a few minutes, nearly all compilation; checks that everything runs, shows nothing",
+        "nearly all compilation; checks that everything runs, shows nothing",
         common=dict(
             outer_steps=6,
             meta_batch=2,

@@ -171,7 +171,7 @@ PRESETS = {
         },
     ),
     "quick": Preset(
-        "2 CPU cores, minutes per run; shows the qualitative claims",
+        "2 CPU cores; shows the qualitative claims",
         # K = 4 (paper Table A4): at M = 4 the paper's hypernetwork lead is largest there. Every learner of Fig. 3B
         # takes the same budget, 4,000 outer steps of 8 tasks with 32 + 32 shots; at 2,000 steps of 16 tasks with
         # 64 + 64 shots the hypernetworks led by only 2-3 points (book/search/hyperteacher.json). The

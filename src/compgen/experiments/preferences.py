@@ -216,7 +216,7 @@ PRESETS = {
         },
     ),
     "quick": Preset(
-        "2 CPU cores, about 10 minutes for the section, in a smaller world (5x5 room, 2 objects, M = 6)",
+        "2 CPU cores, in a smaller world (5x5 room, 2 objects, M = 6)",
         # The world and learners of regime C1 of the search record (book/search/preferences.json; chosen on seeds
         # 7-9), at 800 outer steps (Fig. 4B) and 2,000 (Fig. 4C and A8) so that the section fits 10 minutes on 2 cores.
         common=dict(

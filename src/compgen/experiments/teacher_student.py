@@ -361,7 +361,7 @@ PRESETS = {
     # and its continuous pair with the same ring and triangles (columns 3, 5), which no regime of the search
     # separated: run so that its claim is computed rather than left out
     "quick": Preset(
-        "2 CPU cores, minutes; Fig. 2D and Table A1 in a smaller world (n = 8 inputs, h = 8 teacher units)",
+        "2 CPU cores; Fig. 2D and Table A1 in a smaller world (n = 8 inputs, h = 8 teacher units)",
         common=dict(
             _CPU_INNER_LOOP,
             n_in=8,

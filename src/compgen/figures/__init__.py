@@ -236,7 +236,34 @@ def header(runs: Runs, figure: str, labels=None) -> str:
         )
     else:
         lead += f"All {len(runs.outputs)} configs were loaded from the results store."
+    cost = training_cost(runs)
+    if cost:
+        lead += (
+            f" Training them took {cost['minutes']:.1f} process-minutes (each run's own clock, as stored), "
+            f"{cost['minutes'] * cost['gemm'] / 250:.1f} scaled to a GEMM rate of 250 GFLOP/s (the training "
+            f"machines read {cost['gemm']:.0f})."
+        )
     return lead + "\n\n" + differences_table(runs, figure, labels)
+
+
+def training_cost(runs: Runs) -> dict | None:
+    """``{"minutes", "gemm"}``: the process-minutes the stored runs of ``runs`` took (their ``provenance`` wall
+    time, compilation included) and the mean GEMM rate of the machines that trained them, weighted by time; ``None``
+    where no run records it."""
+    import json
+
+    if runs.store is None:
+        return None
+    seconds, weighted = 0.0, 0.0
+    for cfg, output in runs.outputs.items():
+        sidecar = runs.store.paths(runs.section, cfg)[1]
+        if output is None or not sidecar.exists():
+            continue
+        prov = json.loads(sidecar.read_text()).get("provenance", {})
+        wall, gemm = prov.get("wall_time_s"), prov.get("gemm_gflops")
+        if wall and gemm:
+            seconds, weighted = seconds + wall, weighted + wall * gemm
+    return {"minutes": seconds / 60, "gemm": weighted / seconds} if seconds else None
 
 
 def summary_table(sec, configs, outputs) -> str:

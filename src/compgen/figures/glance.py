@@ -219,6 +219,8 @@ def _book(runs) -> str:
 
 def _seeds_label(seeds: str) -> str:
     values = seeds.split(",")
+    if len(values) == 1:
+        return f"seed {values[0]}"
     return f"seeds {values[0]}–{values[-1]}" if len(values) > 2 else f"seeds {', '.join(values)}"
 
 
@@ -356,3 +358,60 @@ def _paper_scale_summary(found) -> str:
         "`tools/paper_fig2c.py`, from its record with the chapter's claim code; other claims were not trained at "
         "that scale (–)." + (f" The record is stale: {'; '.join(found['stale'])}." if found["stale"] else "")
     )
+
+
+# --------------------------------------------------------------------------------------------- a chapter's findings
+
+VERDICT_WORDS = {C.HOLDS: "**holds**", C.NOT_REPRODUCED: "**not reproduced**", C.NOT_RUN: "not run"}
+
+
+def findings(runs, second_set=None, twins=None) -> str:
+    """What a chapter's runs show, as markdown computed now: one item per claim with its verdict and the numbers it
+    read on the book's seeds, on the second seed set and pooled over both (``second_set``: the path of
+    ``tools/second_set.py``'s record), and the twins' verdicts at the same world in both codes (``twins``: the folder
+    of ``tools/twin.py``'s records). Every word that depends on a verdict is chosen by it."""
+    name = runs.section.name
+    record = load_second_set(second_set, runs.preset) if second_set else None
+    found = judged_sets(name, runs, record)
+    book = _book(runs)
+    second = next((k for k in found if k not in (book, "pooled")), None)
+    twin_records = _twin_records(twins, runs.preset).get(name, []) if twins else []
+    twin_found = {}
+    for r in twin_records:
+        twin_found.update(twin_.judged(r))
+    stale = name in stale_chapters(record)
+    lines = []
+    for claim in found[book]:
+        parts = [f"{_seeds_label(book).capitalize()}: {_said(claim)}"]
+        if second:
+            parts.append(
+                f"{_seeds_label(second)}{' (older code)' if stale else ''}: {_said(twin_._find(found[second], claim))}"
+            )
+            pooled = twin_._find(found.get("pooled"), claim)
+            if pooled is not None and pooled.verdict != C.NOT_RUN:
+                parts.append(f"pooled over {len(pooled.seeds)} seeds: {_said(pooled)}")
+        text = f"- **{claim.figure}** — {claim.claim}. " + "; ".join(parts) + "."
+        if twin_found and not twin_records[0].get("not_expressible", {}).get(claim.figure):
+            marks = []
+            for s, sets in twin_found.items():
+                theirs = twin_._find(sets["authors'"], claim)
+                if theirs is not None and theirs.verdict != C.NOT_RUN:
+                    marks.append(f"{VERDICT_WORDS[theirs.verdict].strip('*')} on {_seeds_label(s)}")
+            if marks:
+                text += f" The authors' code at the twin world: {', '.join(marks)}."
+        lines.append(text)
+    held = sum(c.verdict == C.HOLDS for c in found[book])
+    head = (
+        f"**What the runs show**, judged when this page was built (the claim tables below each figure and the "
+        f"[results page](results) give the criteria): {held} of {len(found[book])} claims hold on the book's seeds."
+    )
+    return "\n".join([head, "", *lines])
+
+
+def _said(claim) -> str:
+    """A claim's verdict and the numbers it read, as words."""
+    if claim is None:
+        return "not recorded"
+    if claim.verdict == C.NOT_RUN:
+        return "not run"
+    return f"{VERDICT_WORDS[claim.verdict]} ({claim.ours})"
