@@ -113,15 +113,19 @@ book: execute $(INSTALL_STAMP) $(MATHJAX) ## execute, then build the HTML into _
 
 check-book: $(INSTALL_STAMP) ## check the built book as a reader sees it (tables, admonitions, headings, figures, math)
 	$(BIN)/python tools/check_book.py _build/html --sources book
+	@if [ -d $(SMOKE)/_build/html ]; then \
+	  $(BIN)/python tools/check_prose.py book --quick _build/html --smoke $(SMOKE)/_build/html; \
+	else echo "check-prose: no smoke build ($(SMOKE)/_build/html; make test builds it): the two builds not compared"; fi
 
 # ---------------------------------------------------------------------------------------------
 # Tests: unit tests, then every notebook at the smoke preset built into a book of its own.
 
 test: lint test-unit test-book ## lint + unit tests + every notebook at preset smoke, its book built and checked
 
-lint: $(INSTALL_STAMP) ## ruff (configured in pyproject.toml) on src/, tests/, book/ and tools/
+lint: $(INSTALL_STAMP) ## ruff on src/, tests/, book/ and tools/; no result typed in the book's prose
 	$(BIN)/ruff check src tests book tools
 	$(BIN)/ruff format --check src tests book tools
+	$(BIN)/python tools/check_prose.py book
 
 test-unit: $(INSTALL_STAMP) ## pytest only (one worker process per core, a test file per worker at a time)
 	$(JAX_CACHE) $(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile tests

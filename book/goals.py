@@ -85,15 +85,15 @@ figures.show(figures.header(runs, "fig4ef", chapter.MODEL_LABELS))
 # %% [markdown]
 # :::{admonition} Why the `quick` preset uses a smaller world, and what it can show
 # :class: note
-# One paper run is 200,000 outer steps of 128 tasks: 25.6 million adapted tasks, each with a second-order
-# meta-gradient through 10 inner steps (100 for ANIL) of a network whose first layer reads 847 inputs. Two CPU
-# cores afford about $10^{-4}$ of that. In the paper's world such a budget shows none of the claims, and the
-# reason is what the learners learn first: most of a demonstration there is navigation (at least 11 steps, 22
-# on average), which does not depend on the goal. In a probe with 8 tasks per step for 2,000 steps (seed 7)
-# ANIL reached 62.6 % OOD step accuracy and the linear hypernetwork 61.1 %, yet neither ever predicted the
-# goal's interaction on the goal object, and a policy that ignores the goal and walks towards the object most
-# shortest paths agree on is already right on 59 % of the steps. The learners had learned to navigate, not yet
-# to read the goal off the demonstration.
+# One paper run is 200,000 outer steps of 128 tasks, each adapted task with a second-order meta-gradient through
+# 10 inner steps (100 for ANIL) of a network whose first layer reads 847 inputs. Two CPU cores afford about
+# $10^{-4}$ of that. In the paper's world such a budget shows none of the claims, and the reason is what the
+# learners learn first: most of a demonstration there is navigation (at least 11 steps, 22 on average), which does
+# not depend on the goal. In a probe with 8 tasks per step for 2,000 steps (seed 7, row `diag_paperworld_2k` of the
+# [appendix](search-goals)) ANIL and the linear hypernetwork never predicted the goal's interaction on the goal
+# object, and their OOD step accuracy was little above that of a policy that ignores the goal and walks towards the
+# object most shortest paths agree on. The learners had learned to navigate, not yet to read the goal off the
+# demonstration.
 #
 # `quick` therefore keeps the algorithm, the four factors (the quadrant, which the non-compositional split
 # holds out, an interaction, a maze and an object type), both splits and the hypernetworks' sizes, and shrinks
@@ -107,40 +107,28 @@ figures.show(figures.header(runs, "fig4ef", chapter.MODEL_LABELS))
 #
 # The budget is the same for every learner: 16 tasks per step for 2,000 steps (32,000 tasks per run), each
 # learner with the paper's inner loop (10 steps for the hypernetworks and MAML, 100 for ANIL); ANIL 2 × 128 and
-# MAML 2 × 64; outer learning rates 3 × the paper's (every learner leaves its initial plateau within about 200
-# steps); 128 evaluation tasks per set; Fig. A10 for the linear hypernetwork on a 2 × 2 grid with one seed. Until
-# 2026-11-26 `quick` cut the inner loops (5 steps, ANIL 20); the [diagnosis](search-goals) of those runs and
-# a probe on the tuning seeds restored the paper's (see below).
+# MAML 2 × 64; outer learning rates 3 × the paper's, so that the learners leave their initial plateau early in
+# so short a budget; 128 evaluation tasks per set; Fig. A10 for the linear hypernetwork on a 2 × 2 grid with one
+# seed. Until 2026-11-26 `quick` cut every learner's inner loop (5 steps, ANIL 20); the [diagnosis](search-goals)
+# of those runs found every learner on a plateau, and `quick` has taken the paper's inner loops since.
 #
 # The world and budget were chosen on seeds 7–9, which the book does not use, among the paper's world and three
-# smaller ones (9 × 9, 7 × 7 and 5 × 5), and checked on a second unseen set, 31–33; the [appendix](search-goals)
-# lists every regime tried. In the 9 × 9 and 7 × 7 worlds the hypernetworks led ANIL by only 1.5 and 2.8 points
-# at this budget (one seed); in the 5 × 5 world both led on every seed, and ANIL had stopped improving (its OOD
-# accuracy at 3,000 steps equalled that at 2,000).
-#
-# **What `quick` shows** on the book's seeds (2020–2022, not tuned on; the claim tables are computed from the
-# runs). Both hypernetworks reach a higher OOD step accuracy than the better of ANIL and MAML on every seed (Fig.
-# 4E, by 7.5 and 7.6 points), holding out a quadrant costs them far more than it costs ANIL and MAML (Fig. 4F,
-# 22 and 24 points more), and in the fraction of optimal OOD episodes (Fig. A9) the nonlinear hypernetwork leads on
-# every seed and both pay the larger cost; the linear hypernetwork's lead in optimal episodes (10.9 points on
-# average) falls short on one seed of three. On the second seed set, 31–33, every one of these claims holds, on
-# every seed (the {doc}`results page <results>`).
-#
-# **Why the paper's inner loops.** The earlier `quick` cut every learner's inner loop (5 steps where the paper
-# takes 10, ANIL 20 where it takes 100). There the hypernetworks' lead sat at its threshold: 2.3 and 4.7 points on the book's seeds, and a
-# change of float round-off alone (compiling at XLA's optimisation level 1) had moved it by up to 4.7 points on a
-# seed (appendix rows `main_book_w5_2k` and `main_o1_book_w5_2k`). The [diagnosis](search-goals) of those runs
-# found every learner on a plateau, and the hypernetworks' inner loops ending higher on the support loss than
-# ANIL's; so the next regime restored the paper's inner loops, for every learner, first on the tuning seeds 7–9
-# (row `main_probe_w5_2k_inner10`: leads of 8.4 and 11.2 points, every hypernetwork claim holding on every seed),
-# then on the book's and the unseen seeds (rows `main_quick_inner10_book` and `main_quick_inner10_unseen`). The
-# chapter took 8.4 minutes from an empty store and an empty compilation cache on two cores (2026-11-26), against
-# about 5 with the shorter loops; ANIL's 100 inner steps are the largest share.
+# smaller ones (9 × 9, 7 × 7 and 5 × 5), and checked on a second unseen set, 31–33. In the 9 × 9 and 7 × 7 worlds
+# the hypernetworks' lead over ANIL at this budget was much smaller than in the 5 × 5 one; the
+# [appendix](search-goals) lists every regime tried, with its numbers.
 #
 # The outer optimiser skips any update with a non-finite meta-gradient and counts it (the paper's goals runs
 # set `ignore_nan_grads_outer` to false, so they would have applied it); the count is printed in the header.
 # :::
 #
+# The chapter's claims, judged when this page was built on the book's seeds (2020–2022, not tuned on), on the
+# unseen seeds 31–33 and on both together, and in the authors' code at the twin world of the
+# [second appendix](twin-goals):
+
+# %%
+figures.show(glance.findings(runs, "search/second_set.json", "search"))
+
+# %% [markdown]
 # ## The world
 #
 # The mazes of a run are drawn from its seed (maze $i$ from `default_rng(seed + i)`, the authors' generator at
@@ -234,23 +222,17 @@ figures.show(search.search_table("search/goals.json", chapter.MODEL_LABELS))
 
 # %% [markdown]
 # **A longer budget.** Rows `main_probe_w5_2k` and `main_probe_w5_3k` train every learner on the tuning seeds 7–9
-# for `quick`'s 2,000 and for 3,000 steps (at XLA level 1, as `quick` now compiles). At 2,000 steps the
-# hypernetworks led the better of ANIL and MAML by 7.4 ± 1.6 points (linear) and 6.3 ± 1.6 (nonlinear) in OOD step
-# accuracy and by 19.0 ± 6.2 and 14.1 ± 8.1 in optimal OOD episodes (Fig. A9); at 3,000 steps by 7.2 ± 1.2,
-# 6.7 ± 1.4, 21.9 ± 2.4 and 16.2 ± 2.3. At both budgets seven of the eight hypernetwork claims held on these seeds:
-# the linear hypernetwork's quadrant cost (Fig. 4F) exceeded ANIL's and MAML's on two seeds of three (on seed 9
-# ANIL itself lost 37 and 40 points). The extra steps bought nothing on the tuning seeds, so they were not tried on
-# the book's or the unseen seeds, and `quick` keeps 2,000. The tuning seeds are simply kinder to the
-# hypernetworks than the book's seeds 2020–2022, where the leads in step accuracy were 2.3 and 4.7 points with
-# those inner loops.
+# for `quick`'s 2,000 and for 3,000 steps (at XLA level 1, as `quick` now compiles), with the earlier, shorter inner
+# loops. The extra steps did not widen the hypernetworks' lead in OOD step accuracy on the tuning seeds, so they
+# were not tried on the book's or the unseen seeds, and `quick` keeps 2,000. The tuning seeds are kinder to the
+# hypernetworks than the book's seeds 2020–2022: compare these rows with `main_o1_book_w5_2k`, the same regime on
+# the book's seeds.
 #
 # **The paper's inner loops.** Rows `main_probe_w5_2k_inner10` (tuning seeds 7–9), `main_quick_inner10_book` and
 # `main_quick_inner10_unseen` are `quick` as it is now: the same world and outer budget, every learner with the
-# paper's inner steps (10, ANIL 100; the records' budget lists them). On the tuning seeds the hypernetworks led
-# the better of ANIL and MAML by 8.4 and 11.2 points in OOD step accuracy and by 16.7 and 24.7 points in optimal
-# OOD episodes, and all eight hypernetwork claims held on every seed; on the book's seeds seven of the eight hold
-# (the linear hypernetwork's lead in optimal episodes falls short on one seed), on the unseen seeds all eight. The
-# CPU column of these rows is each run's wall seconds; the tuning probe shared the cores with a test job.
+# paper's inner steps (10, ANIL 100; the records' budget lists them). The claims on the book's and the unseen seeds
+# are judged from the chapter's runs in the findings at the top of this page. The CPU column of these rows is each
+# run's wall seconds; the tuning probe shared the cores with a test job.
 
 # %% [markdown]
 # ### Diagnosis: what the learners do at this budget
@@ -270,28 +252,26 @@ figures.show(search.search_table("search/goals.json", chapter.MODEL_LABELS))
 figures.show(chapter.diagnosis(runs, "random"), chapter.diagnosis(runs, "non_compositional"))
 
 # %% [markdown]
-# What the tables say, on the book's seeds:
+# What the tables say, on the book's seeds (their numbers are in the tables above):
 #
-# - **The hypernetworks are still improving.** Over the second half of training they gain about 5 points of OOD
-#   step accuracy, ANIL 3 and MAML 4; a longer budget would more likely widen their lead than close it.
-# - **Most of their lead is in finding the goal object.** On the first step they are right on 86–87 % of OOD
-#   demonstrations against 77–78 % for ANIL and MAML. On the last step, the interaction, the hypernetworks (73 %)
-#   and ANIL (72 %) are level and MAML is behind (59 %), with a spread of up to twelve points across seeds: one
-#   demonstration tells every learner only in part which interaction the goal asks. Under the non-compositional
-#   split the last step collapses (0–29 %) and the hypernetworks' first step falls below ANIL's and MAML's (65
-#   against 75–77 %): that is Fig. 4F.
+# - **The hypernetworks are still improving.** Over the second half of training they gain more OOD step accuracy
+#   than ANIL and MAML; a longer budget would more likely widen their lead than close it.
+# - **Most of their lead is in finding the goal object.** On the first step they are right more often than ANIL
+#   and MAML. On the last step, the interaction, the hypernetworks and ANIL are about level and MAML is behind, with
+#   a wide spread across seeds: one demonstration tells every learner only in part which interaction the goal asks.
+#   Under the non-compositional split the last step collapses and the hypernetworks' first step falls below ANIL's
+#   and MAML's: that is Fig. 4F.
 # - **Every inner loop fits its demonstration**, the support loss falling by one to two orders of magnitude.
-# - **The goal is not linearly readable from the adapted parameters**, for any learner: R² stays at or below 0.4,
-#   far below the hyperteacher's task code (about 0.7 at `quick`), and is negative under the non-compositional
-#   split. Whatever the fast parameters carry about the goal, it is not its factors as one-hot codes.
+# - **The goal is not linearly readable from the adapted parameters**, for any learner: R² stays low, far below
+#   that of the hyperteacher's task code at `quick`, and is negative under the non-compositional split. Whatever
+#   the fast parameters carry about the goal, it is not its factors as one-hot codes.
 #
 # **The same tables with the earlier, shorter inner loops** (5 steps, ANIL 20; the runs of commit 1f01ea4 on the
-# book's seeds) are what led to the paper's loops: every learner was on a plateau (ANIL +1.7, MAML +4.6 and the
-# hypernetworks +1.7 and +1.4 points over the second half), the hypernetworks' lead was on the first step only
-# (87.0 and 90.1 % against 79.2 and 82.6) and at the interaction all four sat between 64 and 71 %, and the
-# hypernetworks' inner loops ended higher on the support loss (0.21 and 0.32) than ANIL's (0.12). An outer budget
-# of 3,000 steps had not widened the lead on the tuning seeds (row `main_probe_w5_3k`), so the remaining lever was
-# the inner loop, which the paper's counts lengthen for every learner alike.
+# book's seeds) are what led to the paper's loops: every learner was on a plateau, the hypernetworks' lead was on
+# the first step only, at the interaction all four were close, and the hypernetworks' inner loops ended higher on
+# the support loss than ANIL's. An outer budget of 3,000 steps had not widened the lead on the tuning seeds (row
+# `main_probe_w5_3k`), so the remaining lever was the inner loop, which the paper's counts lengthen for every
+# learner alike.
 
 # %% [markdown]
 # (twin-goals)=
@@ -308,39 +288,25 @@ figures.show(chapter.diagnosis(runs, "random"), chapter.diagnosis(runs, "non_com
 # 31–33 (checked with the reference's own class). The mapping, field by field, and what each run costs are in
 # `tools/twin_grid_worlds.md`.
 #
-# **What the twins show: every learner on both seed sets** (66 reference runs of 2,000 steps, 56 of them on two CPU
-# cores and 10 on a shared H200, and ours at the same world, 2026-11-27: on the CPUs a reference run took 1.5 minutes
-# for the hypernetworks, 3 for MAML and 6 for ANIL, whose 100 second-order inner steps dominate). In OOD step
-# accuracy at the 7 × 7 world, seed-set means (a table below pools each cell's seeds):
+# **What the twins show: every learner on both seed sets**, trained for 2,000 steps in the authors' code (on two CPU
+# cores and on a shared H200) and in ours at the same world. The first table below judges the claims on both codes'
+# runs, seed set by seed set; the next gives each config's OOD step accuracy and fraction of optimal OOD episodes
+# in both codes (seed-set means), and a later table pools each cell's seeds. Two things help to read them:
 #
-# - **The controls agree.** ANIL: 70.0 and 71.2 % (authors', book's seeds and 31–33) against 71.4 and 70.3 % (ours)
-#   with compositional support, 65.0 and 59.4 against 64.8 and 61.8 % without. MAML: 68.6 and 68.4 against 70.7 and
-#   69.8 %, 64.8 and 61.3 against 61.2 and 62.1 %. Every cell is within the seeds' spread.
-# - **Fig. 4E/F holds in both codes on the book's seeds**, for both hypernetworks: the linear one leads the better
-#   of ANIL and MAML by 6.3 points in the authors' code and 7.2 in ours, the nonlinear one by 6.3 and 10.9, and
-#   holding out a quadrant costs each of them 11–18 points more than it costs the better baseline in both codes.
-#   On seeds 31–33 the nonlinear hypernetwork's claims hold in both codes (lead 8.1 and 6.6 points).
-# - **The linear hypernetwork's claims on seeds 31–33 fail in the authors' code because of one run.** Its seed 32 did
-#   not learn (34 % OOD accuracy, against 72–75 % for its other seeds and 70–82 % for ours); it takes the reference's
-#   seed-set mean to 60.2 % and with it Fig. 4E, 4F and A9's linear claims and Fig. A10's stability (spread 19.8 points;
-#   ours 2.1). Without that seed the reference's lead over the better baseline is +2.4 points (−0.4 and +5.3 on seeds 31
-#   and 33), under the criterion's 5, where ours leads by +5.2, just over it: on this seed set the claim sits at the
-#   criterion in both codes. Ours had no run that failed to learn; the teacher–student twins found such runs in both
-#   codes (that chapter's appendix). Six more seeds of this config in both codes (41–46, on both supports; record
-#   `search/twin_goals_41-46.json`) had no such run in either: pooled over twelve seeds, the failed one included, the
-#   authors' code sits 4.5 ± 4.0 points (1.1 standard errors) below ours in OOD accuracy under random support and 2.0 ±
-#   2.6 without compositional support.
-# - **Fig. A9's nonlinear claims fail in the authors' code on the book's seeds, and the fraction of optimal episodes
-#   explains why.** A demonstration here is at least 8 steps long (7 or more moves and the interaction), and an episode
-#   is optimal only if every step is, so that fraction grows about as the ninth or tenth power of the step accuracy in
-#   both codes, and at the same step accuracy the two codes find about the same fraction (the last table fits and bins
-#   every twin run). The authors' nonlinear hypernetwork reached 76.3 % on the book's seeds and ours 82.6 % (a
-#   2.9-standard-error gap on three seeds that reverses on seeds 31–33, 79.3 against 78.0 %, and pooled over six seeds
-#   is within one standard error), which that power turns into 7.8 against 25.5 % optimal episodes: under the
-#   criterion's 5-point lead in the authors' code, well over it in ours. On seeds 31–33 A9's nonlinear claims hold in
-#   both codes. The smallest Fig. A10 cell's "fewer optimal episodes" in the reference, which the last version of this
-#   appendix left open, is the same power acting on a lower step accuracy over six seeds (one of them the failed run);
-#   over twelve seeds the gap is 2.2 ± 2.4 points (0.9 standard errors).
+# - **One reference run did not learn.** Seed 32 of the linear hypernetwork under random support stayed far below
+#   the config's other seeds in the authors' code (the large spread of that cell), and it weighs on every claim that
+#   reads that seed set's mean, Fig. A10's stability included. Ours had no run that failed to learn; the
+#   teacher–student twins found such runs in both codes (that chapter's appendix). Six more seeds of this config in
+#   both codes (41–46, on both supports; record `search/twin_goals_41-46.json`) had no such run in either; the
+#   pooled table includes them.
+# - **The fraction of optimal episodes magnifies small gaps in step accuracy.** A demonstration here is at least 8
+#   steps long (7 or more moves and the interaction), and an episode is optimal only if every step is, so that
+#   fraction grows as a high power of the step accuracy in both codes (the last table fits and bins every twin run).
+#   A small difference in step accuracy between the codes, or between seed sets, becomes a large one in optimal
+#   episodes, and with it a Fig. A9 claim, judged on a lead of 5 points, can change its verdict between the codes.
+# - **Fig. A10 is judged on the same seeds in both codes.** The book's own Fig. A10 trains seed 2020 alone; at the
+#   twin world both codes train its cells on every seed of each set (2020–2022, 31–33), and its twin verdicts,
+#   here and on the results page, read those.
 #
 # Everything else was found the same, as in the hyperteacher's appendix (initialisation, the three groups of
 # generated layers and their chunking, the embedding normalisation, the linear hypernetwork's per-task output bias,
@@ -375,8 +341,8 @@ if goals_twins:
 # %% [markdown]
 # How the fraction of optimal OOD episodes follows OOD step accuracy in each code, over every twin run above (one
 # point per config and seed): the power of the step accuracy it grows as (the least-squares slope of its logarithm
-# on the accuracy's, runs above 70 % with at least one optimal episode), and its mean where the step accuracy falls
-# in each band. At the same step accuracy the two codes find about the same fraction.
+# on the accuracy's, runs at or above $70\,\%$ with at least one optimal episode), and its mean where the step
+# accuracy falls in each band. At the same step accuracy the two codes find about the same fraction.
 
 # %%
 if goals_twins:

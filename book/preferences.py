@@ -88,17 +88,16 @@ figures.show(figures.header(runs, "fig4c", chapter.MODEL_LABELS), chapter.world_
 # preset ([appendix](search-preferences)) ran the earlier `quick` preset (the paper's world, 600 outer steps of
 # 8 tasks with 4 + 4 demonstrations) on seeds 7–9, which the book does not use, beside a reference that needs
 # no learning: a *task-agnostic* predictor that knows the dynamics exactly but not the preferences (the mean
-# over the training tasks of $Q$ in the same layout). Its OOD loss was 0.95, 1.33 and 0.54 on the three seeds,
-# and every learner's was within about 0.2 of it on every seed (0.49 to 1.46 in all). None of them had yet learned to
-# use the preferences; which model "won" said only which one learned to navigate fastest.
+# over the training tasks of $Q$ in the same layout). Every learner's OOD loss stayed near that reference (the
+# search record holds both): none of them had yet learned to use the preferences, and which model "won" said
+# only which one learned to navigate fastest.
 #
 # `quick` therefore shrinks the **world** (config fields whose defaults, and `paper`, are the paper's): a
 # **5 × 5 room** around a central pillar (8 free cells), **2 objects**, **$M = 6$ modules over 6 colours**,
 # demonstrations of **4 steps** from **4 backups** of value iteration, and the observation read at the free
 # cells only (the colour and agent channels, 56 inputs instead of 490: the walls never change, so only inputs
-# that are the same in every instance are dropped). There the task-agnostic predictor's OOD loss is 0.72, 1.23
-# and 0.54 on seeds 7–9, and the learners go far below it (ANIL 0.15, 0.20 and 0.12 in regime C1): the
-# comparison is now about using the preferences.
+# that are the same in every instance are dropped). In this world the search's learners go well below the
+# task-agnostic predictor on the tuning seeds: the comparison is now about using the preferences.
 #
 # The claims keep their meaning. A task is still an Algorithm 1 mixture of $K \le 3$ of the $M$ modules. An
 # OOD task of the random split is a new combination of modules that were each trained (31 training and 10 OOD
@@ -111,40 +110,26 @@ figures.show(figures.header(runs, "fig4c", chapter.MODEL_LABELS), chapter.world_
 # The budget is the same for every learner of a comparison: Fig. 4C (and Fig. A8, whose 64-wide cell is Fig.
 # 4C's linear hypernetwork) trains **2,000 outer steps** of 8 tasks, Fig. 4B 800, each task with the paper's 16
 # support demonstrations and 8 query demonstrations, and a warm-up + cosine schedule; hypernetworks 64 wide with
-# $T = 16$ modules (outer lr 5e-3), ANIL 2 × 128 with 20 inner steps on minibatches of 32 (outer lr 3e-3), MAML
-# 2 × 64 (outer lr 1e-3). Evaluation uses 256 tasks per set with 8 query demonstrations each instead of the
-# authors' single one, which only lowers the noise. Fig. 4B runs the linear hypernetwork only, and Fig. A8 only
-# its width (32 or 64 at $T = 16$). World and learners are the search's regime C1, chosen on seeds 7–9. C1 trained
-# for 1,500 steps; the earlier `quick` stopped all figures at 800 to fit ten minutes on two cores. The
-# [diagnosis](diagnosis-preferences) of those 800-step runs showed ANIL levelled off while the nonlinear
-# hypernetwork's OOD loss was still falling fast, and at 2,500 steps on the tuning seeds (row `C1world_2500`) its
-# lead held on every seed; so Fig. 4C and A8 now run 2,000 steps, the most the chapter's ten minutes allow with
-# Fig. 4B kept at 800 (8.8 minutes from an empty store and an empty compilation cache on two cores, 2026-11-26).
-#
-# **What `quick` shows** on the book's seeds (2020–2022, not tuned on; the claim table under each figure is
-# computed from the runs). The nonlinear hypernetwork has the lowest OOD loss under compositional support (0.079
-# against ANIL's 0.103, the better of ANIL and MAML on every seed), lower on every seed, by 5 to 37 % (Fig. 4C);
-# holding out a module raises both hypernetworks' OOD loss on every seed (about 2.0 and 4.7 times the
-# compositional loss); and the wider linear hypernetwork is not worse than the narrower one (Fig. A8, width only:
-# 0.188 against 0.223). Two claims are not established: the linear hypernetwork stays above ANIL on every seed
-# (0.188), and disconnected support raises the linear hypernetwork's OOD loss on two seeds of three by 2–8 % but
-# lowers it by 16 % on the third, so its mean is 3.5 % lower, not 10 % higher (Fig. 4B, 800 steps). No regime of
-# the search showed either of these two: the linear hypernetwork trailed ANIL in C1's world up to 3,000 steps and
-# in two more worlds up to 4,000 (the [appendix](search-preferences)), and in three worlds up to 4,000 steps
-# disconnected support raised neither hypernetwork's loss by 10 % ([Fig. 4B's search](search-fig4b)).
-#
-# **A second seed set confirms the nonlinear hypernetwork's lead, not the held-out module.** The same `quick`
-# runs on seeds 31–33 (`main_quick2k_unseen` in the appendix; neither tuned on nor shown above): the nonlinear
-# hypernetwork's OOD loss is again the lowest under compositional support, 0.139 against ANIL's 0.167, lower on
-# every seed by 10 to 28 %, and the linear hypernetwork again trails ANIL. Holding out a module, though, costs
-# nothing there: the linear hypernetwork's OOD loss is lower under the non-compositional split on every seed (0.81
-# times the compositional loss), the nonlinear one's is level (1.05 times, higher on one seed of three), and
-# ANIL's and MAML's barely move either, as at 800 steps on these seeds. On these seeds the held-out module's
-# combinations are not harder for any learner than new combinations of trained modules, so that claim depends
-# on the seed at this budget. Fig. 4B came closer there (disconnected support raised the loss on all three seeds,
-# by 7.6 % on average, still under the 10 % asked), and Fig. A8 holds on both sets.
+# $T = 16$ modules (`outer_lr = 5e-3`), ANIL 2 × 128 with 20 inner steps on minibatches of 32
+# (`outer_lr = 3e-3`), MAML 2 × 64 (`outer_lr = 1e-3`). Evaluation uses 256 tasks per set with 8 query
+# demonstrations each instead of the authors' single one, which only lowers the noise. Fig. 4B runs the linear
+# hypernetwork only, and Fig. A8 only its width (32 or 64 at $T = 16$). World and learners are the search's
+# regime C1, chosen on seeds 7–9. C1 trained for 1,500 steps; the earlier `quick` stopped all figures at 800 to
+# fit ten minutes on two cores. The [diagnosis](diagnosis-preferences) of those 800-step runs found ANIL levelling
+# off while the nonlinear hypernetwork's OOD loss was still falling fast, so Fig. 4C and A8 now run 2,000 steps,
+# the most the chapter's ten minutes allow with Fig. 4B kept at 800. The [appendix](search-preferences) gives
+# every regime the search tried, with its numbers.
 # :::
 #
+# The chapter's claims, judged when this page was built: on the book's seeds (2020–2022, not tuned on), on the
+# second seed set 31–33 (neither tuned on nor shown in the figures), on both together, and with the authors' code
+# at the [twin world](twin-preferences). Where a claim falls short, the figure's section and the appendix say what
+# was tried.
+
+# %%
+figures.show(glance.findings(runs, "search/second_set.json", "search"))
+
+# %% [markdown]
 # ## The world and its tasks
 #
 # The preference modules and the colour preferences of a few training tasks built from them, then four
@@ -185,8 +170,9 @@ chapter.fig4c(runs)
 # ## Fig. 4B — connected support beats disconnected support
 #
 # The hypernetworks trained on connected or on disconnected module pairs ($K = 2$), evaluated on the same
-# held-out pairs. At `quick` the gap stays under the 10 % the claim asks; the [appendix](search-fig4b) shows the
-# search for it in three worlds, with both hypernetworks, and what the runs say about why.
+# held-out pairs. The chapter's criterion asks that disconnected support raise the OOD loss by at least $10\,\%$ of
+# the connected loss (the [criteria](search-preferences)); the [appendix](search-fig4b) shows the search for a
+# regime where it appears, in three worlds and with both hypernetworks, and a diagnosis of the chapter's runs.
 
 # %%
 chapter.fig4b(runs)
@@ -225,9 +211,9 @@ chapter.curves(runs)
 #
 # **Criteria.** The chapter's claims are judged by fixed criteria, the same at every preset. Every comparison
 # is paired by seed (each seed draws its own preference modules, which set the scale of the losses): a claim
-# holds when the mean per-seed difference reaches 10 % of the compared-to loss and has the paper's sign on every
-# seed (or on all but one, with the mean above twice its standard error). The search scored its regimes by a
-# close variant, the per-seed ratio (10 % on every seed, or on all but one with the same mean condition).
+# holds when the mean per-seed difference reaches $10\,\%$ of the compared-to loss and has the paper's sign on
+# every seed (or on all but one, with the mean above twice its standard error). The search scored its regimes by
+# a close variant, the per-seed ratio ($10\,\%$ on every seed, or on all but one with the same mean condition).
 
 # %%
 figures.show(chapter.criteria())
@@ -249,64 +235,42 @@ figures.show(search.search_table("search/preferences.json", chapter.MODEL_LABELS
 # %% [markdown]
 # **What the search found.** Losses of different worlds are on different scales (fewer objects, smaller action
 # values), so the table compares learners within a row; only the paper's world and the 5 × 5 world with 2
-# objects have the task-agnostic reference. ANIL had the lowest mean OOD loss of its row in most regimes; the
-# nonlinear hypernetwork's mean was lower in the paper's world (both at the task-agnostic level there), in
-# W3-s16 by a hair, and in C1 (wider hypernetworks, higher outer learning rates for them and for ANIL), the
-# best regime found, but not on every seed. In C1, on seeds 7–9, the nonlinear hypernetwork's OOD loss was 18 %
-# and 27 % below the better of ANIL and MAML on two seeds and 9 % above it on the third, so Fig. 4C's first
-# claim did not hold for it (nor for the linear one, which stayed above ANIL); holding out a module raised the
-# nonlinear hypernetwork's OOD loss by 47 % to 166 % (the second claim held), the linear one's on two seeds
-# only; disconnected support was worse than connected support on all three seeds, by 3 % to 15 %, a mean under
-# the 10 % asked. On the book's seeds, not tuned on, the nonlinear hypernetwork's lead did not repeat (3 %
-# above, 30 % below and 19 % above ANIL).
+# objects have the task-agnostic reference (in the record, not the table). ANIL had the lowest mean OOD loss of
+# its row in most regimes; the nonlinear hypernetwork's mean was lower than ANIL's in the paper's world (both at
+# the task-agnostic level there), in W3-s16 by a hair, and in C1 (wider hypernetworks, higher outer learning rates
+# for them and for ANIL), the best regime found. The table gives means over seeds; the record
+# (`book/search/preferences.json`) holds every seed's loss, which the criteria read.
 #
-# `main_quick_book` is the earlier `quick`, C1's world and learners at 800 steps, on the book's seeds. Its losses
-# are higher than C1's at 1,500 steps on the same seeds, and the nonlinear hypernetwork's mean, just below
-# ANIL's there, is above it here. So at 800 steps the chapter showed the effect of the *support* that Fig. 4C
-# reports (holding out a module), and it did not show the hypernetworks' advantage over ANIL and MAML or the
-# advantage of connected support. `main_quick_unseen` is that 800-step `quick` on a second unseen seed set,
-# 31–33: there holding out a module did not raise the OOD loss of the linear hypernetwork or ANIL and raised the
-# nonlinear hypernetwork's on one seed of three. Both rows were recorded before `quick` compiled its programs at
-# XLA's optimisation level 1 (the config field `xla_opt_level`), which changes float round-off (at level 1 the
-# nonlinear hypernetwork's mean compositional loss at 800 steps was 0.132, beside ANIL's 0.130).
+# `main_quick_book` is the earlier `quick`, C1's world and learners at 800 steps, on the book's seeds, and
+# `main_quick_unseen` the same on a second unseen seed set, 31–33; `C1_check_book` is C1 at 1,500 steps on the
+# book's seeds. Both `main_quick` rows were recorded before `quick` compiled its programs at XLA's optimisation
+# level 1 (the config field `xla_opt_level`), which changes float round-off.
 #
 # **A larger budget in the same world.** `C1world_3k` is `quick`'s world and learners at 3,000 steps, nearly four
 # times the earlier `quick`'s 800, on the tuning seeds 7–9, for ANIL and both hypernetworks on compositional
-# support and the linear hypernetwork on connected and disconnected support. MAML was left out to save time: its
-# loss was about twice ANIL's in every regime above, so the better of ANIL and MAML is ANIL.
+# support and the linear hypernetwork on connected and disconnected support; `C1world_3k_unseen` is the same runs
+# on the second seed set, 31–33. MAML was left out to save time: its loss was about twice ANIL's in every regime
+# above, so the better of ANIL and MAML is ANIL. The `_3k` rows' CPU minutes are inflated: the runs shared the
+# cores with a test job (the 7–9 runs throughout, the 31–33 runs for their first minutes).
 #
-# - **The nonlinear hypernetwork's lead appears.** Its OOD loss is 0.083 against ANIL's 0.137, and 33–50 % lower
-#   on every seed. The same runs on the second seed set, 31–33 (`C1world_3k_unseen`), give 0.089 against 0.155,
-#   39–45 % lower on every seed. The lead grew with the budget: at 800 steps (the earlier `quick`, the book's
-#   seeds) it was not established, at 1,500 (C1, seeds 7–9) it held on two seeds of three, and at 3,000 on every
-#   seed of both sets.
-# - **The other two claims do not appear.** The linear hypernetwork stays above ANIL on every seed (0.230).
-#   Disconnected support is still worse than connected support on every seed, but by 4 % on average, under the
-#   10 % asked.
-#
-# The `_3k` rows' CPU minutes are inflated: the runs shared the cores with a test job (the 7–9 runs throughout,
-# the 31–33 runs for their first minutes). The whole Fig. 4C comparison at 3,000 steps, four learners on two
-# supports, would take the chapter past its ten minutes. `C1world_2500` is that whole comparison, MAML included,
-# at 2,500 steps on the tuning seeds (8.5 minutes for the eight runs alone): the nonlinear hypernetwork's OOD loss
-# is 0.093 against 0.141 for the better of ANIL and MAML, lower on every seed, and holding out a module raises it
-# 2.9 times, on every seed; the linear hypernetwork trails ANIL on every seed. `quick` therefore runs Fig. 4C for
-# 2,000 steps, what the chapter's budget allows once Fig. 4B keeps 800 and Fig. A8 shares the linear
-# hypernetwork's run; rows `main_quick2k_book` and `main_quick2k_unseen` are the result on the book's seeds and on
-# the second seed set.
+# The whole Fig. 4C comparison at 3,000 steps, four learners on two supports, would take the chapter past its ten
+# minutes. `C1world_2500` is that whole comparison, MAML included, at 2,500 steps on the tuning seeds. `quick` runs
+# Fig. 4C for 2,000 steps, what the chapter's budget allows once Fig. 4B keeps 800 and Fig. A8 shares the linear
+# hypernetwork's run; rows `main_quick2k_book` and `main_quick2k_unseen` are `quick` itself on the book's seeds and
+# on the second seed set.
 
 # %% [markdown]
-# **Two more worlds for the linear hypernetwork.** Its lead over ANIL, the claim of Fig. 4C that `quick` does not
-# show, was also tried with `quick`'s learners in two other worlds, on the tuning seeds: `W5world_3k`, the 5 × 5
-# room with 4 objects and 6-step demonstrations (W5's world) at 3,000 steps, and `M8world_2k` / `M8world_4k`, the
-# chapter's room with the paper's $M = 8$ modules over 8 colours at 2,000 and 4,000 steps. The linear
-# hypernetwork trails ANIL in each (0.261 against 0.218, 0.282 against 0.170, and 0.241 against 0.152), as it
-# did at 1,500 steps in W5 and at every budget in C1's world.
+# **Two more worlds for the linear hypernetwork.** Its lead over ANIL, one of Fig. 4C's claims, was also looked for
+# with `quick`'s learners in two other worlds, on the tuning seeds: `W5world_3k`, the 5 × 5 room with 4 objects and
+# 6-step demonstrations (W5's world) at 3,000 steps, and `M8world_2k` / `M8world_4k`, the chapter's room with the
+# paper's $M = 8$ modules over 8 colours at 2,000 and 4,000 steps. Their rows in the table above give both
+# learners' losses.
 #
 # (search-fig4b)=
 # ### Fig. 4B: connected against disconnected support
 #
-# Fig. 4B's claim asks that disconnected support raise a hypernetwork's OOD loss by at least 10 % of its loss under
-# connected support, paired by seed. `quick` runs it for the linear hypernetwork at 800 steps; the paper's claim
+# Fig. 4B's claim asks that disconnected support raise a hypernetwork's OOD loss by at least $10\,\%$ of its loss
+# under connected support, paired by seed. `quick` runs it for the linear hypernetwork at 800 steps; the paper's claim
 # covers both hypernetworks, so the search trained both, on the tuning seeds 7–9, in three worlds
 # (`book/search/preferences_fig4b.json`):
 #
@@ -326,31 +290,22 @@ hnets = {m: chapter.MODEL_LABELS[m] for m in ("hnet_linear", "hnet_deepmlp")}
 figures.show(search.search_table("search/preferences_fig4b.json", hnets, scale=1.0, digits=3))
 
 # %% [markdown]
-# **No regime shows it.** The linear hypernetwork's gap, disconnected minus connected, lies between −3 % and +10 % of
-# its connected loss in every row. It has the paper's sign on every seed in four rows (C1 at 1,500 and 3,000 steps
-# and the second seed set at 800, twice), each time under the 10 % asked (at most +9.6 %), and in none of the
-# other worlds. The nonlinear hypernetwork came closest twice. In M8 at 2,000 steps disconnected support raised its
-# loss on every seed, by 6.6 % on average, but at 4,000 steps on one seed only. In W5 the sign turned with the
-# budget: at 2,000 steps disconnected support was *better* on every seed (0.207 against 0.281, as in C1's world,
-# 0.149 against 0.179), at 4,000 it raised the loss by 25 % and 29 % on two seeds and lowered it by 12 % on the
-# third (0.178 against 0.150): the paper's direction on two seeds of three, at five times the chapter's Fig. 4B
-# budget and in a larger world. Whether a longer budget makes it hold on every seed, the search did not go on to
-# find: that pair of runs alone took 5.6 minutes on two cores, more than half of the chapter's ten. Fewer support
-# demonstrations raised every loss and changed no gap.
+# **Reading the table.** A hypernetwork's gap, disconnected minus connected, is read against its connected loss in
+# the same row, seed by seed (the record holds every seed's loss). The regimes vary the budget, up to five times
+# the chapter's 800 steps, the world (M8 has exactly the paper's supports, W5 more objects and longer
+# demonstrations) and the number of support demonstrations. No longer budget than 4,000 steps was tried: W5's pair
+# of runs at 4,000 steps alone took more than half of the chapter's ten minutes on two cores.
 #
-# **Diagnosis.** The table below reads this chapter's Fig. 4B runs. Under both supports the hypernetwork fits its
-# training combinations (the test loss), and its inner loop fits the support demonstrations of a held-out pair
-# as far under disconnected support as under connected support (the support loss after adaptation, 0.17 for
-# both). What a held-out pair costs, its OOD loss minus the test loss, is 0.069 under connected and 0.079 under
-# disconnected support on the book's seeds. On the second seed set, where Fig. 4B came closest (+8.0 %), it is
-# 0.041 against 0.076: there the disconnected student does pay more for a new pair, the direction of the paper,
-# and its lower test loss (0.222 against 0.236; it has fewer, easier training combinations, 12 against 18) offsets
-# part of that, leaving OOD losses 0.021 apart. On the book's seeds the inner loop, which re-fits the task
-# embedding on 16 demonstrations, reaches a pair whose two modules never met in training nearly as well as a pair
-# that connected support makes familiar. The paper's mechanism, modules identified up to one shared
-# transformation only when the support is connected, is exact for a teacher that is itself a linear
-# hypernetwork (the teacher–student chapter). Here the action values are a nonlinear function of the preference
-# mixture, and at these budgets no run shows a learner that needs that identification to reach a new pair.
+# **Diagnosis.** The table below reads this chapter's Fig. 4B runs, one row per support: the OOD loss, the test
+# loss (how well the hypernetwork fits its training combinations), and the inner loop's support loss on held-out
+# pairs (how far it fits their support demonstrations after adaptation). What a held-out pair costs is its OOD
+# loss minus the test loss. Disconnected support trains on fewer combinations (12 against 18), which may be easier
+# to fit, so its OOD loss can stay close to the connected one even where a new pair costs it more. The paper's
+# mechanism, modules identified up to one shared transformation only when the support is connected, is exact for a
+# teacher that is itself a linear hypernetwork (the teacher–student chapter). Here the action values are a
+# nonlinear function of the preference mixture, and the inner loop re-fits the task embedding on 16
+# demonstrations; the table shows how much more, if anything, a pair whose two modules never met in training costs
+# than a pair that connected support makes familiar.
 
 # %%
 figures.show(chapter.fig4b_diagnosis(runs))
@@ -369,15 +324,10 @@ figures.show(chapter.diagnosis(runs, "random"), chapter.diagnosis(runs, "non_com
 
 # %% [markdown]
 # The same tables for the earlier `quick` (800 steps, evaluations at 0, 400 and 800) are what moved Fig. 4C to
-# 2,000 steps: on the book's seeds ANIL's OOD loss fell by only 0.025 from step 400 to 800 (0.155 → 0.130) and
-# MAML's by 0.030, while the nonlinear hypernetwork's fell by 0.110 (0.242 → 0.132): the monolithic learners had
-# levelled off, the hypernetwork had not. Both hypernetworks' inner loops brought the support loss down by a
-# factor of 4 to 6, like ANIL's, and the task's preference weights were about as decodable from every
-# learner's adapted parameters (R² 0.28 to 0.48). Under the non-compositional split that R² is below −1 for
-# every learner: a held-out module's weight cannot be read from parameters that never saw it vary. At 2,000
-# steps (above) every learner's loss is still falling, the hypernetworks' faster than ANIL's. As the 2,500- and
-# 3,000-step rows suggest, a longer budget widens the nonlinear hypernetwork's lead; no budget of the search
-# brought the linear one below ANIL.
+# 2,000 steps: from step 400 to 800 ANIL's and MAML's OOD loss had nearly levelled off, while the nonlinear
+# hypernetwork's was still falling fast. The R² has another meaning under the non-compositional split: there the
+# decoder is asked for a held-out module's weight, which cannot be read from parameters that never saw it vary.
+# The `C1world_2500` and `_3k` rows of the [appendix](search-preferences) show the learners at longer budgets.
 
 # %% [markdown]
 # (twin-preferences)=
@@ -394,43 +344,17 @@ figures.show(chapter.diagnosis(runs, "random"), chapter.diagnosis(runs, "non_com
 # same numbers in both codes, and so are the random split and the connected and disconnected supports (18 and 12
 # training pairs, the same 3 OOD pairs). The mapping, field by field, is in `tools/twin_grid_worlds.md`.
 #
-# **What the twins show.** Fig. 4B, on both seed sets (12 reference runs of 800 steps): at this world the
-# disconnected support's OOD loss equals the connected one's in the authors' code (0.270 against 0.270 on the
-# book's seeds, 0.421 against 0.442 on seeds 31–33) as in ours (0.243 against 0.245; 0.445 against 0.445), within
-# 0.05 on every seed and far from the criterion's 10 %: the claim is **absent at this scale in both
-# implementations**, as it is in this chapter's own world (Fig. 4B above). A seed's preference modules and supports
-# are the same numbers in both codes, so here seeds can be compared one by one: each seed's OOD loss is set mostly by
-# its world (0.15 to 0.60 across seeds) and agrees between the codes within 0.08 on every seed. After 800 steps of 8
-# tasks neither linear hypernetwork has learned enough of the preferences for the support's connectivity to matter.
-# Our Fig. 4B twins were trained at an earlier version of the code than the book's, so the claims table below marks
-# ours "not run" there and the config table keeps their numbers; the one config trained at both versions (the linear
-# hypernetwork under random support on the book's seeds) gave the same OOD losses bit for bit.
-#
-# Fig. 4C, on both seed sets (48 reference runs of 2,000 steps, and all sixteen of ours at the same world): in the
-# authors' code at this world **neither hypernetwork leads on either seed set**. ANIL has the lowest OOD loss under
-# random support: 0.21 against 0.27 for the linear and 0.28 for the nonlinear hypernetwork (MAML 0.27) on the book's
-# seeds, and 0.28 against 0.55 and 0.52 (MAML 0.55) on seeds 31–33, so all four lead claims are not reproduced there.
-# **Ours at the same world agrees claim for claim** on the book's seeds: ANIL lowest again (0.20 against 0.26 for the
-# linear, 0.26 for the nonlinear hypernetwork and 0.27 for MAML), both leads not reproduced (−0.058 and −0.063 against
-# the authors' −0.059 and −0.068), both hold-out claims holding (1.58× and 1.42× against 1.72× and 1.75×). Config by
-# config the two codes' OOD losses agree within the seeds' spread: under random support seed by seed within 0.06 for
-# every learner; under non-compositional support the authors' losses spread more across seeds (0.31–0.66 against ours
-# 0.32–0.48) and sit higher on average (0.46–0.49 against 0.37–0.41 for MAML and the hypernetworks), within about one
-# standard error (the config table below gives both per seed set). On seeds 31–33 ours agrees claim for claim again:
-# ANIL lowest under random support (0.29 against 0.50 for the linear hypernetwork, 0.44 for the nonlinear one and 0.50
-# for MAML), so both leads are not reproduced, and holding out a module does not raise the hypernetworks' OOD loss there
-# in either code (0.80× and 0.87× in ours, 0.77× and 0.77× in the authors': the random support's OOD loss is the higher
-# one), so both hold-out claims are not reproduced on that seed set in both. On seeds 32 and 33 the hypernetworks and
-# MAML all end near 0.65–0.68 under random support in the authors' code while ANIL ends at 0.35 and 0.30 (ours:
-# 0.53–0.62 against ANIL's 0.35 and 0.34): on those seeds the random split is far harder for every learner but ANIL, the
-# same seed dependence the hold-out claims show in this chapter's own world (they hold on the book's seeds and fail on
-# 31–33). Fig. A8, on both seed sets (6 more reference runs: the 32-wide linear hypernetwork beside Fig. 4C's 64-wide
-# one, both with 16 modules): widening does no harm in the authors' code either (OOD loss 0.268 against 0.260 on the
-# book's seeds, 0.551 against 0.551 on seeds 31–33) nor in ours at the same world (0.258 against 0.271; 0.497 against
-# 0.508), so that claim holds at that world in both codes. The quick learners were tuned on this chapter's 5 × 5 world,
-# not on the 7 × 7 one the authors' code needs, so these verdicts speak for that world only: **at the 7 × 7 world the
-# hypernetworks' lead is absent in both implementations, with close numbers in each; what differs from this chapter's
-# own verdicts (the nonlinear hypernetwork leads at `quick`'s 5 × 5 world) is the world, not the code.**
+# **What the twins ran.** Fig. 4B on both seed sets (12 reference runs of 800 steps); Fig. 4C on both seed sets (48
+# reference runs of 2,000 steps, and all sixteen of ours at the same world); Fig. A8 on both seed sets (6 more
+# reference runs: the 32-wide linear hypernetwork beside Fig. 4C's 64-wide one, both with 16 modules). The tables
+# below give each claim's verdict in both codes and each config's OOD loss per seed set, and the findings under the
+# chapter's header list the twins' verdicts beside the chapter's own. A seed's preference modules and supports are
+# the same numbers in both codes, so seeds can be compared one by one. Our Fig. 4B twins were trained at an earlier
+# version of the code than the book's, so the claims table below marks ours "not run" there and the config table
+# keeps their numbers; the one config trained at both versions (the linear hypernetwork under random support on
+# the book's seeds) gave the same OOD losses bit for bit. The quick learners were tuned on this chapter's 5 × 5
+# world, not on the 7 × 7 one the authors' code needs, so the twins' verdicts speak for that world only: where they
+# differ from this chapter's own, the world differs as well as the code.
 
 # %%
 figures.show(

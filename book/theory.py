@@ -67,12 +67,13 @@
 # The paper shows that a student that fits the training distribution perfectly identifies the teacher's
 # modules, and so generalises compositionally, when three conditions hold:
 #
-# 1. **Compositional support** (Definition 3.1). Every module appears in at least one training family:
-#    $\bigvee_k m^{(k)} = (1, \dots, 1)$. A module the student has never seen cannot be recombined.
-# 2. **Connected support** (Definition 3.2). Build a graph whose nodes are the training families, with an
-#    edge wherever two masks share an active module ($m^{(k)} \odot m^{(l)} \neq 0$). This graph must be
-#    connected. Otherwise some group of modules is only ever seen apart from the rest, and the student can
-#    organise that group differently without any training task noticing.
+# 1. **Compositional support** ({abbr}`Definition 3.1 (the paper's numbering)`). Every module appears in at
+#    least one training family: $\bigvee_k m^{(k)} = (1, \dots, 1)$. A module the student has never seen cannot
+#    be recombined.
+# 2. **Connected support** ({abbr}`Definition 3.2 (the paper's numbering)`). Build a graph whose nodes are the
+#    training families, with an edge wherever two masks share an active module ($m^{(k)} \odot m^{(l)} \neq 0$).
+#    This graph must be connected. Otherwise some group of modules is only ever seen apart from the rest, and the
+#    student can organise that group differently without any training task noticing.
 # 3. **No overparameterisation.** The theorem assumes the student is exactly as large as the teacher,
 #    $\hat h = h$ and $\hat M = M$. A student with enough spare capacity can fit each training task with
 #    its own parameters and learn nothing about how the tasks share modules.

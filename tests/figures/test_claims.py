@@ -67,7 +67,7 @@ def test_claim_specs_fill_their_templates_and_judge_like_judge():
         "preferences",
         "Fig. 4C",
         "Linear hnet: holding out a module raises the OOD loss",
-        "non-compositional OOD loss ≥ 10% above the compositional one",
+        f"non-compositional OOD loss ≥ 10% above the compositional one; paired by seed, {C.SIGN_RULE}",
         check,
         "ours",
         (1, 2),

@@ -90,3 +90,24 @@ def test_relation_table_counts_a_config_shared_by_two_figures_once():
     shared = _goals_record([(0.8, 0.1)], [(0.8, 0.1)], row=(("figure", "figa10"), ("model", "hnet_linear")))
     points = twin.per_seed_points([one, shared], "OOD acc. %", "optimal OOD episodes %")
     assert len(points["ours"]) == 1 and len(points["authors'"]) == 1
+
+
+def test_agreement_says_how_far_the_codes_differ_in_standard_errors():
+    same = [_record([1, 2, 3], ours=[0.90, 0.92, 0.94], theirs=[0.91, 0.93, 0.92])]
+    text = twin.agreement(same)
+    assert "no cell differs between the two codes by more than 0.0 standard errors" in text and "(up to 3" in text
+    apart = [_record([1, 2, 3], ours=[0.90, 0.92, 0.94], theirs=[0.80, 0.82, 0.84])]
+    assert "in 1 cell, **1 differs between the two codes by two standard errors or more" in twin.agreement(apart)
+    assert twin.agreement([None]) == "No twin record with ours at the same world yet."
+
+
+def test_a_headline_output_lays_out_what_the_claims_read():
+    """Our matched-world runs are recorded as headline numbers; laid out again, each sits at its evaluation set."""
+    from compgen import notebook
+
+    cfg = notebook.chapter_configs("goals", "smoke", [1, 2])[1]["fig4ef"][0]
+    out = twin.headline_output("goals", cfg, {"OOD acc. %": [80.0, 70.0], "optimal OOD episodes %": [50.0, 40.0]})
+    ood = cfg.eval_set_names().index("ood")
+    assert out["eval/acc"].shape == (2, 1, len(cfg.eval_set_names()))
+    assert np.allclose(out["eval/acc"][:, 0, ood], [0.8, 0.7]) and np.isnan(out["eval/acc"][:, 0, ood - 1]).all()
+    assert np.allclose(twin.our_headline("goals", cfg, out)["optimal OOD episodes %"], [50.0, 40.0])

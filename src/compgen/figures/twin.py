@@ -569,7 +569,8 @@ def agreement(records: list) -> str:
     z = np.array(z)
     largest = float(np.abs(z).max())
     ways = "both ways" if (z > 0).any() and (z < 0).any() else ("the same way" if len(z) > 1 else "one way")
-    head = f"Pooled over every seed of both codes' records (up to {most} a cell), in {len(z)} cells"
+    cells = f"{len(z)} cell{'s' if len(z) != 1 else ''}"
+    head = f"Pooled over every seed of both codes' records (up to {most} a cell), in {cells}"
     if largest < 2:
         return (
             f"{head}, **no cell differs between the two codes by more than {largest:.1f} standard errors**, and the "
@@ -577,6 +578,7 @@ def agreement(records: list) -> str:
         )
     beyond = int((np.abs(z) >= 2).sum())
     return (
-        f"{head}, **{beyond} differ between the two codes by two standard errors or more** (the largest by "
+        f"{head}, **{beyond} {'differs' if beyond == 1 else 'differ'} between the two codes by two standard errors "
+        f"or more** (the largest by "
         f"{largest:.1f}), and the differences go {ways}."
     )
