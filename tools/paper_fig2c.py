@@ -18,8 +18,6 @@ seconds of the runs. The verdicts are computed from it when the book is built
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -28,6 +26,7 @@ import numpy as np
 
 from compgen import results, runner, section
 from compgen.experiments import teacher_student as ts
+from compgen.figures import records
 from compgen.tasks import support
 
 DEFAULT = Path(__file__).resolve().parents[1] / "book" / "search" / "paper_fig2c.json"
@@ -77,31 +76,6 @@ def entry(col, cfg, arrays, meta) -> dict:
     }
 
 
-def compact_json(record) -> str:
-    """``record`` as indented JSON with every list of numbers (or of such lists) on one line."""
-    text = json.dumps(record, indent=1)
-    flat = re.compile(r"\[\s*((?:[-\w.+]+|\[[^\[\]\n]*\])(?:,\s*(?:[-\w.+]+|\[[^\[\]\n]*\]))*)\s*\]")
-    while True:
-        joined = flat.sub(lambda m: "[" + ", ".join(x.strip() for x in _top_level(m.group(1))) + "]", text)
-        if joined == text:
-            return text + "\n"
-        text = joined
-
-
-def _top_level(items: str) -> list:
-    """The comma-separated items of ``items``, splitting only outside brackets."""
-    out, depth, current = [], 0, ""
-    for char in items:
-        depth += char == "["
-        depth -= char == "]"
-        if char == "," and depth == 0:
-            out.append(current)
-            current = ""
-        else:
-            current += char
-    return out + [current]
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="paper")
@@ -135,7 +109,7 @@ def main(argv=None) -> int:
         commit=first["provenance"]["git_commit"],
         fingerprint=ts.SECTION.fingerprint,
     )
-    args.out.write_text(compact_json(record))
+    args.out.write_text(records.dumps(record))
     stamp(f"{len(chosen)} configs recorded in {args.out}")
     return 0
 

@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     order = list(glance.CHAPTERS)
     for key in ("runs", "commits", "fingerprints", "wall_s"):
         record[key] = {k: record[key][k] for k in sorted(record[key], key=order.index)}
-    args.out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    args.out.write_text(records.dumps(record))
     runs = sum(len(v) for v in record["runs"].values())
     print(f"{runs} configs' final numbers written to {args.out} ({', '.join(args.chapters)} recorded)")
     return 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 
@@ -111,3 +112,29 @@ def pool(*sets: Runs) -> Runs:
 
 def _seeds_of(runs: Runs, key: str) -> tuple:
     return next((c.seeds for cs in runs.figures.values() for c in cs if config_key(c) == key), ())
+
+
+def dumps(record) -> str:
+    """``record`` as indented JSON with every list of numbers (or of such lists) on one line: a record that reads
+    and diffs by config, not by number."""
+    text = json.dumps(record, indent=1)
+    flat = re.compile(r"\[\s*((?:[-\w.+]+|\[[^\[\]\n]*\])(?:,\s*(?:[-\w.+]+|\[[^\[\]\n]*\]))*)\s*\]")
+    while True:
+        joined = flat.sub(lambda m: "[" + ", ".join(x.strip() for x in _top_level(m.group(1))) + "]", text)
+        if joined == text:
+            return text + "\n"
+        text = joined
+
+
+def _top_level(items: str) -> list:
+    """The comma-separated items of ``items``, splitting only outside brackets."""
+    out, depth, current = [], 0, ""
+    for char in items:
+        depth += char == "["
+        depth -= char == "]"
+        if char == "," and depth == 0:
+            out.append(current)
+            current = ""
+        else:
+            current += char
+    return out + [current]
