@@ -90,3 +90,19 @@ def test_the_pooled_rule_is_the_mean_above_two_standard_errors():
         assert C.paired(*two_against, margin=0.1).holds
         assert not C.paired([0.5, -0.4, 0.45, -0.3], [0.0] * 4, margin=0.01).sign_ok  # the mean within 2 SE
     assert not C._POOLED.get()  # the rule ends with its block
+
+
+def test_configs_that_differ_only_in_their_seeds_stay_apart(runs_of, fake):
+    """Goals' Fig. A10 trains the fields of a Fig. 4E/F config on one seed of three: a record keeps both, and pooling
+    pairs each with its own."""
+    import dataclasses
+
+    runs = runs_of("teacher_student", "smoke", lambda c: fake(c, {"eval/alignment": np.full(len(c.seeds), 0.5)}))
+    cfg = runs.configs("fig2c")[0]
+    wide = dataclasses.replace(cfg, seeds=(100, 101))
+    runs.figures["extra"] = [wide]
+    runs.outputs[wide] = fake(wide, {"eval/alignment": np.array([0.1, 0.2])})
+    keys = [records.config_key(c) for c in (cfg, wide)]
+    assert keys[0] != keys[1]
+    entries = records.entries(runs)
+    assert sum(e["config"]["seeds"] == [100, 101] for e in entries) == 1

@@ -37,9 +37,11 @@ def output_from_finals(values: dict) -> dict:
 
 
 def config_key(config) -> str:
-    """A config's fields but its seeds, as sorted JSON: what identifies it across seed sets."""
+    """A config's fields but the values of its seeds (their number stays), as sorted JSON: what identifies it across
+    seed sets. The number keeps apart two configs of one chapter that differ only in their seeds (a size sweep trained
+    on the first seed of a figure's three, say)."""
     fields = {k: v for k, v in results.config_dict(config).items() if k != "seeds"}
-    return json.dumps(fields, sort_keys=True, default=str)
+    return json.dumps({**fields, "n_seeds": len(config.seeds)}, sort_keys=True, default=str)
 
 
 def entries(runs: Runs) -> list:
@@ -81,37 +83,35 @@ def missing(runs: Runs) -> list:
 
 def pool(*sets: Runs) -> Runs:
     """``sets`` (runs of the same chapter and preset on disjoint seed sets) as one set of runs over all their seeds:
-    each config's final values joined seed after seed; a config any set lacks is not run. Only final evaluations
-    are kept (what the claims read)."""
+    each figure's configs paired in grid order (their fields but the seeds must agree), their final values joined
+    seed after seed; a config any set lacks is not run. Only final evaluations are kept (what the claims read)."""
     first = sets[0]
     seeds = [s for runs in sets for s in runs.seeds]
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"pool: the seed sets overlap ({seeds})")
-    by_key = [{config_key(c): runs.output(c) for cs in runs.figures.values() for c in cs} for runs in sets]
+    same = lambda a, b: {**results.config_dict(a), "seeds": 0} == {**results.config_dict(b), "seeds": 0}
     figures, outputs = {}, {}
     for figure, configs in first.figures.items():
+        others = [runs.figures.get(figure, []) for runs in sets]
+        if any(len(o) != len(configs) for o in others):
+            raise ValueError(f"pool: figure {figure} has different configs in the seed sets")
         pooled = []
-        for cfg in configs:
-            key = config_key(cfg)
-            parts = [found.get(key) for found in by_key]
-            together = dataclasses.replace(
-                cfg, seeds=tuple(s for runs, _ in zip(sets, parts) for s in _seeds_of(runs, key))
-            )
+        for i, cfg in enumerate(configs):
+            parts = [o[i] for o in others]
+            if not all(same(cfg, c) for c in parts):
+                raise ValueError(f"pool: the configs of figure {figure} differ between the seed sets")
+            together = dataclasses.replace(cfg, seeds=tuple(s for c in parts for s in c.seeds))
+            found = [runs.output(c) for runs, c in zip(sets, parts)]
             pooled.append(together)
-            if all(p is not None for p in parts):
+            outputs[together] = None
+            if all(f is not None for f in found):
                 outputs[together] = {
-                    k: np.concatenate([np.asarray(p[k], float)[:, -1:] for p in parts])
-                    for k in parts[0]
+                    k: np.concatenate([np.asarray(f[k], float)[:, -1:] for f in found])
+                    for k in found[0]
                     if k.startswith("eval/")
                 }
-            else:
-                outputs[together] = None
         figures[figure] = pooled
     return Runs(first.section, first.preset, figures, outputs)
-
-
-def _seeds_of(runs: Runs, key: str) -> tuple:
-    return next((c.seeds for cs in runs.figures.values() for c in cs if config_key(c) == key), ())
 
 
 def dumps(record) -> str:
