@@ -64,7 +64,7 @@ import sys
 if "google.colab" in sys.modules:
     subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", f"compgen @ git+{repository}"])
 
-# %%
+# %% tags=["remove-input"]
 from compgen import figures, notebook
 from compgen.figures import glance
 

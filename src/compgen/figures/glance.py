@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime
 import html
 import json
+import re
 from pathlib import Path
 
 from compgen import catalog, results
@@ -98,20 +99,34 @@ def judged_sets(name: str, runs, second_set: dict | None) -> dict:
 
 
 def _cell(claim, stale="") -> str:
-    """A verdict mark and the numbers it read, shortest form: the paired difference where ``ours`` states one
-    (``"54.9 vs 47.3 %: +7.5 ± 0.6 pts (3/3 seeds)"`` -> ``"+7.5 ± 0.6 pts (3/3)"``); "(stale)" with why on hover."""
+    """A verdict mark and the mean difference it read with the seeds of the paper's sign, shortest form
+    (``"54.9 vs 47.3 %: +7.5 ± 0.6 pts (3/3 seeds)"`` -> ``"✓ +7.5 pts (3/3)"``), everything ``ours`` says on
+    hover; "(stale)" with why on hover."""
     if claim is None:
         return "– not recorded"
     if claim.verdict == C.NOT_RUN:
         return C.MARKS[C.NOT_RUN]
-    cell = f"{twin_.MARK[claim.verdict]} {html.escape(claim.ours.rsplit(': ', 1)[-1].replace(' seeds)', ')'))}"
+    cell = (
+        f'{twin_.MARK[claim.verdict]} <span title="{html.escape(claim.ours)}">{html.escape(short(claim.ours))}</span>'
+    )
     return f'{cell} <span title="{html.escape(stale)}">(stale)</span>' if stale else cell
+
+
+def short(ours: str) -> str:
+    """The mean difference and the seeds' count of a claim's ``ours`` (``"... : +7.5 ± 0.6 pts (3/3 seeds)"`` ->
+    ``"+7.5 pts (3/3)"``); a text without a paired difference as it is."""
+    tail = ours.rsplit(": ", 1)[-1]
+    found = re.fullmatch(r"([-+][\d.]+)(?: ± [\d.]+)?( \S+)? \((\d+/\d+) seeds\)", tail)
+    if found is None:
+        return tail.replace(" seeds)", ")")
+    mean, unit, seeds = found.groups()
+    return f"{mean}{unit or ''} ({seeds})"
 
 
 def _pooled_cell(claim) -> str:
     if claim is None or claim.verdict == C.NOT_RUN:
         return C.MARKS[C.NOT_RUN] if claim else "–"
-    return f"{_cell(claim)} of {len(claim.seeds)}"
+    return _cell(claim)
 
 
 def _commits(record: dict) -> str:
@@ -136,7 +151,7 @@ table.glance .holds { color: #1a7f37; font-weight: bold; } table.glance .fails {
 </style>"""
 
 
-WIDTHS = {"seeds": 14, "pooled": 15, "twin": 8, "paper": 10}  # columns' share of the page (figure 7 %, claim the rest)
+WIDTHS = {"seeds": 12, "pooled": 12, "twin": 10, "paper": 10}  # columns' share of the page (figure 7 %, claim the rest)
 
 
 def _claim_details(c) -> str:
@@ -196,12 +211,13 @@ def page(preset="quick", seeds=None, second_set=None, twins=None, paper_scale=No
     for name in CHAPTERS:
         found, book = sets[name], _book(runs[name])
         group = found[book]
-        columns = [(f"ours, {_seeds_label(book)}", [_cell(c) for c in group], "seeds")]
+        columns = [(f"ours, {_seeds_label(book).removeprefix('seeds ')}", [_cell(c) for c in group], "seeds")]
         if record:
             second = next((k for k in found if k not in (book, "pooled")), None)
             why = f"the training code of {TITLES[name]} changed since the record was made" if name in stale else ""
             cells = [_cell(twin_._find(found.get(second), c), why) for c in group]
-            columns.append((f"ours, {_seeds_label(second or ','.join(map(str, record['seeds'])))}", cells, "seeds"))
+            label = _seeds_label(second or ",".join(map(str, record["seeds"]))).removeprefix("seeds ")
+            columns.append((f"ours, {label}", cells, "seeds"))
             columns.append(("pooled", [_pooled_cell(twin_._find(found.get("pooled"), c)) for c in group], "pooled"))
         if twins:
             columns += _twin_columns(name, group, twin_records.get(name, []), found)
@@ -246,10 +262,10 @@ def _headline(preset, every, pooled, record) -> str:
 
 
 def _second_set_summary(record: dict, stale: list, runs: dict) -> str:
-    seeds = ", ".join(map(str, record["seeds"]))
+    seeds = _seeds_label(",".join(map(str, record["seeds"]))).removeprefix("seeds ")
     missing = [TITLES[n] for n in CHAPTERS if (r := second_set_runs(record, n)) is not None and records.missing(r)]
     text = (
-        f"The column **seeds {seeds}** judges every claim on a second seed set that the book neither tunes on nor "
+        f"The column **ours, {seeds}** judges every claim on a second seed set that the book neither tunes on nor "
         f"shows: the final numbers per seed that `tools/second_set.py` recorded at {_commits(record)} (same preset), "
         "judged by the same claims code as the book's column. **pooled** judges each claim on both sets' seeds "
         "together; each cell's count is the number of seeds."
@@ -279,9 +295,9 @@ def _twin_columns(name, group, twin_records, ours_sets) -> list:
     """The two twin-world columns of a chapter: ours and the authors' code, a mark per seed set and the pooled."""
     if name in NOT_TWINNED:
         cell = f'<span title="{html.escape(NOT_TWINNED[name])}">n/a</span>'
-        return [("twin world: ours", [cell] * len(group), "twin"), ("authors'", [cell] * len(group), "twin")]
+        return [("twin: ours", [cell] * len(group), "twin"), ("twin: authors'", [cell] * len(group), "twin")]
     if not twin_records:
-        return [("twin world: ours", ["–"] * len(group), "twin"), ("authors'", ["–"] * len(group), "twin")]
+        return [("twin: ours", ["–"] * len(group), "twin"), ("twin: authors'", ["–"] * len(group), "twin")]
     link = f"{name}.html#twin-{name.replace('_', '-')}"
     found = {}
     for record in twin_records:
@@ -295,8 +311,8 @@ def _twin_columns(name, group, twin_records, ours_sets) -> list:
         ours = ours_sets.get("pooled")
     why = lambda c: twin_records[0].get("not_expressible", {}).get(c.figure)
     return [
-        ("twin world: ours", [twin_.glance_cell(found, ours, c, link, "ours", why(c)) for c in group], "twin"),
-        ("authors'", [twin_.glance_cell(found, theirs, c, link, "authors'", why(c)) for c in group], "twin"),
+        ("twin: ours", [twin_.glance_cell(found, ours, c, link, "ours", why(c)) for c in group], "twin"),
+        ("twin: authors'", [twin_.glance_cell(found, theirs, c, link, "authors'", why(c)) for c in group], "twin"),
     ]
 
 
@@ -314,7 +330,7 @@ def _twin_summary(records: dict) -> str:
     }
     done = "; ".join(f"{TITLES[name]} ({world})" for name, world in worlds.items()) or "none yet"
     return (
-        "The columns **twin world** compare the two implementations like with like: ours and the authors' "
+        "The columns **twin** compare the two implementations like with like: ours and the authors' "
         "(`smonsays/modular-hyperteacher`, `tools/twin.py`) trained at the same configs, each judged by the same "
         "claims code on its own numbers; a mark per seed set (the book's first), then Σ, the verdict pooled over every "
         "seed both records hold, each linked to the chapter's twin table. Where the authors' code cannot express the "
