@@ -43,8 +43,10 @@ def test_the_shipped_chapters_have_no_typed_result():
 
 def test_a_number_both_builds_show_is_reported(tmp_path):
     book = _chapter(tmp_path, "")
+    record = '<div class="cell"><div class="cell_output"><table><td>0.555</td></table></div></div>'
     for build, numbers in (("quick", "0.978 and 0.123"), ("smoke", "0.978 and 0.215")):
         (tmp_path / build / "book").mkdir(parents=True)
-        (tmp_path / build / "book" / "chapter.html").write_text(f"<p>alignment {numbers}</p>")
+        (tmp_path / build / "book" / "chapter.html").write_text(f"<p>alignment {numbers}</p>{record}")
     found = check_prose.shared_results(tmp_path / "quick", tmp_path / "smoke", book)
-    assert found == [("chapter.html", "0.978")]  # 0.123 is in the sources (a code cell), 0.215 differs
+    # 0.123 is in the sources (a code cell), 0.215 differs, 0.555 is a cell's output (a record's number) in both
+    assert found == [("chapter.html", "0.978")]

@@ -100,7 +100,7 @@ def judged_sets(name: str, runs, second_set: dict | None) -> dict:
 
 def _cell(claim, stale="") -> str:
     """A verdict mark and the mean difference it read with the seeds of the paper's sign, shortest form
-    (``"54.9 vs 47.3 %: +7.5 ± 0.6 pts (3/3 seeds)"`` -> ``"✓ +7.5 pts (3/3)"``), everything ``ours`` says on
+    (``"54.9 vs 47.3 %: +7.5 ± 0.6 pts (3/3 seeds)"`` -> ``"✓ +7.5 (3/3)"``), everything ``ours`` says on
     hover; "(stale)" with why on hover."""
     if claim is None:
         return "– not recorded"
@@ -114,13 +114,13 @@ def _cell(claim, stale="") -> str:
 
 def short(ours: str) -> str:
     """The mean difference and the seeds' count of a claim's ``ours`` (``"... : +7.5 ± 0.6 pts (3/3 seeds)"`` ->
-    ``"+7.5 pts (3/3)"``); a text without a paired difference as it is."""
+    ``"+7.5 (3/3)"``, the unit the criterion's); a text without a paired difference as it is."""
     tail = ours.rsplit(": ", 1)[-1]
     found = re.fullmatch(r"([-+][\d.]+)(?: ± [\d.]+)?( \S+)? \((\d+/\d+) seeds\)", tail)
     if found is None:
         return tail.replace(" seeds)", ")")
-    mean, unit, seeds = found.groups()
-    return f"{mean}{unit or ''} ({seeds})"
+    mean, _, seeds = found.groups()  # the unit is the criterion's (on hover)
+    return f"{mean} ({seeds})"
 
 
 def _pooled_cell(claim) -> str:
@@ -145,7 +145,7 @@ body:has(table.glance) .bd-page-width, body:has(table.glance) .bd-article-contai
 table.glance { width: 100%; table-layout: fixed; font-size: 0.85em; margin: 0.4em 0 1.2em; }
 table.glance th, table.glance td { white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
   padding: 0.15em 0.5em; vertical-align: top; }
-table.glance td:has(details[open]) { white-space: normal; }
+table.glance td:has(details[open]) { white-space: normal; } table.glance th { white-space: normal; }
 table.glance summary { overflow: hidden; text-overflow: ellipsis; cursor: pointer; }
 table.glance .holds { color: #1a7f37; font-weight: bold; } table.glance .fails { color: #cf222e; font-weight: bold; }
 </style>"""
@@ -168,7 +168,7 @@ def _html_table(name: str, group: list, columns: list) -> str:
     """One chapter's claims as a compact HTML table: figure, claim, then ``columns`` ((title, [cell per claim],
     width class)), cells given as HTML."""
     widths = [WIDTHS[w] for _, _, w in columns]  # per cent of the page's width
-    widths = [7, max(18, 93 - sum(widths))] + widths
+    widths = [8, max(18, 92 - sum(widths))] + widths
     cols = "".join(f'<col style="width: {w}%">' for w in widths)
     head = "<th>figure</th><th>claim (click for the criterion)</th>" + "".join(f"<th>{t}</th>" for t, _, _ in columns)
     rows = []

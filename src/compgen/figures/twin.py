@@ -160,8 +160,8 @@ def judged(record: dict, chapter_claims=None) -> dict:
 
 def pooled(records: list, who: str, chapter_claims=None) -> list | None:
     """The chapter's claims judged under :func:`compgen.figures.claims.pooled_rule` on every seed of ``records``
-    (twin records of one chapter), for ``who`` ("authors'" or "ours" at the matched world); ``None`` for ours
-    without a matched world."""
+    (twin records of one chapter) whose seed set has every config of the claim figures, for ``who`` ("authors'" or
+    "ours" at the matched world); ``None`` for ours without a matched world."""
     from compgen.figures import records as rec
 
     if chapter_claims is None:
@@ -177,7 +177,10 @@ def pooled(records: list, who: str, chapter_claims=None) -> list | None:
             runs = reference_runs(record, seeds) if who == "authors'" else ours_runs(record, seeds)
             if runs is None:
                 return None
-            sets.append(runs)
+            if not rec.missing(runs):  # a set of a few configs only (more seeds of one learner) is not pooled
+                sets.append(runs)
+    if not sets:
+        return None
     with C.pooled_rule():
         return chapter_claims(rec.pool(*sets))
 
@@ -194,9 +197,10 @@ def glance_cell(found: dict, pooled_claims: list | None, claim, link: str, who: 
     if why_not:
         return f'<a href="{link}" title="not expressible in the authors\' code: {html.escape(why_not)}">n/e</a>'
     marks = [_find(sets[who], claim) for sets in found.values() if sets[who] is not None]
-    if not marks or all(m is None or m.verdict == C.NOT_RUN for m in marks):
+    marks = [m for m in marks if m is not None and m.verdict != C.NOT_RUN]  # sets that judge this claim
+    if not marks:
         return "–"
-    text = " ".join(MARK[m.verdict] if m else MARK[C.NOT_RUN] for m in marks)
+    text = " ".join(MARK[m.verdict] for m in marks)
     total = _find(pooled_claims, claim)
     if total is not None and total.verdict != C.NOT_RUN and len(marks) > 1:
         why = html.escape(f"pooled over {len(total.seeds)} seeds: {total.ours}")
