@@ -46,7 +46,7 @@ SMOKE        := _build/smoke
 SMOKE_STATIC := $(addprefix $(SMOKE)/,_config.yml _toc.yml \
                   $(shell find book -type f -not -path '*/.*' -not -name '*.py' -not -name '*.ipynb'))
 
-.PHONY: help install execute book check-book test test-unit test-book lint bench sweep twin-env twin clean distclean FORCE
+.PHONY: help install execute book check-book test test-unit test-lanes test-book lint bench sweep twin-env twin clean distclean FORCE
 
 help: ## list the targets
 	@echo "usage: make <target> [PRESET=smoke|quick|paper] [PARAMS=\"-p name value ...\"]"
@@ -120,7 +120,7 @@ check-book: $(INSTALL_STAMP) ## check the built book as a reader sees it (tables
 # ---------------------------------------------------------------------------------------------
 # Tests: unit tests, then every notebook at the smoke preset built into a book of its own.
 
-test: lint test-unit test-book ## lint + unit tests + every notebook at preset smoke, its book built and checked
+test: lint test-unit test-lanes test-book ## lint + unit tests (and again as an accelerator trains) + smoke book, checked
 
 lint: $(INSTALL_STAMP) ## ruff on src/, tests/, book/ and tools/; no result typed in the book's prose
 	$(BIN)/ruff check src tests book tools
@@ -129,6 +129,10 @@ lint: $(INSTALL_STAMP) ## ruff on src/, tests/, book/ and tools/; no result type
 
 test-unit: $(INSTALL_STAMP) ## pytest only (one worker process per core, a test file per worker at a time)
 	$(JAX_CACHE) $(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile tests
+
+test-lanes: $(INSTALL_STAMP) ## the runner's tests again on the path an accelerator takes: lanes, one worker, in-process
+	COMPGEN_LANES=1 COMPGEN_WORKERS=1 COMPGEN_SHARD_TASKS=0 $(JAX_CACHE) $(BIN)/python -m pytest -q -n $(JOBS) \
+		--dist loadfile tests/test_runner.py tests/test_sweeps.py tests/experiments
 
 test-book: $(INSTALL_STAMP) $(SMOKE_STATIC) $(SMOKE)/_vendor $(CHROMIUM) ## smoke notebooks (JOBS at once) + book + its check
 	COMPGEN_WORKERS=1 $(MAKE) --no-print-directory -j$(JOBS) $(NOTEBOOKS:%=$(SMOKE)/book/%.ipynb)

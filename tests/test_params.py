@@ -9,6 +9,7 @@ import jax
 import pytest
 
 from compgen import catalog, cli, notebook, params, results, runner, sweeps
+from compgen import section as section_
 from compgen.section import Section, make_config
 
 ORIGINAL_PROGRAM = Section.program
@@ -41,14 +42,34 @@ BAD_SETS = [
 ]
 
 
+class Uncompiled:
+    """A jitted function that may be traced and lowered (the memory check measures traced programs) but not run or
+    compiled."""
+
+    def __init__(self, jitted, why):
+        self.trace, self.lower, self.why = jitted.trace, jitted.lower, why
+
+    def __call__(self, *args, **kwargs):
+        raise AssertionError(self.why)
+
+
+def _traced_only(why):
+    def program(section, cfg, mesh=None):
+        prog = ORIGINAL_PROGRAM(section, cfg, mesh)
+        return section_.Program(*(Uncompiled(f, why) for f in prog))
+
+    return program
+
+
 @pytest.fixture(autouse=True)
 def nothing_compiles(monkeypatch, store):
-    """A bad parameter must be refused before any program is built."""
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a program was compiled for a bad parameter")
-
-    monkeypatch.setattr(Section, "program", refuse)
+    """A bad parameter must be refused before any program runs or compiles, in this process (one worker, so that
+    these patches reach the code that refuses it)."""
+    why = "a program was compiled for a bad parameter"
+    monkeypatch.setattr(Section, "program", _traced_only(why))
+    monkeypatch.setattr(jax.stages.Lowered, "compile", lambda *a, **k: (_ for _ in ()).throw(AssertionError(why)))
+    monkeypatch.setenv("COMPGEN_WORKERS", "1")
+    monkeypatch.setenv("COMPGEN_SHARD_TASKS", "0")
 
 
 def _cli_error(argv, capsys):
@@ -277,31 +298,14 @@ def test_a_workers_value_is_refused_even_when_everything_is_stored(monkeypatch, 
 
 
 def test_a_config_too_large_for_memory_is_refused_after_tracing_without_compiling(monkeypatch, capsys):
-    """meta_batch=100000000 compiled, then failed with RESOURCE_EXHAUSTED; now its traced programs are measured."""
-    original = ORIGINAL_PROGRAM
-
-    def traced_only(section, cfg, mesh=None):  # the real program, whose init (the first thing compiled) must not run
-        prog = original(section, cfg, mesh)
-
-        class Init:
-            trace, lower = prog.init.trace, prog.init.lower
-
-            def __call__(self, runs):
-                raise AssertionError("compiled: the memory check did not refuse the config first")
-
-        return prog._replace(init=Init())
-
-    monkeypatch.setattr(Section, "program", traced_only)
+    """meta_batch=100000000 compiled, then failed with RESOURCE_EXHAUSTED; now its traced programs are measured
+    (:func:`nothing_compiles` lets a program be traced, never run or compiled)."""
     monkeypatch.setattr(runner.memory, "device_bytes", lambda: 2 * 10**9)  # the test does not depend on this machine
-    monkeypatch.setenv("COMPGEN_WORKERS", "1")
-    compiled = []
-    monkeypatch.setattr(jax.stages.Lowered, "compile", lambda *a, **k: compiled.append(1) or 1 / 0)
     message = _cli_error(
         ["run", "hyperteacher", "fig3b", "--preset", "smoke", "--set", "meta_batch=100000000", "--set", "model=anil"],
         capsys,
     )
     assert re.search(r"meta_batch=100000000 is too large for this machine: .* needs at least [\d,.]+ GB", message)
-    assert not compiled
 
 
 SWEEP_BODIES = [

@@ -87,7 +87,9 @@ def test_worker_count_follows_the_environment(monkeypatch):
 
 def test_stored_numbers_do_not_depend_on_what_else_was_trained_or_how(store, monkeypatch):
     """Alone, beside another config of the same program, beside one of another program, in 1 or 2 worker
-    processes: the bytes stored for a config are the same."""
+    processes: the bytes stored for a config are the same, one program per config (lanes off, a CPU's default;
+    lanes keep the numbers up to round-off, below)."""
+    monkeypatch.setenv("COMPGEN_LANES", "0")
     a = _tiny()
     siblings = [_tiny(masks="01", distribution="continuous"), _tiny(outer_steps=9, eval_every=3)]
     runner.train_or_load(S, [a], workers=1, log=lambda _: None)
@@ -97,14 +99,23 @@ def test_stored_numbers_do_not_depend_on_what_else_was_trained_or_how(store, mon
         assert _stored_bytes(S, a) == alone, (len(together), workers)
 
 
-def test_configs_of_one_shape_train_as_lanes_with_each_ones_numbers_up_to_round_off(store):
+def test_configs_of_one_shape_train_as_lanes_with_each_ones_numbers_up_to_round_off(store, monkeypatch):
     """As on an accelerator (``lanes=True``; a CPU trains one config per program): two configs that differ only in
     data train as lanes of one program, a third of another shape apart; each is stored under its own key with the
     numbers of its training alone up to float32 round-off (rtol 1e-4: the vmapped sums may add in another order)."""
     a, b, other = _tiny(), _tiny(masks="0;1", distribution="continuous", weight_decay=1e-3), _tiny(outer_steps=9)
     assert runner.lane_groups(S, [a, other, b], lanes=True) == [[a, b], [other]]
     assert runner.lane_groups(S, [a, other, b], lanes=False) == [[a], [other], [b]]
-    assert runner.lane_groups(S, [a, b]) == [[a], [b]]  # the default on a CPU
+    monkeypatch.delenv("COMPGEN_LANES", raising=False)
+    assert runner.use_lanes("cpu") is False and runner.use_lanes("gpu") is True  # the backend's default
+    monkeypatch.setenv("COMPGEN_LANES", "0")
+    assert runner.lane_groups(S, [a, b]) == [[a], [b]] and runner.use_lanes("gpu") is False
+    monkeypatch.setenv("COMPGEN_LANES", "1")
+    assert runner.lane_groups(S, [a, b]) == [[a, b]] and runner.use_lanes("cpu") is True
+    monkeypatch.setenv("COMPGEN_LANES", "yes")
+    with pytest.raises(params.ParameterError, match="COMPGEN_LANES must be 0 .off. or 1 .on."):
+        runner.use_lanes()
+    monkeypatch.delenv("COMPGEN_LANES")
     alone = {c: runner.flatten_history(runner.train(S, c, log=lambda _: None)[0]) for c in (a, b, other)}
     lines = []
     runner.train_and_store(S, [a, other, b], results.Store.default(), log=lines.append, lanes=True)
@@ -159,8 +170,10 @@ def test_lanes_resume_from_their_checkpoint_and_a_diverged_lane_is_not_stored(st
             np.testing.assert_allclose(runner.load(S, c)[name], value, rtol=1e-4, atol=1e-6, err_msg=name)
 
 
-def test_hyperteacher_split_alone_and_beside_its_sibling_store_the_same_bytes(store):
-    """The case of the issue: the random split trained alone and beside its non-compositional sibling."""
+def test_hyperteacher_split_alone_and_beside_its_sibling_store_the_same_bytes(store, monkeypatch):
+    """The case of the issue: the random split trained alone and beside its non-compositional sibling (one program
+    per config)."""
+    monkeypatch.setenv("COMPGEN_LANES", "0")
     cfg = make_config(HT.SECTION, "smoke", "hnet_linear", outer_steps=6, eval_every=3)
     sibling = dataclasses.replace(cfg, split="non_compositional")
     runner.train_or_load(HT.SECTION, [cfg], workers=1, log=lambda _: None)

@@ -12,8 +12,12 @@
 # fig2c-store.tgz. The steps, in order:
 #   device   jax's devices, versions, nvidia-smi
 #   wheels   installs .whl/*.whl (the notebook stack, below) into $SITE (default /tmp/site), if the folder exists
-#   bench    python -m compgen.bench --only "$BENCH_ONLY" (default: the paper rows with the authors' H100 figures and
-#            the teacher-student's), chunks of at most BENCH_STEPS outer steps (default 20); alone on the device, before
+#   probe    tools/compile_probe.py $PROBE_ARGS: the teacher-student paper config (one seed) with its inner loop fused
+#            and as a lax.scan, each in a process stopped after 75 s: init, evaluate compile and run, a 20-step
+#            chunk's compile and ms per outer step, phase by phase (a compilation that never ends shows where); the
+#            fig2c step trains with the faster variant that ended (--scan unless the fused one did)
+#   bench    python -m compgen.bench --only "$BENCH_ONLY" (default: the paper rows with the authors' H100 figures),
+#            chunks of at most BENCH_STEPS outer steps (default 20); alone on the device, before
 #            the fig2c step starts; rows print as they finish, so a bench stopped by its timeout still leaves them
 #   fig2c    tools/paper_fig2c.py $FIG2C_ARGS (GPU: Fig. 2C at the paper's configuration, Table A9 columns 1, 2, 3, 5 x
 #            3 seeds as 12 lanes of one program; --cpu: preset smoke) into the store $FIG2C_STORE (default
@@ -37,8 +41,8 @@
 # ONLY (space-separated step names) runs those steps alone; the others are listed as skipped.
 # The steps together never run longer than BUDGET_S seconds (default 560): a step's limit is cut to what is left.
 # Overrides (environment): OUT, WORK, SITE, JOBS, BUDGET_S, DEVICE_TIMEOUT, WHEELS_TIMEOUT, TESTS_TIMEOUT,
-# CHAPTER_TIMEOUT, BENCH_TIMEOUT, TWIN_TIMEOUT, TESTS (the pytest arguments), CHAPTER, BENCH_ONLY, BENCH_STEPS,
-# FIG2C_ARGS, FIG2C_STORE, ONLY, TWIN_REFERENCE, TWIN_PYTHON, TWIN_CHAPTERS, TWIN_JOBS, TWIN_WORKERS, PYTHON
+# CHAPTER_TIMEOUT, BENCH_TIMEOUT, PROBE_TIMEOUT, TWIN_TIMEOUT, TESTS (the pytest arguments), CHAPTER, BENCH_ONLY, BENCH_STEPS,
+# FIG2C_ARGS, FIG2C_STORE, PROBE_ARGS, ONLY, TWIN_REFERENCE, TWIN_PYTHON, TWIN_CHAPTERS, TWIN_JOBS, TWIN_WORKERS, PYTHON
 # (default python3).
 # COMPGEN_MATMUL_PRECISION and XLA_FLAGS pass through (README, "Running on a GPU"). Exit status: 0 if no step
 # failed or timed out.
@@ -106,10 +110,12 @@ if [[ $MODE == gpu ]]; then
   WHEELS_TIMEOUT=${WHEELS_TIMEOUT:-30}
   TESTS_TIMEOUT=${TESTS_TIMEOUT:-240}
   CHAPTER_TIMEOUT=${CHAPTER_TIMEOUT:-90}
-  BENCH_TIMEOUT=${BENCH_TIMEOUT:-150}
+  BENCH_TIMEOUT=${BENCH_TIMEOUT:-100}
+  PROBE_TIMEOUT=${PROBE_TIMEOUT:-160}
+  PROBE_ARGS=${PROBE_ARGS:---timeout 75}
   TWIN_TIMEOUT=${TWIN_TIMEOUT:-400}
   TESTS=${TESTS:-tests}
-  BENCH_ONLY=${BENCH_ONLY:-"teacher_student paper|hyperteacher hnet_linear paper|hyperteacher anil paper|hyperteacher maml paper|preferences hnet_linear paper|preferences anil paper|goals hnet_linear paper|goals anil paper"}
+  BENCH_ONLY=${BENCH_ONLY:-"hyperteacher hnet_linear paper|hyperteacher anil paper|hyperteacher maml paper|preferences hnet_linear paper|preferences anil paper|goals hnet_linear paper|goals anil paper"}
   BENCH_STEPS=${BENCH_STEPS:-20}
   FIG2C_ARGS=${FIG2C_ARGS:-}
 else
@@ -120,6 +126,8 @@ else
   TESTS_TIMEOUT=${TESTS_TIMEOUT:-120}
   CHAPTER_TIMEOUT=${CHAPTER_TIMEOUT:-150}
   BENCH_TIMEOUT=${BENCH_TIMEOUT:-90}
+  PROBE_TIMEOUT=${PROBE_TIMEOUT:-150}
+  PROBE_ARGS=${PROBE_ARGS:---preset smoke --timeout 60}
   TWIN_TIMEOUT=${TWIN_TIMEOUT:-150}
   TESTS=${TESTS:-tests/test_precision.py tests/test_book_layout.py tests/tools/test_check_book.py \
     tests/models/test_incontext.py::test_transformer_equals_a_masked_joint_sequence \
@@ -237,7 +245,16 @@ else
   export PYTHONPATH="$SITE:$PYTHONPATH"
 fi
 
-# (c) the bench, alone on the device (no compilation cache: it times compilation)
+# (c) the teacher-student's paper config, inner loop fused and as a scan: where its first minutes go
+# (tools/compile_probe.py); the fig2c step trains with the variant whose outer step is faster
+# shellcheck disable=SC2086  # PROBE_ARGS is a list of arguments
+run_step probe "$PROBE_TIMEOUT" "$PYTHON" -u tools/compile_probe.py $PROBE_ARGS --out "$WORK/probe.json"
+FASTER=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1])).get("faster") or "")' "$WORK/probe.json" 2>/dev/null)
+if [[ $MODE == gpu && $FASTER != fused && $FIG2C_ARGS != *--scan* ]]; then
+  FIG2C_ARGS="--scan $FIG2C_ARGS"  # the fused kernel did not end its phases in time, or was slower
+fi
+
+# (c') the bench, alone on the device (no compilation cache: it times compilation)
 run_step bench "$BENCH_TIMEOUT" "$PYTHON" -m compgen.bench --only "$BENCH_ONLY" --steps "$BENCH_STEPS"
 if [[ ${STATUS[-1]} == ok ]] && grep -q "| failed:" "$WORK/bench.log"; then
   STATUS[-1]="FAILED (a case)"

@@ -70,7 +70,7 @@ def _largest(jaxpr) -> tuple[int, tuple]:
 def estimate(cfg, prog, runs) -> Estimate:
     """The lower bound of the memory that the program ``prog`` of ``cfg`` needs on ``runs`` (see module docstring);
     traces, never compiles. The chunk is traced at the length the engine runs first (``eval_every`` steps)."""
-    state = jax.eval_shape(prog.init, runs)
+    state = prog.init.trace(runs).out_info  # the state's shapes, traced and not run
     step = prog.steps.trace(runs, state, min(cfg.eval_every, cfg.outer_steps)).jaxpr
     evaluate = prog.evaluate.trace(runs, state).jaxpr
     inputs = sum(_nbytes(a) for a in jax.tree.leaves((runs, state)))

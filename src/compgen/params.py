@@ -159,6 +159,7 @@ ENVIRONMENT = {
     "COMPGEN_WORKERS": "training processes at once",
     "COMPGEN_SHARD_TASKS": "0 or 1: shard a paper-sized run's tasks over the CPU cores",
     "COMPGEN_PIN_WORKERS": "0 or 1: each worker process on a core of its own",
+    "COMPGEN_LANES": "0 or 1: configs of one shape train as lanes of one program (default: on an accelerator)",
     "COMPGEN_MATMUL_PRECISION": "the precision of float32 products (default, high, highest)",
 }
 

@@ -217,15 +217,17 @@ def train_lanes(section, configs, log=print, saver=None):
         prog, knobs = fitting_program(section, cfg, runs, log)
         initial = jax.block_until_ready(prog.init(runs))
     offsets = np.cumsum([0] + [len(c.seeds) for c in configs])
-    lanes = lambda full, i: full[:, offsets[i] : offsets[i + 1]] if np.ndim(full) > 1 else full
 
-    def show(metrics, evaluation):
+    def lanes(full, i, axis=1):  # config i's runs of an array whose axis ``axis`` holds every lane's runs
+        return np.take(full, np.arange(offsets[i], offsets[i + 1]), axis=axis) if np.ndim(full) > axis else full
+
+    def show(metrics, evaluation):  # metrics: (steps, runs, ...); an evaluation: (runs, ...)
         if len(configs) == 1:
             return section.progress(cfg, metrics, evaluation)
         return f"{len(configs)} lanes; first: " + section.progress(
             cfg,
             jax.tree.map(lambda a: lanes(a, 0), metrics),
-            evaluation and jax.tree.map(lambda a: lanes(a, 0), evaluation),
+            evaluation and jax.tree.map(lambda a: lanes(a, 0, axis=0), evaluation),
         )
 
     diverged = {}
@@ -274,12 +276,16 @@ def lane_groups(section, configs, lanes=None) -> list:
     return list(groups.values())
 
 
+LANES_ENV = "COMPGEN_LANES"  # "1" lanes, "0" one program per config; unset: the backend decides (use_lanes)
+
+
 def use_lanes(backend=None) -> bool:
-    """Whether configs of one shape train as lanes of one program (:func:`train_lanes`): on an accelerator, where a
-    step of these small learners is bound by latency and launches, so lanes cost little more than one config; not on
-    a CPU, where stacking configs cost proportionally (measured: a step of two goals configs stacked took as long as the
-    two apart), and one program per config keeps its stored bytes independent of what trains beside it."""
-    return (jax.default_backend() if backend is None else backend) != "cpu"
+    """Whether configs of one shape train as lanes of one program (:func:`train_lanes`): ``$COMPGEN_LANES`` (0 or 1)
+    where set, else on an accelerator, where a step of these small learners is bound by latency and launches, so lanes
+    cost little more than one config; not on a CPU, where stacking configs cost proportionally (measured: a step of
+    two goals configs stacked took as long as the two apart). One program per config keeps a config's stored bytes
+    independent of what trains beside it; lanes keep them equal up to float32 round-off."""
+    return params.env_flag(LANES_ENV, (jax.default_backend() if backend is None else backend) != "cpu")
 
 
 def fitting_program(section, cfg, runs, log=print):
@@ -331,6 +337,7 @@ def check_environment() -> None:
     default_workers(1)
     params.env_flag(devices.SHARD_ENV)
     params.env_flag(cores.PIN_ENV)
+    params.env_flag(LANES_ENV)
     precision.requested()
 
 
@@ -388,6 +395,32 @@ def _train_and_store_group(section, configs, store, log, every, force):
         _store_all(section, zip(todo, trained), store)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _train_here(section, configs, store, log, every, force, keep_going) -> dict:
+    """Train and store ``configs`` in this process, group by group (:func:`lane_groups`); ``{config: exception}`` of
+    those that failed (with ``keep_going``; else the first failure raises). A group of lanes that fails otherwise
+    than by divergence (its diverged lanes are known and the others stored) is trained again config by config, so
+    that one failing config does not take its lane siblings with it."""
+    errors = {}
+    for group in lane_groups(section, configs):
+        try:
+            train_and_store(section, group, store, log, every, force)
+            continue
+        except Exception as error:  # noqa: BLE001  (one failing run must not stop the others)
+            if not keep_going:
+                raise
+            failed = [c for c in group if store.load(section, c, log=log) is None]
+            if len(group) == 1 or isinstance(error, TrainingDiverged):
+                errors.update({c: error for c in failed})
+                continue
+            log(f"[train] {len(group)} lanes failed together ({type(error).__name__}: {error}); training each alone")
+        for c in failed:
+            try:
+                train_and_store(section, [c], store, log, every, force)
+            except Exception as error:  # noqa: BLE001
+                errors[c] = error
+    return errors
 
 
 def _store_all(section, trained, store):
@@ -472,15 +505,9 @@ def train_or_load(
         if slots > 1 and (len(jobs) > 1 or cores.shares(slots)):
             run_workers(section, jobs, slots, store, log, every, force=force)
         elif rest:
-            train_and_store(section, rest, store, log, every, force)
+            errors = _train_here(section, rest, store, log, every, force, keep_going=failures is not None)
     elif backend == "local":
-        for group in lane_groups(section, todo):
-            try:
-                train_and_store(section, group, store, log, every, force)
-            except Exception as error:  # noqa: BLE001  (one failing run must not stop the others)
-                if failures is None:
-                    raise
-                errors.update({c: error for c in group if store.load(section, c, log=log) is None})
+        errors = _train_here(section, todo, store, log, every, force, keep_going=failures is not None)
     elif backend == "devices":
         log(f"[train] one config per device at a time over {jax.local_device_count()} device(s): {jax.local_devices()}")
         job = lambda c, job_log: train_and_store(section, [c], store, job_log, every, force)

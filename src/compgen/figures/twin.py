@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import html
+import importlib
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -140,14 +141,17 @@ def ours_runs(record: dict, seeds):
     return _runs(chapter, record["preset"], seeds, output_of)
 
 
+def claims_of(chapter: str):
+    """The ``claims`` function of ``chapter``'s figures module (``compgen.figures.<chapter>``)."""
+    return importlib.import_module(f"compgen.figures.{chapter}").claims
+
+
 def judged(record: dict, chapter_claims=None) -> dict:
     """``{seed set: {"authors'": [Claim], "ours": [Claim] or None}}``: the chapter's claims judged now on the
     reference's runs and on ours at the matched world (``None`` without one), seed set by seed set. ``chapter_claims``
     (default: the chapter's ``claims``) judges a :class:`compgen.notebook.Runs`."""
     if chapter_claims is None:
-        from compgen.figures.glance import CHAPTERS
-
-        chapter_claims = CHAPTERS[record["chapter"]].claims
+        chapter_claims = claims_of(record["chapter"])
     found = {}
     for seeds in record.get("seed_sets", []):
         ours = ours_runs(record, seeds)
@@ -165,9 +169,7 @@ def pooled(records: list, who: str, chapter_claims=None) -> list | None:
     from compgen.figures import records as rec
 
     if chapter_claims is None:
-        from compgen.figures.glance import CHAPTERS
-
-        chapter_claims = CHAPTERS[records[0]["chapter"]].claims
+        chapter_claims = claims_of(records[0]["chapter"])
     sets, seen = [], set()
     for record in records:
         for seeds in record.get("seed_sets", []):
