@@ -28,6 +28,10 @@ NOTEBOOKS := $(notdir $(basename $(wildcard book/*.py)))
 CHAPTERS  := $(filter-out results,$(NOTEBOOKS))
 # The one place the repository address is written is _config.yml; Colab installs compgen from it.
 REPOSITORY := $(shell sed -n 's/^  url: *//p' _config.yml | head -1)
+# Colab installs the commit a notebook was executed at: <address>@<commit> (the address alone outside git); it is
+# not one of the recorded arguments (.params), so a new commit alone does not re-execute the notebooks.
+COMMIT     := $(shell git rev-parse HEAD 2>/dev/null)
+INSTALL_FROM := $(REPOSITORY)$(if $(COMMIT),@$(COMMIT))
 # Every file of the library: changing any of them re-executes the notebooks.
 SRC := $(shell find src -type f -not -path '*/__pycache__/*' -not -path '*.egg-info/*' 2>/dev/null)
 
@@ -85,11 +89,13 @@ $(MATHJAX): $(NPM_STAMP)
 # or new PARAMS re-run every notebook of DIR while an unchanged call does nothing.  Conversion is
 # one-way: an executed notebook is never synced back to its .py source.
 define execute_rules
-$(1)/%.ipynb: book/%.py $$(SRC) $(1)/.params | $$(INSTALL_STAMP)
+$(1)/%.ipynb: book/%.py $$(SRC) $(1)/.params | $$(INSTALL_STAMP) $$(KERNEL_CONFIG)
 	@mkdir -p $$(@D)
 	$$(BIN)/jupytext --to ipynb --output - $$< \
-	  | XLA_PYTHON_CLIENT_PREALLOCATE=false $$(JAX_CACHE) $(3) $$(BIN)/papermill - $$@ \
-	      --cwd book -k python3 --language python --no-progress-bar --log-output $$($(2))
+	  | XLA_PYTHON_CLIENT_PREALLOCATE=false IPYTHONDIR=$$(CURDIR)/$$(IPYTHON_DIR) $$(JAX_CACHE) $(3) \
+	    $$(BIN)/papermill - $$@ \
+	      --cwd book -k python3 --language python --no-progress-bar --log-output $$($(2)) \
+	      -p repository $$(INSTALL_FROM)
 	$$(BIN)/python tools/tidy_notebook.py $$@
 
 $(1)/results.ipynb: $$(CHAPTERS:%=$(1)/%.ipynb)
@@ -100,8 +106,16 @@ $(1)/.params: FORCE
 	@printf '%s\n' "$$$$NB_ARGS" | cmp -s - $$@ || printf '%s\n' "$$$$NB_ARGS" > $$@
 endef
 
-BOOK_ARGS  = -p preset $(PRESET) -p repository $(REPOSITORY) $(PARAMS)
-SMOKE_ARGS = -p preset smoke -p repository $(REPOSITORY)
+# The kernels' IPython profile: what C++ writes to the process's stderr (XLA's "Very slow compile?" alarm and other
+# log lines) goes to the build's log, not into the executed notebook; the chapters print their own progress.
+IPYTHON_DIR   := _build/ipython
+KERNEL_CONFIG := $(IPYTHON_DIR)/profile_default/ipython_kernel_config.py
+$(KERNEL_CONFIG):
+	@mkdir -p $(@D)
+	echo "c.IPKernelApp.capture_fd_output = False" > $@
+
+BOOK_ARGS  = -p preset $(PRESET) $(PARAMS)
+SMOKE_ARGS = -p preset smoke
 $(eval $(call execute_rules,book,BOOK_ARGS))
 $(eval $(call execute_rules,$(SMOKE)/book,SMOKE_ARGS,COMPGEN_RESULTS=$(CURDIR)/$(SMOKE)/results))
 

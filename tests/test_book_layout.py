@@ -2,6 +2,8 @@
 Jupyter Book configuration.  They run in well under a second and need no notebook execution."""
 
 import ast
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -135,3 +137,21 @@ def test_the_repository_address_is_written_once():
     for path in NOTEBOOKS:
         assert address not in path.read_text(), f"{path.name} repeats the repository address; use `repository`"
     assert "repository" in (ROOT / "Makefile").read_text()
+
+
+def test_every_chapter_has_the_same_colab_cell_and_it_refuses_no_repository():
+    """One install cell for Colab in every notebook (tests/test_colab.py runs it); without `repository` it stops with
+    one line instead of installing `git+None`."""
+    cells = set()
+    for path in NOTEBOOKS:
+        text = path.read_text()
+        start = text.index("# In Colab:")
+        cells.add(text[start : text.index("# %%", start)])
+    assert len(cells) == 1
+    cell = cells.pop()
+    sys.modules["google.colab"] = types.ModuleType("google.colab")  # as in Colab
+    try:
+        with pytest.raises(ValueError, match="repository is not set"):
+            exec(cell, {"repository": None})
+    finally:
+        del sys.modules["google.colab"]
