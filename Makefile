@@ -163,9 +163,9 @@ $(SMOKE)/_vendor: | $(MATHJAX)
 
 # ---------------------------------------------------------------------------------------------
 
-bench: $(INSTALL_STAMP) ## run the library's benchmarks (python -m compgen.bench), then where the executed book's time went
+bench: $(INSTALL_STAMP) ## the library's benchmarks, then where the executed book's time went and its budget check
 	$(BIN)/python -m compgen.bench
-	$(BIN)/python -m compgen.bench --book book
+	$(BIN)/python -m compgen.bench --book book --check-budget
 
 # make sweep SWEEP=sweeps/<folder>/<name>.toml [BACKEND=local|devices|ray] [PRESET=...] [SWEEP_ARGS="--dry-run"]
 # PRESET is passed on only when given; otherwise the sweep file's own preset (paper) is used.

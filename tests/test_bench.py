@@ -169,6 +169,29 @@ def test_book_time_gives_each_chapter_the_runs_stored_while_it_executed(tmp_path
     assert table.splitlines()[-1].startswith("| total | 12.0 | 6.7 | 500 | 13.3 | 3 |")
 
 
+def _row(chapter, minutes, gemm=250.0, runs=3):
+    return {"chapter": chapter, "training_cells": 60.0 * minutes, "gemm": gemm, "runs": runs}
+
+
+def test_the_budget_check_scales_each_chapter_to_the_budget_machine_and_needs_trained_runs(capsys, tmp_path):
+    assert bench.budget_problems([_row("a", 19.0), _row("b", 20.0), _row("results", 99.0, runs=0)]) == []
+    # 12 minutes on a machine twice as fast are 24 at the budget's 250 GFLOP/s
+    (problem,) = bench.budget_problems([_row("a", 12.0, gemm=500.0)])
+    assert problem.startswith("a: 24.0 min of training at 250 GFLOP/s, above the chapter budget of 20")
+    four = [_row(name, 16.0) for name in "abcd"]  # 64 minutes in all
+    assert bench.budget_problems(four) == ["the book: 64.0 min of training at 250 GFLOP/s, above the budget of 60"]
+    assert "not measured" in bench.budget_problems([_row("a", 1.0, runs=0)])[0]
+    assert "no GEMM reading" in bench.budget_problems([_row("a", 1.0, gemm=float("nan"))])[0]
+    book = tmp_path / "book"
+    book.mkdir()
+    _notebook(book / "a.ipynb", "2026-11-24T10:00:00", "2026-11-24T10:10:00", [("print(1)", 1.0)])
+    args = ["--book", str(book), "--store", str(tmp_path / "store"), "--check-budget"]
+    assert bench.main(args) == 0 and "budget: a: not measured" in capsys.readouterr().out  # said, not failed
+    _notebook(book / "a.ipynb", "2026-11-24T10:00:00", "2026-11-24T10:30:00", [("notebook.train(x)", 1500.0)])
+    _stored_run(tmp_path / "store" / "a", "r1", "2026-11-24T10:03:00+00:00", 250.0, compile=1.0, train=1499.0)
+    assert bench.main(args) == 1 and "above the chapter budget" in capsys.readouterr().out  # 25 minutes
+
+
 def test_op_profile_groups_thunks_by_kind_per_step():
     """Thunks are grouped by HLO kind and divided by the steps; Python spans, the runtime's own spans, end markers
     and non-complete events do not count."""

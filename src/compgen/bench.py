@@ -505,6 +505,40 @@ def at_budget_machine(seconds: float, gemm: float) -> float:
     return seconds * gemm / BUDGET_GEMM if seconds else 0.0
 
 
+BUDGET_MINUTES = {"chapter": 20.0, "book": 60.0}  # the quick book's training, at BUDGET_GEMM (README, "Presets")
+
+
+def budget_problems(rows: list[dict]) -> list[str]:
+    """The quick book's time budget against :func:`book_time` ``rows``: each chapter's training cells, scaled to a
+    machine whose GEMM reads :data:`BUDGET_GEMM` GFLOP/s (:func:`at_budget_machine`), within
+    ``BUDGET_MINUTES["chapter"]`` and their sum within ``BUDGET_MINUTES["book"]``. A chapter whose runs were all
+    loaded from the store (none trained while it executed) cannot be measured and is a problem too: the check needs a
+    build from an empty store (``COMPGEN_RESULTS`` pointing to a new folder). One message per problem."""
+    problems, total = [], 0.0
+    for row in rows:
+        if row["chapter"] == "results":
+            continue
+        if not row["runs"]:
+            problems.append(f"{row['chapter']}: not measured: no run was trained while it executed (an empty store)")
+            continue
+        if not np.isfinite(row["gemm"]):
+            problems.append(f"{row['chapter']}: not measured: its runs recorded no GEMM reading to scale by")
+            continue
+        minutes = at_budget_machine(row["training_cells"], row["gemm"]) / 60
+        total += minutes
+        if not minutes <= BUDGET_MINUTES["chapter"]:
+            problems.append(
+                f"{row['chapter']}: {minutes:.1f} min of training at {BUDGET_GEMM:.0f} GFLOP/s, "
+                f"above the chapter budget of {BUDGET_MINUTES['chapter']:.0f}"
+            )
+    if not total <= BUDGET_MINUTES["book"]:
+        problems.append(
+            f"the book: {total:.1f} min of training at {BUDGET_GEMM:.0f} GFLOP/s, above the budget of "
+            f"{BUDGET_MINUTES['book']:.0f}"
+        )
+    return problems
+
+
 def book_time_table(rows: list[dict]) -> str:
     """:func:`book_time` as a markdown table (minutes), with a total row; each chapter's training-cell minutes also
     scaled to a machine whose GEMM reads :data:`BUDGET_GEMM` GFLOP/s (:func:`at_budget_machine`)."""
@@ -565,6 +599,13 @@ def main(argv=None):
     )
     parser.add_argument("--book", metavar="DIR", help="where the executed notebooks of DIR spent their time")
     parser.add_argument("--store", metavar="DIR", help="results store for --book (default: $COMPGEN_RESULTS)")
+    parser.add_argument(
+        "--check-budget",
+        action="store_true",
+        help="with --book: exit 1 unless every chapter's training is within the quick book's budget "
+        f"({BUDGET_MINUTES['chapter']:.0f} min per chapter, {BUDGET_MINUTES['book']:.0f} in all, at "
+        f"{BUDGET_GEMM:.0f} GFLOP/s)",
+    )
     parser.add_argument("--profile", choices=sorted(CASES), metavar="CASE", help="one case's XLA thunks, by kind")
     parser.add_argument(
         "--steps",
@@ -586,6 +627,13 @@ def main(argv=None):
             "\nProcess minutes add up the worker processes, which train side by side (one per core), so they can "
             "exceed the training cells' wall minutes. Compilation includes loading programs from JAX's cache."
         )
+        if args.check_budget:  # exceeded: exit 1; not measured (runs loaded from the store): said, exit 0
+            problems = budget_problems(rows)
+            for problem in problems:
+                print(f"budget: {problem}")
+            exceeded = [p for p in problems if "not measured" not in p]
+            print("budget: " + ("EXCEEDED" if exceeded else "not measured" if problems else "every chapter within it"))
+            return 1 if exceeded else 0
         return 0
     if args.case:
         print(json.dumps(run_case(args.case, args.steps)))
