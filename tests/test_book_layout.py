@@ -103,8 +103,9 @@ def _cells(path):
 
 
 def prose_share(path) -> float:
-    """Characters of markdown cells over characters of all cells of a notebook source."""
-    cells = _cells(path)
+    """Characters of markdown cells over characters of the cells a reader sees (not those tagged remove-cell, such
+    as the Colab install cell) of a notebook source."""
+    cells = [c for c in _cells(path) if "remove-cell" not in c.metadata.get("tags", [])]
     prose = sum(len(c.source) for c in cells if c.cell_type == "markdown")
     return prose / max(1, sum(len(c.source) for c in cells))
 
