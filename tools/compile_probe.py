@@ -29,13 +29,10 @@ def child(variant: str, preset: str, seeds: int, steps: int) -> None:
     """Run the phases of ``variant`` in this process, one ``phase <name> <seconds>`` line each."""
     import jax
 
-    from compgen import catalog, runner
-    from compgen.section import make_config
+    from compgen import bench
 
-    section = catalog.get("teacher_student")
-    cfg = make_config(section, preset, None, seeds=tuple(range(100, 100 + seeds)), fused_inner=VARIANTS[variant])
-    runs = section.run_arrays([cfg])
-    program = runner.program(section, cfg)
+    overrides = {"seeds": tuple(range(100, 100 + seeds)), "fused_inner": VARIANTS[variant]}
+    _, _, runs, program = bench._program("teacher_student", preset, None, overrides)  # as the bench builds a case
 
     def phase(name, work):
         start = time.perf_counter()
