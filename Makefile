@@ -24,8 +24,10 @@ ifneq ($(filter-out smoke quick paper,$(PRESET))$(words $(PRESET)),1)
 endif
 
 NOTEBOOKS := $(notdir $(basename $(wildcard book/*.py)))
-# The results-at-a-glance page reads what the chapters stored, so it runs after them.
+# The results-at-a-glance page reads what the chapters stored, so it runs after them; the appendix "Running it
+# yourself" draws the measurements recorded under book/records/, so a new record executes it again.
 CHAPTERS  := $(filter-out results,$(NOTEBOOKS))
+RECORDS   := $(shell find book/records -name '*.json' 2>/dev/null)
 # The one place the repository address is written is _config.yml; Colab installs compgen from it.
 REPOSITORY := $(shell sed -n 's/^  url: *//p' _config.yml | head -1)
 # Colab installs the commit a notebook was executed at: <address>@<commit> (the address alone outside git); it is
@@ -99,6 +101,7 @@ $(1)/%.ipynb: book/%.py $$(SRC) $(1)/.params | $$(INSTALL_STAMP) $$(KERNEL_CONFI
 	$$(BIN)/python tools/tidy_notebook.py $$@
 
 $(1)/results.ipynb: $$(CHAPTERS:%=$(1)/%.ipynb)
+$(1)/running.ipynb: $$(RECORDS)
 
 $(1)/.params: export NB_ARGS = $$($(2))
 $(1)/.params: FORCE
@@ -146,7 +149,7 @@ test-unit: $(INSTALL_STAMP) ## pytest only (one worker process per core, a test 
 
 test-lanes: $(INSTALL_STAMP) ## the runner's tests again on the path an accelerator takes: lanes, one worker, in-process
 	COMPGEN_LANES=1 COMPGEN_WORKERS=1 COMPGEN_SHARD_TASKS=0 $(JAX_CACHE) $(BIN)/python -m pytest -q -n $(JOBS) \
-		--dist loadfile tests/test_runner.py tests/test_sweeps.py tests/experiments
+		--dist loadfile tests/test_runner.py tests/backends tests/test_sweeps.py tests/experiments
 
 test-book: $(INSTALL_STAMP) $(SMOKE_STATIC) $(SMOKE)/_vendor $(CHROMIUM) ## smoke notebooks (JOBS at once) + book + its check
 	COMPGEN_WORKERS=1 $(MAKE) --no-print-directory -j$(JOBS) $(NOTEBOOKS:%=$(SMOKE)/book/%.ipynb)

@@ -8,69 +8,102 @@ import pytest
 
 from compgen import bench
 
+H100 = "NVIDIA H100 80GB HBM3"  # jax.devices()[0].device_kind of the authors' GPU
+CASE = "hyperteacher anil paper (M=4, K=2)"
 
-def test_authors_figures_belong_to_paper_cases_plain_and_split():
-    with_figures = {name for name in bench.CASES if bench.authors(name)}
-    assert "hyperteacher hnet_linear paper (M=4, K=2)" in with_figures
-    assert "goals anil paper" in with_figures and "preferences hnet_linear paper" in with_figures
+
+def _record(who, device, date, rows, gemm=None, code="x@abcdef1"):
+    return {
+        "who": who,
+        "device": device,
+        "date": date,
+        "code": code,
+        "how": f"{who} on {device}",
+        "gemm_gflops": gemm,
+        "rows": rows,
+    }
+
+
+@pytest.fixture
+def records():
+    """Step-time records as the bench reads them: the authors' on a CPU and an H100, two of ours on the H100."""
+    return [
+        _record(
+            "authors", "cpu", "2026-01-01", {"hyperteacher anil": {"s_per_step": 10.0, "peak_gb": 8.0}}, [300, 400]
+        ),
+        _record("authors", "H100", "2026-01-02", {"hyperteacher anil": {"s_per_step": 0.04, "peak_gb": 2.0}}),
+        _record("compgen", H100, "2026-01-02", {CASE: {"s_per_step": 0.5, "peak_gb": None}}, code="c@1111111"),
+        _record("compgen", H100, "2026-01-03", {CASE: {"s_per_step": 0.02, "peak_gb": None}}, code="c@2222222"),
+    ]
+
+
+def test_the_committed_records_are_the_authors_at_paper_cases_and_ours():
+    """Every row of the authors' records belongs to a paper case (plain and sharded); ours name cases."""
+    found = bench.step_records()
+    assert {r["who"] for r in found} == {"authors", "compgen"}
+    by_key = {bench.figure_key(name) for name in bench.CASES}
+    for record in found:
+        assert {"device", "date", "code", "how", "gemm_gflops", "rows"} <= set(record)
+        if record["who"] == "authors":
+            assert set(record["rows"]) <= by_key, record["rows"].keys() - by_key
+        else:
+            assert set(record["rows"]) <= set(bench.CASES)
+    cpu = bench.on_device(found, "authors", "cpu")
+    with_figures = {name for name in bench.CASES if bench.authors(name, "cpu", found)}
     assert f"goals anil paper{bench.SHARD_SUFFIX}" in with_figures  # compgen's default at paper sizes
     assert not any("quick" in name or name.startswith("teacher_student") for name in with_figures)
-    plain = {name for name in with_figures if not name.endswith(bench.SHARD_SUFFIX)}
-    assert len(plain) == len(bench.AUTHORS)  # every figure of the authors has its plain-process case
+    assert len({n for n in with_figures if not n.endswith(bench.SHARD_SUFFIX)}) == len(cpu["rows"])
 
 
-def test_the_ratio_reads_as_authors_over_ours_on_a_machine_as_fast_as_theirs():
-    seconds, memory = bench.AUTHORS["hyperteacher maml"]
-    low, high = bench.AUTHORS_GEMM
-    cells = bench._authors_cells("hyperteacher maml paper (M=4, K=2)", seconds / 2, gemm_gflops=(low + high) / 2)
-    assert f"{seconds:.2f} ({memory:.1f} GB)" in cells and "2.00×" in cells
-    assert "–" in bench._authors_cells("hyperteacher maml quick", 1.0, gemm_gflops=low)
-    slower = bench._authors_cells("hyperteacher maml paper (M=4, K=2)", seconds / 2, gemm_gflops=low / 2)
-    assert f"{seconds:.2f} ({memory:.1f} GB)" in slower and "×" not in slower and "GEMM ≠" in slower
-    margin = bench.COMPARABLE
-    assert bench.comparable(low * (1 - margin) + 1) and bench.comparable(high * (1 + margin) - 1)
-    assert not bench.comparable(low * (1 - margin) - 1) and not bench.comparable(high * (1 + margin) + 1)
+def test_the_ratio_reads_as_authors_over_ours_on_a_machine_as_fast_as_theirs(records):
+    cells = bench._authors_cells(CASE, 5.0, gemm_gflops=350, records=records)
+    assert "10.00 (8.0 GB)" in cells and "2.00×" in cells
+    assert "–" in bench._authors_cells("hyperteacher maml quick", 1.0, gemm_gflops=350, records=records)
+    slower = bench._authors_cells(CASE, 5.0, gemm_gflops=100, records=records)
+    assert "10.00 (8.0 GB)" in slower and "×" not in slower and "GEMM ≠" in slower
+    cpu, margin = records[0], bench.COMPARABLE
+    assert bench.comparable(300 * (1 - margin) + 1, cpu) and bench.comparable(400 * (1 + margin) - 1, cpu)
+    assert not bench.comparable(300 * (1 - margin) - 1, cpu) and not bench.comparable(400 * (1 + margin) + 1, cpu)
 
 
-H100 = "NVIDIA H100 80GB HBM3"  # jax.devices()[0].device_kind of the authors' GPU
-
-
-def test_a_run_prints_the_figures_taken_on_its_kind_of_device():
-    """A CPU run prints the authors' CPU figures, an H100 run their H100 figures and our earlier H100 reading."""
-    name = "hyperteacher anil paper (M=4, K=2)"
-    (cpu_s, cpu_gb), (gpu_s, gpu_gb) = bench.AUTHORS["hyperteacher anil"], bench.AUTHORS_H100["hyperteacher anil"]
-    gemm = sum(bench.AUTHORS_GEMM) / 2
-    on_cpu = bench._authors_cells(name, cpu_s / 2, gemm, kind="cpu")
-    assert f"{cpu_s:.2f} ({cpu_gb:.1f} GB)" in on_cpu and "2.00×" in on_cpu
-    assert f"{gpu_s:.4f}" not in on_cpu and "0.0229" not in on_cpu  # neither the H100 figure nor our earlier one
-    on_h100 = bench._authors_cells(name, gpu_s / 4, gemm_gflops=1.0, kind=H100)  # a GPU's GEMM does not matter
-    assert f"{gpu_s:.4f} ({gpu_gb:.1f} GB)" in on_h100 and "4.00×" in on_h100 and "0.0229" in on_h100
-    assert f"{cpu_s:.2f}" not in on_h100
-    assert "9ef2244" not in bench.table_header("cpu") and "9ef2244" in bench.table_header(H100)
-    assert "peak RSS GB" in bench.table_header("cpu") and "peak dev GB" in bench.table_header(H100)
-    assert bench.earlier("teacher_student paper, 1 run", H100) == ("9ef2244", 0.0086)
-    assert bench.earlier("teacher_student paper, 1 run", "cpu") is None
-    assert "–" in bench._authors_cells(name, 1.0, 1.0, kind="NVIDIA A100-SXM4-40GB")  # no figures on that device
-    assert set(bench.AUTHORS_H100) == set(bench.AUTHORS) and set(bench.AUTHORS) < set(bench.OURS_H100_9EF2244)
+def test_a_run_prints_the_records_taken_on_its_kind_of_device(records):
+    """A CPU run prints the authors' CPU figures, an H100 run their H100 figures and our newest H100 reading."""
+    on_cpu = bench._authors_cells(CASE, 5.0, 350, kind="cpu", records=records)
+    assert "10.00 (8.0 GB)" in on_cpu and "0.0400" not in on_cpu and "0.0200" not in on_cpu
+    on_h100 = bench._authors_cells(CASE, 0.01, gemm_gflops=1.0, kind=H100, records=records)  # GEMM does not matter
+    assert "0.0400 (2.0 GB)" in on_h100 and "4.00×" in on_h100 and "0.0200" in on_h100 and "0.5000" not in on_h100
+    assert "2222222" not in bench.table_header("cpu", records) and "2222222" in bench.table_header(H100, records)
+    assert "peak RSS GB" in bench.table_header("cpu", records) and "peak dev GB" in bench.table_header(H100, records)
+    assert bench.earlier("teacher_student paper, 1 run", H100, records) is None
+    assert bench.earlier(CASE, "cpu", records) is None
+    assert "–" in bench._authors_cells(CASE, 1.0, 1.0, kind="NVIDIA A100-SXM4-40GB", records=records)
 
 
 @pytest.mark.parametrize("kind", ["cpu", H100])
-def test_the_table_prints_each_device_its_own_rows(monkeypatch, capsys, kind):
+def test_the_table_prints_each_device_its_own_rows_and_records_the_run(monkeypatch, capsys, tmp_path, records, kind):
     gpu = kind == H100
+    for i, record in enumerate(records):
+        bench.write_record(record, tmp_path / "steps" / f"{i}.json")
     result = {"runs": 1, "chunk_steps": 100 if gpu else 2, "s_per_step": 0.02 if gpu else 1.0, "compile_s": 30.0}
     result.update(gflops=100.0, peak_rss_gb=3.0, peak_device_gb=5.0 if gpu else None, device_kind=kind)
-    result.update(gemm_gflops=400.0, batched_gemm_gflops=100.0)
+    result.update(gemm_gflops=350.0, batched_gemm_gflops=100.0)
     monkeypatch.setattr(bench, "device_kind", lambda: kind)
     monkeypatch.setattr(bench, "case_process", lambda name, cap: dict(result, cap=cap))
-    bench.main(["--only", "hyperteacher hnet_linear paper (M=4, K=2)"])
+    bench.main(["--only", CASE, "--records", str(tmp_path), "--record"])
     out = capsys.readouterr().out
-    (row,) = [line for line in out.splitlines() if line.startswith("| hyperteacher hnet_linear paper (M=4, K=2) ")]
+    (row,) = [line for line in out.splitlines() if line.startswith(f"| {CASE} ")]
     cells = [cell.strip() for cell in row.split("|")[1:-1]]
     assert cells[2] == ("100" if gpu else "2")  # the chunk
     assert cells[6] == ("5.00" if gpu else "3.00")  # the device's peak, else the process's
-    assert ("0.0121 (1.7 GB)" in cells, "2.27 (2.7 GB)" in cells) == (gpu, not gpu)
-    assert ("0.0139" in cells) == gpu and (bench.AUTHORS_H100_MACHINE in out) == gpu
-    assert (bench.AUTHORS_MACHINE in out) == (not gpu)
+    assert ("0.0400 (2.0 GB)" in cells, "10.00 (8.0 GB)" in cells) == (gpu, not gpu)
+    assert ("0.0200" in cells) == gpu and ("authors on H100" in out) == gpu and ("authors on cpu" in out) == (not gpu)
+    written = [r for r in bench.step_records(tmp_path) if r["who"] == "compgen" and r["rows"].get(CASE, {}).get("runs")]
+    (mine,) = written
+    assert mine["rows"][CASE]["s_per_step"] == result["s_per_step"] and mine["device"] == (
+        "cpu" if gpu is False else kind
+    )
+    assert mine["rows"][CASE]["peak_gb"] == (5.0 if gpu else 3.0) and (mine["gemm_gflops"] is None) == gpu
+    assert bench.earlier(CASE, kind, bench.step_records(tmp_path))[1]["s_per_step"] == result["s_per_step"]
 
 
 def test_the_timed_chunk_is_the_runners_up_to_a_cap():
@@ -183,6 +216,7 @@ def test_the_budget_check_scales_each_chapter_to_the_budget_machine_and_needs_tr
     assert exceeded == ["the book: 64.0 min of training at 250 GFLOP/s, above the budget of 60"]
     exceeded, (problem,) = bench.budget_problems([_row("a", 1.0, runs=0)])
     assert exceeded == [] and "not measured" in problem
+    assert bench.budget_problems([_row("theory", 0.0, runs=0, gemm=float("nan"))]) == ([], [])  # trains nothing
     exceeded, (problem,) = bench.budget_problems([_row("a", 1.0, gemm=float("nan"))])
     assert exceeded == [] and "no GEMM reading" in problem
     book = tmp_path / "book"
@@ -193,6 +227,25 @@ def test_the_budget_check_scales_each_chapter_to_the_budget_machine_and_needs_tr
     _notebook(book / "a.ipynb", "2026-11-24T10:00:00", "2026-11-24T10:30:00", [("notebook.train(x)", 1500.0)])
     _stored_run(tmp_path / "store" / "a", "r1", "2026-11-24T10:03:00+00:00", 250.0, compile=1.0, train=1499.0)
     assert bench.main(args) == 1 and "above the chapter budget" in capsys.readouterr().out  # 25 minutes
+
+
+def test_a_measured_book_is_recorded_with_each_run_in_its_chapter(capsys, tmp_path):
+    book, store, records = tmp_path / "book", tmp_path / "store", tmp_path / "records"
+    book.mkdir()
+    args = ["--book", str(book), "--store", str(store), "--record", "--records", str(records)]
+    _notebook(book / "a.ipynb", "2026-11-24T10:00:00", "2026-11-24T10:30:00", [("notebook.train(x)", 600.0)])
+    _notebook(book / "b.ipynb", "2026-11-24T10:30:05", "2026-11-24T10:40:00", [("notebook.train(x)", 60.0)])
+    _stored_run(store / "s", "r1", "2026-11-24T10:03:00+00:00", 250.0, compile=50.0, train=500.0)
+    assert bench.main(args) == 0 and "not written" in capsys.readouterr().out  # b trained nothing
+    assert not (records / "book_time.json").exists()
+    _stored_run(store / "t", "r2", "2026-11-24T10:35:00+00:00", 250.0, compile=5.0, train=50.0)
+    assert bench.main(args) == 0
+    record = json.loads((records / "book_time.json").read_text())
+    assert [(r["key"], r["section"], r["chapter"], r["compile"]) for r in record["runs"]] == [
+        ("r1", "s", "a", 50.0),
+        ("r2", "t", "b", 5.0),
+    ]
+    assert [c["chapter"] for c in record["chapters"]] == ["a", "b"] and record["date"] == "2026-11-24"
 
 
 def test_op_profile_groups_thunks_by_kind_per_step():

@@ -2,6 +2,7 @@
 Jupyter Book configuration.  They run in well under a second and need no notebook execution."""
 
 import ast
+import re
 import sys
 import types
 from pathlib import Path
@@ -156,3 +157,25 @@ def test_every_chapter_has_the_same_colab_cell_and_it_refuses_no_repository():
             exec(cell, {"repository": None})
     finally:
         del sys.modules["google.colab"]
+
+
+def test_the_readme_is_for_users():
+    """At most 200 lines, and what is true now: no issue numbers, no dates, no commits (measurements live in
+    book/records/, drawn by the appendix)."""
+    text = (BOOK.parent / "README.md").read_text()
+    assert len(text.splitlines()) <= 200, f"README.md has {len(text.splitlines())} lines"
+    for pattern in (r"\bissues? #?\d+", r"\b20\d\d-\d\d-\d\d\b", r"\bat (commit )?[0-9a-f]{7,40}\b"):
+        found = re.findall(pattern, text, flags=re.I)
+        assert not found, f"README.md: {found[:3]}"
+    for section in (
+        "Read it",
+        "Rebuild it",
+        "Change a parameter",
+        "Open a chapter in Colab",
+        "Run on a GPU",
+        "Run on a cluster (Ray)",
+        "The results store",
+        "Layout",
+        "Contributing",
+    ):
+        assert f"\n## {section}\n" in text, section

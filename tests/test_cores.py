@@ -75,24 +75,24 @@ def _fake_start(given, lengths, tmp_path):
 
 
 def test_each_worker_runs_on_the_cores_of_its_slot(monkeypatch, tmp_path):
-    from compgen import runner
+    from compgen.backends import workers
     from compgen.experiments import teacher_student as ts
 
     monkeypatch.setattr(cores, "usable", lambda: (0, 1))
     given = []
-    monkeypatch.setattr(runner, "_start", _fake_start(given, iter([1, 3, 2]), tmp_path))
+    monkeypatch.setattr(workers, "_start", _fake_start(given, iter([1, 3, 2]), tmp_path))
     cfg = ts.SECTION.config()
-    runner.run_workers(ts.SECTION, [[cfg], [cfg], [cfg]], 2, store=None, log=print, poll_s=0)
+    workers.run_workers(ts.SECTION, [[cfg], [cfg], [cfg]], 2, store=None, log=print, poll_s=0)
     assert given == [(0, (0,)), (1, (1,)), (0, (0,))]  # the third job takes the first free slot, and its core
     given.clear()
-    monkeypatch.setattr(runner, "_start", _fake_start(given, iter([0, 0]), tmp_path))
-    runner.run_workers(ts.SECTION, [[cfg], [cfg]], 2, store=None, log=print, poll_s=0, shards=2)
+    monkeypatch.setattr(workers, "_start", _fake_start(given, iter([0, 0]), tmp_path))
+    workers.run_workers(ts.SECTION, [[cfg], [cfg]], 2, store=None, log=print, poll_s=0, shards=2)
     assert given == [(0, None), (1, None)]  # a worker whose tasks are sharded over host devices has every core
 
 
 def test_a_lone_config_trains_in_a_worker_on_one_core(monkeypatch, store):
     """The default number of workers on two cores or more: a config left alone trains as it would beside others."""
-    from compgen import runner, section
+    from compgen import dispatch, runner, section
     from compgen.experiments import teacher_student as ts
 
     if len(cores.usable()) < 2:
@@ -100,6 +100,6 @@ def test_a_lone_config_trains_in_a_worker_on_one_core(monkeypatch, store):
     monkeypatch.delenv("COMPGEN_WORKERS", raising=False)
     cfg = section.make_config(ts.SECTION, "smoke", outer_steps=4, eval_every=2, seeds=(100,))
     lines = []
-    runner.train_or_load(ts.SECTION, [cfg], log=lines.append)
+    dispatch.train_or_load(ts.SECTION, [cfg], log=lines.append)
     assert any(line.startswith("[worker 0] [cores] this worker runs on core(s) ") for line in lines), lines
     assert runner.load(ts.SECTION, cfg) is not None

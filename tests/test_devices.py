@@ -195,7 +195,8 @@ def test_a_config_that_does_not_fit_runs_lighter_and_is_stored_as_given(monkeypa
 
 
 def test_huge_pages_follow_the_config_size_on_a_cpu_and_reach_the_worker_that_trains_it(monkeypatch):
-    from compgen import allocator, catalog, results, runner, section
+    from compgen import allocator, catalog, results, section
+    from compgen.backends import workers
 
     sec = catalog.get("hyperteacher")
     paper = section.figure_configs(sec, "fig3b", "paper", model="hnet_linear")[0]
@@ -211,9 +212,9 @@ def test_huge_pages_follow_the_config_size_on_a_cpu_and_reach_the_worker_that_tr
         started.append(env)
         raise Started
 
-    monkeypatch.setattr(runner.subprocess, "Popen", popen)
+    monkeypatch.setattr(workers.subprocess, "Popen", popen)
     for cfg in (paper, quick):
         with pytest.raises(Started):
-            runner._start(sec, [cfg], 0, results.Store.default(), print, None)
+            workers._start(sec, [cfg], 0, results.Store.default(), print, None)
     assert allocator.has_huge_pages(started[0])
     assert started[1].get("GLIBC_TUNABLES") == os.environ.get("GLIBC_TUNABLES")  # a quick worker's is left alone

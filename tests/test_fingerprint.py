@@ -15,6 +15,10 @@ SECTIONS = tuple(catalog.SECTIONS)
 # Code that never runs inside a training step: editing it must leave every stored run valid.
 OUTSIDE = (
     "compgen.runner",
+    "compgen.dispatch",
+    "compgen.backends",
+    "compgen.backends.workers",
+    "compgen.backends.ray",
     "compgen.notebook",
     "compgen.catalog",
     "compgen.results",
@@ -116,8 +120,9 @@ def test_every_module_a_training_step_runs_is_in_the_fingerprint(name):
 
 
 def test_editing_the_engine_or_figures_keeps_the_fingerprint_and_editing_the_step_changes_it(tmp_path):
-    """On a copy of the library: an edit to runner.py or figures/ leaves every section's fingerprint (so its stored
-    runs stay valid); an edit to meta.py changes every section's that meta-learns."""
+    """On a copy of the library: an edit to the engine (runner.py, dispatch.py, backends/) or figures/ leaves every
+    section's fingerprint (so its stored runs stay valid); an edit to meta.py changes every section's that
+    meta-learns."""
     source = fingerprint.PACKAGE
     copy = tmp_path / "src" / "compgen"
     shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__"))
@@ -135,7 +140,8 @@ def test_editing_the_engine_or_figures_keeps_the_fingerprint_and_editing_the_ste
 
     before = fingerprints()
     assert before == [catalog.get(n).fingerprint for n in SECTIONS]
-    for path in (copy / "runner.py", copy / "figures" / "__init__.py", copy / "results.py"):
+    engine = [copy / "runner.py", copy / "dispatch.py", *(copy / "backends").glob("*.py")]
+    for path in (*engine, copy / "figures" / "__init__.py", copy / "results.py"):
         path.write_text(path.read_text() + "\n\ndef an_edit():\n    return 'a different progress line'\n")
     assert fingerprints() == before
     meta = copy / "meta.py"

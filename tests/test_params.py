@@ -10,6 +10,7 @@ import pytest
 
 from compgen import catalog, cli, notebook, params, results, runner, sweeps
 from compgen import section as section_
+from compgen.backends import workers
 from compgen.section import Section, make_config
 
 ORIGINAL_PROGRAM = Section.program
@@ -157,7 +158,7 @@ def test_integers_are_decimal_strings_stay_text_and_values_are_normalised_before
 def test_environment_values_are_read_alike_and_blanks_refused(monkeypatch):
     monkeypatch.setenv("COMPGEN_WORKERS", " 2 ")
     monkeypatch.setenv("COMPGEN_SHARD_TASKS", " 1")
-    assert runner.default_workers(10) == 2 and params.env_flag("COMPGEN_SHARD_TASKS") is True
+    assert workers.default_workers(10) == 2 and params.env_flag("COMPGEN_SHARD_TASKS") is True
     for name in params.ENVIRONMENT:
         monkeypatch.setenv(name, "   ")
         with pytest.raises(params.ParameterError, match=f"{name} is blank"):

@@ -1,9 +1,9 @@
-"""The engine: a config's stored numbers do not depend on how it was trained; non-finite training stops; workers."""
+"""The training loop (compgen.runner), through compgen.dispatch.train_or_load: a config's stored numbers do not
+depend on how it was trained; lanes; non-finite training stops; locks and unusable stores."""
 
 import dataclasses
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compgen import cores, devices, params, results, runner, section, storage, timing
+from compgen import devices, dispatch, params, results, runner, section, storage
 from compgen.experiments import hyperteacher as HT
 from compgen.experiments import teacher_student as ts
 from compgen.section import make_config
@@ -48,43 +48,6 @@ def _stored_bytes(section, cfg):
     return {k: np.asarray(v).tobytes() for k, v in arrays.items()}
 
 
-def test_balance_keeps_programs_together_and_fills_the_workers():
-    a, b = _tiny(), _tiny(masks="0;1", distribution="continuous")  # same program
-    c = _tiny(outer_steps=40)  # another program, costlier than a and b together
-    assert S.cost(c) >= S.cost(a) + S.cost(b)
-    jobs = runner.balance([a, b, c], 2, S)
-    assert sorted(len(j) for j in jobs) == [1, 2] and [a, b] in jobs
-    assert sorted(len(j) for j in runner.balance([a, b], 2, S)) == [1, 1]  # a lone group is split for two workers
-    assert runner.balance([a, b], 1, S) == [[a, b]]
-
-
-def test_balance_splits_a_program_group_larger_than_a_workers_share():
-    group = [_tiny(masks=m, distribution="continuous") for m in ("0;1", "0;01", "1;01", "01")]  # one program
-    other = _tiny(outer_steps=12)  # another, cheaper than the group
-    jobs = runner.balance([*group, other], 2, S)
-    assert [other] in jobs and sorted((c for j in jobs for c in j if c != other), key=group.index) == group
-    cost = lambda job: sum(S.cost(c) for c in job)
-    half = (cost(group) + cost([other])) / 2
-    assert runner.makespan(map(cost, jobs), 2) <= half * runner.BALANCE_SLACK  # neither worker trains alone long
-    assert len(jobs) <= 4  # halved only as far as that needs: the group's halves would leave one worker alone
-
-
-def test_makespan_gives_the_costliest_job_first_to_the_first_free_worker():
-    assert runner.makespan([3, 3, 2, 2, 2], 2) == 7  # 3+2+2 | 3+2
-    assert runner.makespan([5, 1, 1], 3) == 5 and runner.makespan([], 2) == 0
-
-
-def test_worker_count_follows_the_environment(monkeypatch):
-    monkeypatch.setenv("COMPGEN_WORKERS", "3")
-    assert runner.default_workers(10) == 3 and runner.default_workers(2) == 2
-    for bad in ("0", "abc"):
-        monkeypatch.setenv("COMPGEN_WORKERS", bad)
-        with pytest.raises(params.ParameterError, match="COMPGEN_WORKERS"):
-            runner.default_workers(4)
-    monkeypatch.delenv("COMPGEN_WORKERS")
-    assert 1 <= runner.default_workers(4) <= 4
-
-
 def test_stored_numbers_do_not_depend_on_what_else_was_trained_or_how(store, monkeypatch):
     """Alone, beside another config of the same program, beside one of another program, in 1 or 2 worker
     processes: the bytes stored for a config are the same, one program per config (lanes off, a CPU's default;
@@ -92,10 +55,10 @@ def test_stored_numbers_do_not_depend_on_what_else_was_trained_or_how(store, mon
     monkeypatch.setenv("COMPGEN_LANES", "0")
     a = _tiny()
     siblings = [_tiny(masks="01", distribution="continuous"), _tiny(outer_steps=9, eval_every=3)]
-    runner.train_or_load(S, [a], workers=1, log=lambda _: None)
+    dispatch.train_or_load(S, [a], workers=1, log=lambda _: None)
     alone = _stored_bytes(S, a)
     for together, workers in (([a, *siblings], 1), ([siblings[0], a, siblings[1]], 2)):
-        runner.train_or_load(S, together, force=True, workers=workers, log=lambda _: None)
+        dispatch.train_or_load(S, together, force=True, workers=workers, log=lambda _: None)
         assert _stored_bytes(S, a) == alone, (len(together), workers)
 
 
@@ -176,9 +139,9 @@ def test_hyperteacher_split_alone_and_beside_its_sibling_store_the_same_bytes(st
     monkeypatch.setenv("COMPGEN_LANES", "0")
     cfg = make_config(HT.SECTION, "smoke", "hnet_linear", outer_steps=6, eval_every=3)
     sibling = dataclasses.replace(cfg, split="non_compositional")
-    runner.train_or_load(HT.SECTION, [cfg], workers=1, log=lambda _: None)
+    dispatch.train_or_load(HT.SECTION, [cfg], workers=1, log=lambda _: None)
     alone = _stored_bytes(HT.SECTION, cfg)
-    runner.train_or_load(HT.SECTION, [sibling, cfg], force=True, workers=1, log=lambda _: None)
+    dispatch.train_or_load(HT.SECTION, [sibling, cfg], force=True, workers=1, log=lambda _: None)
     assert _stored_bytes(HT.SECTION, cfg) == alone
 
 
@@ -186,7 +149,7 @@ def test_a_run_whose_updates_stay_non_finite_stops_and_is_not_stored(store):
     cfg = _tiny(outer_lr=1e30, outer_steps=120, eval_every=60)  # Adam's step of 1e30 overflows the parameters
     lines = []
     with pytest.raises(runner.TrainingDiverged, match=r"diverged at step .*outer_lr"):
-        runner.train_or_load(S, [cfg], workers=1, log=lines.append)
+        dispatch.train_or_load(S, [cfg], workers=1, log=lines.append)
     assert runner.load(S, cfg) is None
 
 
@@ -194,7 +157,7 @@ def test_a_run_whose_loss_explodes_is_stopped_and_not_stored(store):
     """inner_lr=1e12: the updates stay finite while the loss reaches ~1e22; it was stored as a result."""
     cfg = _tiny(inner_lr=1e12, outer_steps=120, eval_every=60)
     with pytest.raises(runner.TrainingDiverged, match=r"diverged at step 60 .*training loss reached .*bound 1e\+06"):
-        runner.train_or_load(S, [cfg], workers=1, log=lambda _: None)
+        dispatch.train_or_load(S, [cfg], workers=1, log=lambda _: None)
     assert runner.load(S, cfg) is None
 
 
@@ -218,53 +181,13 @@ def test_a_loss_that_turns_nan_is_divergence_a_degenerate_metric_is_not():
     assert list(diverged) == [b, a]
 
 
-def test_more_workers_than_configs_start_one_per_config_and_end(store, monkeypatch):
-    """COMPGEN_WORKERS near the limit: the driver looped over that many slots and never ended."""
-    monkeypatch.setenv("COMPGEN_WORKERS", str(runner.MAX_WORKERS))
-    a, b = _tiny(), _tiny(outer_steps=9, eval_every=3)
-    started, original = [], runner._start
-    monkeypatch.setattr(runner, "_start", lambda *args, **kw: started.append(args[2]) or original(*args, **kw))
-    runner.train_or_load(S, [a, b], log=lambda _: None)
-    assert sorted(started) == [0, 1] and all(runner.load(S, c) is not None for c in (a, b))
-
-
-def test_a_worker_reports_a_diverged_run_by_name_and_the_driver_raises_it(store, tmp_path):
-    """A worker names its error in a file of its own (not on its last line of output): the driver raises the same
-    error with the same message, and leaves no file behind."""
-    cfg = _tiny(outer_lr=1e30, outer_steps=120, eval_every=60)
-    lines = []
-    with pytest.raises(runner.TrainingDiverged, match=r"diverged at step .*outer_lr") as raised:
-        runner.run_workers(S, [[cfg]], 1, results.Store.default(), lines.append)
-    assert "\n" not in str(raised.value) and not str(raised.value).startswith("TrainingDiverged")
-    assert any("TrainingDiverged:" in line for line in lines)  # the log says it too
-    assert runner.load(S, cfg) is None
-    assert not list(Path(tempfile.gettempdir()).glob("compgen-job-*.error"))
-
-
-def test_the_same_run_in_a_worker_process_and_in_this_one_is_identical(store):
-    a, b = _tiny(), _tiny(masks="01;1", distribution="continuous")
-    lines = []
-    runner.train_or_load(S, [a, b], workers=2, log=lines.append)
-    assert {line.split()[0] for line in lines if "[train]" in line} == {
-        "[worker",
-    }  # both trained in workers
-    if len(cores.usable()) >= 2 and hasattr(os, "sched_setaffinity"):  # each worker on a core of its own
-        pinned = [line.split("core(s) ")[1] for line in lines if "[cores]" in line]
-        assert len(pinned) == 2 and len(set(pinned)) == 2, lines
-    in_workers = [_stored_bytes(S, c) for c in (a, b)]
-    readings = {results.Store.default().load(S, c)[1]["provenance"]["gemm_gflops"] for c in (a, b)}
-    assert readings == {round(timing.gemm_gflops(), 1)}  # the workers record the reading this process took first
-    runner.train_or_load(S, [a, b], force=True, workers=1, log=lambda _: None)
-    assert [_stored_bytes(S, c) for c in (a, b)] == in_workers
-
-
 def test_checkpoint_interval_is_checked_before_training(store, monkeypatch):
     monkeypatch.setenv("COMPGEN_CHECKPOINT_EVERY", "abc")
     with pytest.raises(params.ParameterError, match="COMPGEN_CHECKPOINT_EVERY"):
-        runner.train_or_load(S, [_tiny()], workers=1, log=lambda _: None)
+        dispatch.train_or_load(S, [_tiny()], workers=1, log=lambda _: None)
     monkeypatch.delenv("COMPGEN_CHECKPOINT_EVERY")
     with pytest.raises(params.ParameterError, match="checkpoint_every"):
-        runner.train_or_load(S, [_tiny()], workers=1, log=lambda _: None, checkpoint_every=-5)
+        dispatch.train_or_load(S, [_tiny()], workers=1, log=lambda _: None, checkpoint_every=-5)
 
 
 def test_a_program_compiles_its_training_chunk_once_for_every_config_of_its_shape():
@@ -291,7 +214,7 @@ def test_a_program_compiles_its_training_chunk_once_for_every_config_of_its_shap
 
 def test_a_stored_run_says_where_its_wall_time_went(store):
     cfg = _tiny(seeds=(103,))
-    runner.train_or_load(S, [cfg], workers=1, log=lambda _: None)
+    dispatch.train_or_load(S, [cfg], workers=1, log=lambda _: None)
     prov = results.Store.default().load(S, cfg)[1]["provenance"]
     seconds = prov["seconds"]
     assert set(seconds) == {"wall", "compile", "setup", "train", "evaluate"}
@@ -315,40 +238,16 @@ def test_a_configs_xla_level_reaches_its_programs_and_separates_them():
         _tiny(xla_opt_level=4)
 
 
-def test_a_large_run_trains_alone_with_its_tasks_split_and_stores_the_unsplit_numbers_up_to_round_off(
-    store, monkeypatch
-):
-    """A config that ``devices.shard_count`` splits trains in a worker of two host devices, before the rest; its
-    numbers equal the unsplit run's up to float32 round-off, and a config below the threshold is untouched."""
-
-    large, small = _tiny(), _tiny(masks="01;1", distribution="continuous")
-    runner.train_or_load(S, [large], workers=1, log=lambda _: None)
-    unsplit = runner.load(S, large)
-    monkeypatch.setattr(devices, "shard_count", lambda section, cfg: 2 if cfg == large else 1)
-    lines = []
-    runner.train_or_load(S, [small, large], force=True, workers=1, log=lines.append)
-    split_lines = [line for line in lines if line.startswith("[worker 0]")]
-    assert "[devices] every meta-batch sharded over 2 cpu device(s)" in split_lines[0]
-    assert any("[train]" in line for line in lines if not line.startswith("[worker"))  # the small one, here
-    assert lines.index(split_lines[0]) < min(
-        i for i, line in enumerate(lines) if "[train]" in line and "worker" not in line
-    )
-    split = runner.load(S, large)
-    assert set(split) == set(unsplit)
-    for name in unsplit:
-        np.testing.assert_allclose(split[name], unsplit[name], rtol=2e-3, atol=1e-5, err_msg=name)
-
-
 # --------------------------------------------------------------------------------------------- faults
 
 CHILD = """
 import json, sys
-from compgen import runner
+from compgen import dispatch
 from compgen.experiments import teacher_student as ts
 from compgen.section import make_config
 
 configs = [make_config(ts.SECTION, "smoke", **fields) for fields in json.loads(sys.argv[1])]
-runner.train_or_load(ts.SECTION, configs, log=lambda line: print(line, flush=True), checkpoint_every=int(sys.argv[2]))
+dispatch.train_or_load(ts.SECTION, configs, log=lambda line: print(line, flush=True), checkpoint_every=int(sys.argv[2]))
 """
 
 
@@ -357,60 +256,6 @@ def _child(fields: list, store, checkpoint_every=0, **env):
     env.pop("COMPGEN_CHECKPOINTS", None)
     args = [sys.executable, "-c", CHILD, json.dumps(fields), str(checkpoint_every)]
     return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie left for a non-reaping init does not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-
-
-def _pids_mentioning(text: str) -> list:
-    """The processes whose command line contains ``text``."""
-    found = []
-    for folder in Path("/proc").iterdir():
-        if folder.name.isdigit():
-            try:
-                if text in (folder / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
-                    found.append(int(folder.name))
-            except OSError:
-                pass
-    return found
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the workers through /proc")
-def test_workers_end_with_their_killed_parent_and_leave_no_job_or_lock_files(tmp_path):
-    jobs, store = tmp_path / "jobs", tmp_path / "store"
-    jobs.mkdir()
-    # two jobs whose first chunk takes many seconds: a worker says nothing for that long (it used to live on until
-    # it printed into the dead parent's pipe)
-    endless = [{**TINY, "seeds": [100], "outer_steps": 10**6, "eval_every": 10**5, "masks": m} for m in ("0;1", "01")]
-    parent = _child(endless, store, checkpoint_every=1, TMPDIR=str(jobs), COMPGEN_WORKERS="2")
-    workers = []
-    try:
-        started = 0
-        for line in parent.stdout:  # until both workers train (each holding its config's lock)
-            started += "[train]" in line
-            if started == 2:
-                break
-        workers = [p for p in _pids_mentioning(str(jobs)) if p != parent.pid]
-        assert len(workers) == 2, workers
-        parent.kill()
-        parent.wait()
-        deadline = time.monotonic() + 5
-        while any(map(_alive, workers)) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not any(map(_alive, workers)), "a worker outlived its parent by 5 s"
-    finally:
-        for pid in [parent.pid, *workers]:
-            if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
-        parent.stdout.close()
-    assert list(jobs.iterdir()) == []  # the job files
-    assert [p for p in store.rglob("*") if p.is_file()] == []  # the locks' files
 
 
 def test_two_processes_asked_for_the_same_config_train_it_once(tmp_path):
@@ -451,29 +296,29 @@ def test_an_unusable_store_or_checkpoint_folder_fails_before_training(tmp_path, 
     for variable, path in (("COMPGEN_RESULTS", blocker), ("COMPGEN_RESULTS", blocker / "sub")):
         monkeypatch.setenv(variable, str(path))
         with pytest.raises(params.ParameterError, match=f"{variable}: cannot write in .*a-file is a file"):
-            runner.train_or_load(S, [cfg], workers=1, log=lines.append)
+            dispatch.train_or_load(S, [cfg], workers=1, log=lines.append)
     monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path / "store"))
     monkeypatch.setenv("COMPGEN_CHECKPOINTS", str(blocker))
     with pytest.raises(params.ParameterError, match="COMPGEN_CHECKPOINTS: .*a-file is a file"):
-        runner.train_or_load(S, [cfg], workers=1, log=lines.append, checkpoint_every=1)
+        dispatch.train_or_load(S, [cfg], workers=1, log=lines.append, checkpoint_every=1)
     assert not any("[train]" in line for line in lines)
-    runner.train_or_load(S, [cfg], workers=1, log=lines.append)  # no checkpoints: the folder is not needed
-    runner.train_or_load(S, [cfg], workers=1, log=lines.append, checkpoint_every=1)  # nothing to train: not checked
+    dispatch.train_or_load(S, [cfg], workers=1, log=lines.append)  # no checkpoints: the folder is not needed
+    dispatch.train_or_load(S, [cfg], workers=1, log=lines.append, checkpoint_every=1)  # nothing to train: not checked
 
 
 READ_ONLY_CHILD = """
 import json, sys
-from compgen import params, runner, section
+from compgen import dispatch, params, section
 from compgen.experiments import teacher_student as ts
 tiny = json.loads(sys.argv[1])
 lines = []
-runner.train_or_load(ts.SECTION, [section.make_config(ts.SECTION, "smoke", **tiny)], workers=1, log=lines.append)
+dispatch.train_or_load(ts.SECTION, [section.make_config(ts.SECTION, "smoke", **tiny)], workers=1, log=lines.append)
 print("trained" if any("[train]" in line for line in lines) else "loaded")
 if sys.argv[2:] == ["first"]:
     sys.exit(0)
 try:
     other = section.make_config(ts.SECTION, "smoke", **{**tiny, "outer_steps": 3})
-    runner.train_or_load(ts.SECTION, [other], workers=1, log=lines.append)
+    dispatch.train_or_load(ts.SECTION, [other], workers=1, log=lines.append)
     print("trained")
 except params.ParameterError as error:
     print("refused:", error)

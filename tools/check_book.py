@@ -172,12 +172,21 @@ def check_figures(page, soup):
     return problems
 
 
+# A line that C++ code (XLA, its compiler, absl logging) wrote to the process's stderr: the slow-compile alarm, or an
+# absl/glog line "E1128 09:30:00.123456  1234 file.cc:56] ...". The kernels leave those in the build's log.
+CPP_LOG = re.compile(r"Very slow compile\?|XLA_FLAGS=--xla_dump_to|\b[EWIF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\]")
+
+
 def check_errors(page, soup):
     problems = []
     for output in soup.select(".cell_output .traceback, .cell_output .error, .cell_output .stderr"):
         text = output.get_text(" ", strip=True)
         if "traceback" in " ".join(output.get("class", [])) or re.search(r"Traceback|Error\b|Exception", text):
             problems.append(Problem(page, "error output", text))
+    for output in soup.select(".cell_output"):
+        found = CPP_LOG.search(output.get_text(" ", strip=True))
+        if found:
+            problems.append(Problem(page, "C++ log line in an output", found.group(0)))
     return problems
 
 

@@ -7,9 +7,10 @@
 # It expects the image's python3 (3.12) with jax (CUDA), flax, optax, numpy, matplotlib, pytest and pytest-xdist,
 # and no internet. compgen is used from this checkout (PYTHONPATH=$PWD/src), not installed. Each step runs under
 # `timeout`, writes its log to $WORK (default /tmp/gpu_check_work) and goes into the summary table printed at the end.
-# $OUT (default /tmp/gpu_check) receives at most four files, as a device machine sends back: summary.md, logs.tgz
-# (every step's log, refreshed every 20 s and after each step), and from the fig2c step paper_fig2c.json and
-# fig2c-store.tgz. The steps, in order:
+# $OUT (default /tmp/gpu_check) receives at most five files, as a device machine sends back: summary.md and
+# gpu_check.json (the same table as a record: with what each step found, written in by hand, it goes to
+# book/records/gpu/, which the book's appendix draws), logs.tgz (every step's log, refreshed every 20 s and after
+# each step), and from the fig2c step paper_fig2c.json and fig2c-store.tgz. The steps, in order:
 #   device   jax's devices, versions, nvidia-smi
 #   wheels   installs .whl/*.whl (the notebook stack, below) into $SITE (default /tmp/site), if the folder exists
 #   probe    tools/compile_probe.py $PROBE_ARGS: the teacher-student paper config (one seed) with its inner loop fused
@@ -44,7 +45,7 @@
 # CHAPTER_TIMEOUT, BENCH_TIMEOUT, PROBE_TIMEOUT, TWIN_TIMEOUT, TESTS (the pytest arguments), CHAPTER, BENCH_ONLY, BENCH_STEPS,
 # FIG2C_ARGS, FIG2C_STORE, PROBE_ARGS, ONLY, TWIN_REFERENCE, TWIN_PYTHON, TWIN_CHAPTERS, TWIN_JOBS, TWIN_WORKERS, PYTHON
 # (default python3).
-# COMPGEN_MATMUL_PRECISION and XLA_FLAGS pass through (README, "Running on a GPU"). Exit status: 0 if no step
+# COMPGEN_MATMUL_PRECISION and XLA_FLAGS pass through (book/running.py, "On a GPU"). Exit status: 0 if no step
 # failed or timed out.
 #
 # The notebook stack as wheels (.whl/ is in .gitignore; the device tool carries it with carry=[".whl"]): on a machine
@@ -391,6 +392,21 @@ pack_logs
   done
   printf '| %-8s | %-32s | %7s |\n' total "" "$((SECONDS - START))"
 } | tee "$OUT/summary.md"
+
+# The record of this check (book/records/gpu/, compgen.figures.running.gpu_checks), "found" left for a person to fill
+for i in "${!STEPS[@]}"; do printf '%s\t%s\t%s\n' "${STEPS[$i]}" "${STATUS[$i]}" "${TIMES[$i]}"; done |
+  COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$PYTHON" -c '
+import datetime, json, os, sys
+try:
+    import jax, flax
+    device, versions = jax.devices()[0].device_kind, (jax.__version__ + " (" + jax.default_backend() + ")", flax.__version__)
+except Exception as error:  # the record still says which steps ran
+    device, versions = f"unknown ({error})", ("unknown", "unknown")
+steps = [dict(zip(("step", "status", "seconds"), line.rstrip("\n").split("\t"))) for line in sys.stdin]
+steps = [{**s, "seconds": float(s["seconds"]), "found": ""} for s in steps]
+record = {"device": device, "date": datetime.date.today().isoformat(), "code": "compgen@" + os.environ["COMMIT"],
+          "jax": versions[0], "flax": versions[1], "how": "`tools/gpu_check.sh` in one call", "steps": steps}
+print(json.dumps(record, indent=1))' >"$OUT/gpu_check.json" 2>"$WORK/record.log" || echo "gpu_check.json: not written ($WORK/record.log)"
 
 for s in "${STATUS[@]}"; do
   [[ $s == ok || $s == skipped* ]] || exit 1

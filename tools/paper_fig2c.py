@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import results, runner, section
+from compgen import dispatch, results, section
 from compgen.experiments import teacher_student as ts
 from compgen.figures import records
 from compgen.tasks import support
@@ -90,7 +90,7 @@ def main(argv=None) -> int:
     store = results.Store.default()
     start = time.perf_counter()
     stamp = lambda line: print(f"[{time.perf_counter() - start:7.1f} s] {line}", flush=True)
-    runner.train_or_load(
+    dispatch.train_or_load(
         ts.SECTION, [c for _, c in chosen], store, backend="local", checkpoint_every=args.checkpoint_every, log=stamp
     )
     record = {

@@ -554,7 +554,7 @@ def train_ours(chapter: str, preset: str, seed_sets, workers=None, train=True, f
     """Ours at the matched world: {seed set: {config: output or None}}, the configs of ``figures`` and ``models``
     (default: all) trained or loaded by the runner when ``train``, every other config loaded from the store if it is
     there."""
-    from compgen import runner
+    from compgen import dispatch, runner
 
     found = {}
     for seeds in seed_sets:
@@ -563,7 +563,7 @@ def train_ours(chapter: str, preset: str, seed_sets, workers=None, train=True, f
         chosen = [c for f, cs in by_figure.items() if train and f in (figures or by_figure) for c in cs]
         chosen = [c for c in chosen if not models or getattr(c, "model", None) in models]
         chosen = list(dict.fromkeys(chosen))  # a config shared by two figures trains once
-        outputs = dict(zip(chosen, runner.train_or_load(sec, chosen, workers=workers))) if chosen else {}
+        outputs = dict(zip(chosen, dispatch.train_or_load(sec, chosen, workers=workers))) if chosen else {}
         stored = lambda c: runner.load(sec, c, log=lambda _: None)
         found[",".join(map(str, seeds))] = {c: outputs[c] if c in outputs else stored(c) for c in configs}
     return found

@@ -10,7 +10,7 @@ device's (``memory_stats``) where it reports one, else the process's peak reside
 Every paper case runs with glibc's transparent huge pages (:mod:`compgen.allocator`), as ``compgen-cli``
 and ``make`` run the paper's sizes. The paper rows of the hyperteacher (and some of the other sections) are measured
 twice: as a plain process runs them (one XLA device), and with each meta-batch sharded over one CPU host device per
-core, as :func:`compgen.runner.train_or_load` trains a paper-sized run by default
+core, as :func:`compgen.dispatch.train_or_load` trains a paper-sized run by default
 (:func:`compgen.devices.shard_tasks`) and tcmalloc preloaded if it is installed (Debian:
 ``libtcmalloc-minimal4``). XLA's CPU kernels run most of a step's per-task batched products on one core, so the
 split is what uses a multi-core CPU.
@@ -18,13 +18,19 @@ split is what uses a multi-core CPU.
     python -m compgen.bench            # the table
     python -m compgen.bench --only "hyperteacher anil" --steps 50   # some cases, chunks of at most 50 outer steps
     python -m compgen.bench --case "hyperteacher anil paper (M=4, K=2)"   # one case, as JSON
+    python -m compgen.bench --record      # the table, and this run's step times as a record (book/records/steps/)
     python -m compgen.bench --book book   # where an executed book's time went, per chapter
+    python -m compgen.bench --book book --store S --record   # that, recorded (book/records/book_time.json)
     python -m compgen.bench --profile "preferences hnet_linear quick"   # one case's XLA thunks, by kind
 
 ``--profile`` runs one chunk of a case under JAX's profiler and groups the thunks XLA's CPU runtime executed by
 kind (:func:`op_profile`): how many per outer step and how long they took, so a step far below the GEMM rate shows
 whether its time goes to matrix products or to the many small operations around them. Tracing slows the step (the
 table gives both times), small thunks most.
+
+The records under ``book/records/`` are what the book's appendix ("Running it yourself",
+:mod:`compgen.figures.running`) draws: the authors' step times and ours per device (:func:`step_records`; a run prints
+those taken on its kind of device beside its rows) and the last measured build (:func:`book_time_record`).
 
 ``--book`` reads the executed notebooks (papermill records each cell's duration) and the results store: the runs a
 chapter trained are those stored while it executed, and each run records its seconds of compilation, set-up,
@@ -46,7 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import allocator, storage, timing
+from compgen import allocator, results, storage, timing
 
 SHARD_SUFFIX = ", tasks sharded"  # cases run with the meta-batch sharded over one host device per core
 CASES = {
@@ -81,63 +87,30 @@ for _section in ("preferences", "goals"):
         CASES[f"{_section} {_model} paper{SHARD_SUFFIX}"] = (_section, "paper", _model, {"seeds": (2020,)}, 2, 2)
     for _model in ("hnet_linear", "hnet_deepmlp", "anil", "maml"):
         CASES[f"{_section} {_model} quick"] = (_section, "quick", _model, {"seeds": (2020,)}, 20, 3)
-# The authors' implementation at the paper configuration, measured on this project's idle 2-core machine, alternating
-# with our code per case, each in its own process (issue 24): {section and model: (seconds per outer step, their data
-# sampling included, peak resident GB)}, the mean of two passes. Their code (smonsays/modular-hyperteacher at
-# fd5d3eb, with the modules its fork leaves out taken from smonsays/metax at 27f2886; import lines trimmed, nothing
-# else changed) ran on the same jax/jaxlib 0.10.2: an outer step is the next meta-batch from their loader plus
-# their jitted `FewshotExperiment.step`, median of 3 after one warm-up. Their sampling runs outside their jitted
-# step, so it is added; ours runs inside the step.
-AUTHORS = {
-    "hyperteacher hnet_linear": (2.27, 2.7),
-    "hyperteacher anil": (15.1, 8.6),
-    "hyperteacher maml": (14.9, 14.1),
-    "preferences hnet_linear": (1.42, 1.7),
-    "preferences anil": (23.5, 11.3),
-    "goals hnet_linear": (0.61, 1.4),
-    "goals anil": (14.0, 2.2),
-}
-AUTHORS_MACHINE = "measured 2026-11-25 on a 2-core CPU whose 1024² GEMM read 357-485 GFLOP/s in the same session"
-AUTHORS_GEMM = (357.0, 485.0)  # that machine's GEMM readings (our cases' column) during the authors' runs, GFLOP/s
-COMPARABLE = 0.15  # a ratio is printed only where this run's GEMM is within 15 % of that reading (the spread of runs)
-# The authors' figures on a GPU, in seconds per step and peak device GB, as above; provenance in AUTHORS_H100_MACHINE.
-AUTHORS_H100 = {
-    "hyperteacher hnet_linear": (0.0121, 1.7),
-    "hyperteacher anil": (0.0490, 8.2),
-    "hyperteacher maml": (0.0522, 13.9),
-    "preferences hnet_linear": (0.0083, 0.9),
-    "preferences anil": (0.0710, 11.3),
-    "goals hnet_linear": (0.0080, 0.6),
-    "goals anil": (0.0480, 1.6),
-}
-AUTHORS_H100_MACHINE = (
-    "measured 2026-11-26 on one NVIDIA H100 80GB HBM3 with jax 0.11.2 (CUDA): their jitted FewshotExperiment.step in "
-    "their own training loop (asynchronous dispatch), the median per step over 10, their data sampling included; peak "
-    "device memory from memory_stats"
-)
-# Ours on that H100 in the same session, at commit 9ef2244, timed in a one-step chunk (median of 3), s per outer step:
-# the earlier reading, printed beside the rows of a run on an H100 for comparison.
-OURS_H100_9EF2244 = {
-    "hyperteacher hnet_linear": 0.0139,
-    "hyperteacher anil": 0.0229,
-    "hyperteacher maml": 0.0588,
-    "preferences hnet_linear": 0.0186,
-    "preferences anil": 0.0215,
-    "goals hnet_linear": 0.0075,
-    "goals anil": 0.0233,
-    "teacher_student": 0.0086,
-}
-# Figures taken elsewhere, by the device they were taken on: a run prints those whose key its device kind
-# (jax.devices()[0].device_kind: "cpu" on any CPU) contains, case aside (:func:`on_device`).
-AUTHORS_BY_DEVICE = {"cpu": (AUTHORS, AUTHORS_MACHINE), "H100": (AUTHORS_H100, AUTHORS_H100_MACHINE)}
-EARLIER_BY_DEVICE = {"H100": ("9ef2244", OURS_H100_9EF2244)}
+# Step times taken elsewhere (the authors' code on the same machines, our earlier readings) are data records under
+# RECORDS/steps/, one file per code, device and session (:func:`step_records`); a run prints those taken on its kind of
+# device beside its own rows and, with --record, writes its own. The book's appendix page draws them.
+RECORDS = Path("book/records")  # relative to the repository root, where `make bench` runs
+COMPARABLE = 0.15  # a CPU ratio is printed only where this run's GEMM is within 15 % of the record's (their spread)
 ACCELERATOR_STEPS = 100  # the timed chunk's default cap on a GPU or TPU, where a paper step takes milliseconds
 
 
-def on_device(figures: dict, kind: str):
-    """The entry of ``figures`` (:data:`AUTHORS_BY_DEVICE`, :data:`EARLIER_BY_DEVICE`) whose key the device kind
-    ``kind`` contains, case aside, else ``None``."""
-    return next((value for key, value in figures.items() if key.lower() in kind.lower()), None)
+def step_records(folder=None) -> list[dict]:
+    """The step-time records under ``folder``/steps (default :data:`RECORDS`), oldest first. A record is one code's
+    figures on one device in one session: ``who`` ("authors" or "compgen"), ``device`` (a text that the device kind
+    of a run on that device contains, case aside: "cpu", "H100"), ``date``, ``code`` (repository@commit), ``how``
+    (how it was measured, in words), ``gemm_gflops`` (on a CPU the ``[low, high]`` GEMM readings of that session,
+    else ``None``) and ``rows``: ``{key: {"s_per_step", "peak_gb", ...}}``, keyed by the bench's case name (ours) or
+    by "section model" (:func:`figure_key`, the authors')."""
+    folder = Path(RECORDS if folder is None else folder) / "steps"
+    return sorted((json.loads(path.read_text()) for path in folder.glob("*.json")), key=lambda r: r["date"])
+
+
+def on_device(records: list, who: str, kind: str):
+    """The newest of ``records`` (:func:`step_records`) by ``who`` taken on a device of kind ``kind``
+    (``jax.devices()[0].device_kind``: "cpu" on any CPU), else ``None``."""
+    found = [r for r in records if r["who"] == who and r["device"].lower() in kind.lower()]
+    return found[-1] if found else None
 
 
 def chunk_steps(cfg, cap: int) -> int:
@@ -356,31 +329,32 @@ def run_case(name, cap=None):
     return result
 
 
-def _figure_key(name):
-    """Case ``name``'s key in the figures taken elsewhere ("section model", or the section without models), or
-    ``None`` if it is not at the paper configuration (plain, or sharded as ``compgen-cli`` trains a paper run)."""
+def figure_key(name):
+    """Case ``name``'s key in the authors' records ("section model", or the section without models), or ``None`` if
+    it is not at the paper configuration (plain, or sharded as ``compgen-cli`` trains a paper run)."""
     section, preset, model = CASES[name][:3]
     return " ".join(filter(None, (section, model))) if preset == "paper" else None
 
 
-def authors(name, kind="cpu"):
-    """The authors' ``(s per step, peak GB)`` for a paper-configuration case on a device of kind ``kind``
-    (:data:`AUTHORS_BY_DEVICE`), else ``None``."""
-    found = on_device(AUTHORS_BY_DEVICE, kind)
-    return None if found is None else found[0].get(_figure_key(name))
+def authors(name, kind="cpu", records=None):
+    """The authors' record on a device of kind ``kind`` and their row for the paper-configuration case ``name``
+    (``s_per_step``, ``peak_gb``), else ``None``."""
+    record = on_device(step_records() if records is None else records, "authors", kind)
+    row = None if record is None else record["rows"].get(figure_key(name))
+    return None if row is None else (record, row)
 
 
-def earlier(name, kind):
-    """``(commit, s per step)``: our earlier reading of a paper-configuration case on a device of kind ``kind``
-    (:data:`EARLIER_BY_DEVICE`), else ``None``."""
-    commit, figures = on_device(EARLIER_BY_DEVICE, kind) or (None, {})
-    seconds = figures.get(_figure_key(name))
-    return None if seconds is None else (commit, seconds)
+def earlier(name, kind, records=None):
+    """Our newest record on a device of kind ``kind`` and its row for case ``name``, else ``None``."""
+    record = on_device(step_records() if records is None else records, "compgen", kind)
+    row = None if record is None else record["rows"].get(name)
+    return None if row is None else (record, row)
 
 
-def comparable(gemm_gflops) -> bool:
-    """Whether a run whose GEMM read ``gemm_gflops`` ran on a machine as fast as the authors' figures' machine."""
-    low, high = AUTHORS_GEMM
+def comparable(gemm_gflops, record) -> bool:
+    """Whether a run whose GEMM read ``gemm_gflops`` ran on a machine as fast as the one of the CPU ``record``, whose
+    GEMM read ``record["gemm_gflops"]`` (low, high) while its figures were taken."""
+    low, high = record["gemm_gflops"]
     return low * (1 - COMPARABLE) <= gemm_gflops <= high * (1 + COMPARABLE)
 
 
@@ -388,39 +362,82 @@ def _seconds(s):
     return f"{s:.2f}" if s >= 0.1 else f"{s:.4f}"
 
 
-def _authors_cells(name, s_per_step, gemm_gflops, kind="cpu"):
-    """The authors' figure on this kind of device and the ratio authors ÷ ours, and on a device with an earlier
-    reading of ours (:data:`EARLIER_BY_DEVICE`) that reading. An accelerator's kind names its chip; a CPU's does not,
-    so on a CPU the ratio is left out where this machine's GEMM differs from that of the authors' figures."""
-    found = authors(name, kind)
+def _authors_cells(name, s_per_step, gemm_gflops, kind="cpu", records=None):
+    """The authors' figure on this kind of device and the ratio authors ÷ ours, and where we have a record on this
+    kind of device (:func:`earlier`) its reading. An accelerator's kind names its chip; a CPU's does not, so on a CPU
+    the ratio is left out where this machine's GEMM differs from that of the authors' record."""
+    records = step_records() if records is None else records
+    found = authors(name, kind, records)
     if found is None:
         cells = f"{'–':>24s} | {'–':>14s}"
     else:
-        seconds, memory = found
-        same = comparable(gemm_gflops) or "cpu" not in kind.lower()
-        ratio = f"{seconds / s_per_step:13.2f}×" if same else f"{'– (GEMM ≠)':>14s}"
-        cells = f"{f'{_seconds(seconds)} ({memory:.1f} GB)':>24s} | {ratio}"
-    if on_device(EARLIER_BY_DEVICE, kind) is not None:
-        reading = earlier(name, kind)
-        cells += f" | {_seconds(reading[1]) if reading else '–':>29s}"
+        record, row = found
+        same = "cpu" not in kind.lower() or comparable(gemm_gflops, record)
+        ratio = f"{row['s_per_step'] / s_per_step:13.2f}×" if same else f"{'– (GEMM ≠)':>14s}"
+        theirs = f"{_seconds(row['s_per_step'])} ({row['peak_gb']:.1f} GB)"
+        cells = f"{theirs:>24s} | {ratio}"
+    if on_device(records, "compgen", kind) is not None:
+        reading = earlier(name, kind, records)
+        cells += f" | {_seconds(reading[1]['s_per_step']) if reading else '–':>29s}"
     return cells
 
 
-def table_header(kind):
+def step_record(measured: dict, kind: str, command: str) -> dict:
+    """This run's step-time record (:func:`step_records`): ``measured`` is ``{case name: run_case's result}``."""
+    cpu = "cpu" in kind.lower()
+    rows = {}
+    for name, r in measured.items():
+        peak = r["peak_rss_gb"] if cpu else r["peak_device_gb"]
+        rows[name] = {
+            "s_per_step": r["s_per_step"],
+            "peak_gb": peak,
+            "compile_s": r["compile_s"],
+            "runs": r["runs"],
+            "chunk_steps": r["chunk_steps"],
+            "gemm_gflops": r["gemm_gflops"],
+        }
+    gemm = [r["gemm_gflops"] for r in measured.values()]
+    return {
+        "who": "compgen",
+        "device": "cpu" if cpu else kind,
+        "date": datetime.date.today().isoformat(),
+        "code": f"compgen@{results._git_commit()}",
+        "how": f"`{command}` on {os.cpu_count()} cores of {kind}: each case in its own process, the median per outer "
+        "step over its timed chunks after an untimed one; peak memory " + ("resident" if cpu else "of the device"),
+        "gemm_gflops": [min(gemm), max(gemm)] if cpu else None,
+        "rows": rows,
+    }
+
+
+def write_record(record: dict, path: Path) -> None:
+    """Write ``record`` as indented JSON at ``path`` (its folder made)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, default=str) + "\n")
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+
+
+def _commit(record) -> str:
+    return record["code"].rpartition("@")[2][:7]
+
+
+def table_header(kind, records=None):
     """The table's header on a device of kind ``kind``: the peak memory column is the device's on an accelerator,
-    and a column of our earlier reading is added where there is one (:data:`EARLIER_BY_DEVICE`)."""
+    and a column of our last recorded reading is added where there is one (:func:`earlier`)."""
     peak = "peak RSS GB" if "cpu" in kind.lower() else "peak dev GB"
     header = (
         f"| {'case':56s} | runs | chunk | s/outer step | s/run-step | compile s | {peak} | GFLOP/s | GEMM GFLOP/s "
         "| batched GEMM GFLOP/s | authors s/step (peak GB) | authors ÷ ours |"
     )
-    found = on_device(EARLIER_BY_DEVICE, kind)
+    found = on_device(step_records() if records is None else records, "compgen", kind)
     if found is not None:
-        header += f" ours at {found[0]}, 1-step chunk |"
+        header += f" ours at {_commit(found)} ({found['date']}) |"
     return header
 
 
-def table_row(name, r, kind):
+def table_row(name, r, kind, records=None):
     """Case ``name``'s row from its result ``r`` (:func:`run_case`) on a device of kind ``kind``."""
     peak = r["peak_rss_gb"] if "cpu" in kind.lower() else r["peak_device_gb"]  # None: the device reports none
     peak = float("nan") if peak is None else peak
@@ -428,31 +445,28 @@ def table_row(name, r, kind):
         f"| {name:56s} | {r['runs']:4d} | {r['chunk_steps']:5d} | {r['s_per_step']:12.4f} "
         f"| {r['s_per_step'] / r['runs']:10.4f} | {r['compile_s']:9.1f} | {peak:11.2f} | {r['gflops']:7.1f} "
         f"| {r['gemm_gflops']:12.1f} | {r['batched_gemm_gflops']:20.1f} "
-        f"| {_authors_cells(name, r['s_per_step'], r['gemm_gflops'], kind)} |"
+        f"| {_authors_cells(name, r['s_per_step'], r['gemm_gflops'], kind, records)} |"
     )
 
 
-def table_notes(kind):
+def table_notes(kind, records=None):
     """What the table's figures taken elsewhere are, on a device of kind ``kind``."""
-    found = on_device(AUTHORS_BY_DEVICE, kind)
+    records = step_records() if records is None else records
+    found = on_device(records, "authors", kind)
     if found is None:
-        return f"\nNo figures of the authors' code were taken on a {kind}."
-    if "cpu" in kind.lower():
-        notes = (
-            f"\nThe authors' figures were {AUTHORS_MACHINE}, with our plain-process step alternating with theirs (a "
-            "sharded row compares them with the sharded step, compgen's default at the paper's sizes). A ratio "
-            "against them is exact only between figures taken in one run on one machine, so it is printed only where "
-            f"this run's GEMM column reads within {COMPARABLE:.0%} of theirs ('– (GEMM ≠)' elsewhere)."
-        )
+        notes = f"\nNo figures of the authors' code were taken on a {kind}."
     else:
-        notes = f"\nThe authors' figures were {found[1]}."
-    reading = on_device(EARLIER_BY_DEVICE, kind)
-    if reading is not None:
-        notes += (
-            f" The last column is our step at commit {reading[0]} on that device in the same session, timed in a "
-            "one-step chunk (the median of 3): the earlier reading, for comparison."
-        )
-    return notes
+        notes = f"\nThe authors' figures ({found['code']}, {found['date']}): {found['how']}."
+        if "cpu" in kind.lower():
+            notes += (
+                " A ratio against them is exact only between figures taken in one session on one machine, so it is "
+                f"printed only where this run's GEMM column reads within {COMPARABLE:.0%} of theirs ('– (GEMM ≠)' "
+                "elsewhere)."
+            )
+    ours = on_device(records, "compgen", kind)
+    if ours is not None:
+        notes += f" The last column is our reading at {_commit(ours)} ({ours['date']}): {ours['how']}."
+    return notes + f" Records: {RECORDS}/steps/."
 
 
 RUN_PARTS = ("compile", "setup", "train", "evaluate")  # where a run's seconds go (compgen.runner.train)
@@ -465,18 +479,30 @@ def _utc(text: str) -> datetime.datetime:
     return moment.astimezone(datetime.timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
 
 
-def book_time(notebooks: Path, store: Path) -> list[dict]:
+def stored_runs(store: Path) -> list[dict]:
+    """Every run of ``store`` that recorded when it was stored: ``key`` (its file's stem), ``section``, ``config``,
+    ``date`` (naive UTC), ``commit``, ``gemm`` (GFLOP/s or ``None``) and its seconds per part of :data:`RUN_PARTS`."""
+    runs = []
+    for sidecar in sorted(Path(store).glob("*/*.json")):
+        entry = json.loads(sidecar.read_text())
+        provenance = entry.get("provenance", {})
+        if "date" in provenance:
+            run = {"key": sidecar.stem, "section": sidecar.parent.name, "config": entry.get("config", {})}
+            run.update(date=_utc(provenance["date"]), commit=provenance.get("git_commit"))
+            run["gemm"] = provenance.get("gemm_gflops")
+            run.update({part: provenance.get("seconds", {}).get(part, 0.0) for part in RUN_PARTS})
+            runs.append(run)
+    return runs
+
+
+def book_time(notebooks: Path, store: Path, runs: list | None = None) -> list[dict]:
     """Per executed notebook of ``notebooks`` (papermill's metadata): ``chapter``, its ``wall`` seconds, the seconds
     of its cells that call ``notebook.train`` (``training_cells``), the number of ``runs`` stored in ``store``
-    while it executed, their process seconds per part of :data:`RUN_PARTS` (summed over the worker processes,
-    which run in parallel) and ``gemm``, the mean GEMM reading (GFLOP/s, :func:`compgen.timing.gemm_gflops`) they
-    recorded (NaN if none did). A run stored without its parts counts in ``runs`` only."""
-    stored = []
-    for sidecar in Path(store).glob("*/*.json"):
-        provenance = json.loads(sidecar.read_text()).get("provenance", {})
-        if "date" in provenance:
-            seconds = {**provenance.get("seconds", {}), "gemm": provenance.get("gemm_gflops")}
-            stored.append((_utc(provenance["date"]), seconds))
+    (or given, :func:`stored_runs`) while it executed, their process seconds per part of :data:`RUN_PARTS` (summed
+    over the worker processes, which run in parallel) and ``gemm``, the mean GEMM reading (GFLOP/s,
+    :func:`compgen.timing.gemm_gflops`) they recorded (NaN if none did). A run stored without its parts counts in
+    ``runs`` only."""
+    stored = stored_runs(store) if runs is None else runs
     rows = []
     for path in sorted(Path(notebooks).glob("*.ipynb")):
         notebook = json.loads(path.read_text())
@@ -484,7 +510,7 @@ def book_time(notebooks: Path, store: Path) -> list[dict]:
         if not run.get("start_time") or not run.get("end_time"):
             continue
         start, end = _utc(run["start_time"]), _utc(run["end_time"])
-        mine = [seconds for date, seconds in stored if start <= date <= end]
+        mine = [r for r in stored if start <= r["date"] <= end]
         training = sum(
             cell.get("metadata", {}).get("papermill", {}).get("duration") or 0.0
             for cell in notebook["cells"]
@@ -492,11 +518,36 @@ def book_time(notebooks: Path, store: Path) -> list[dict]:
         )
         row = {"chapter": path.stem, "wall": (end - start).total_seconds(), "training_cells": training}
         row["runs"] = len(mine)
-        row.update({part: sum(s.get(part, 0.0) for s in mine) for part in RUN_PARTS})
-        readings = [s["gemm"] for s in mine if s.get("gemm")]
+        row.update({part: sum(r[part] for r in mine) for part in RUN_PARTS})
+        readings = [r["gemm"] for r in mine if r["gemm"]]
         row["gemm"] = float(np.mean(readings)) if readings else float("nan")
+        row["preset"] = run.get("parameters", {}).get("preset")
+        row["start"], row["end"] = start.isoformat(), end.isoformat()
         rows.append(row)
     return rows
+
+
+def book_time_record(rows: list[dict], runs: list[dict]) -> dict:
+    """A book-time record (``RECORDS/book_time.json``, the appendix page's): the chapters' :func:`book_time` ``rows``
+    and each run a chapter trained (:func:`stored_runs`, with its ``chapter``), the commit most of them were trained
+    at, the date the build ended and the preset."""
+    chapters = []
+    for r in runs:
+        chapter = next((row["chapter"] for row in rows if _utc(row["start"]) <= r["date"] <= _utc(row["end"])), None)
+        if chapter is not None:
+            chapters.append({**r, "chapter": chapter, "date": r["date"].isoformat()})
+    commits = [r["commit"] for r in chapters if r["commit"]]
+    return {
+        "record": "book_time",
+        "date": max((row["end"] for row in rows), default="")[:10],
+        "code": f"compgen@{max(set(commits), key=commits.count) if commits else 'unknown'}",
+        "preset": next((row["preset"] for row in rows if row["preset"]), None),
+        "cores": os.cpu_count(),
+        "chapters": [
+            {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in row.items()} for row in rows
+        ],
+        "runs": chapters,
+    }
 
 
 def at_budget_machine(seconds: float, gemm: float) -> float:
@@ -505,19 +556,19 @@ def at_budget_machine(seconds: float, gemm: float) -> float:
     return seconds * gemm / BUDGET_GEMM if seconds else 0.0
 
 
-BUDGET_MINUTES = {"chapter": 20.0, "book": 60.0}  # the quick book's training, at BUDGET_GEMM (README, "Presets")
+BUDGET_MINUTES = {"chapter": 20.0, "book": 60.0}  # the quick book's training, at BUDGET_GEMM (README, book/running.py)
 
 
 def budget_problems(rows: list[dict]) -> tuple[list[str], list[str]]:
     """The quick book's time budget against :func:`book_time` ``rows``: ``(exceeded, not_measured)``, one message
     each. Each chapter's training cells, scaled to a machine whose GEMM reads :data:`BUDGET_GEMM` GFLOP/s
     (:func:`at_budget_machine`), must be within ``BUDGET_MINUTES["chapter"]`` and their sum within
-    ``BUDGET_MINUTES["book"]``. A chapter whose runs were all loaded from the store (none trained while it executed),
-    or that recorded no GEMM reading, cannot be measured: the check needs a build from an empty store
-    (``COMPGEN_RESULTS`` pointing to a new folder)."""
+    ``BUDGET_MINUTES["book"]``; a page without training cells costs nothing. A chapter whose runs were all loaded
+    from the store (none trained while it executed), or that recorded no GEMM reading, cannot be measured: the check
+    needs a build from an empty store (``COMPGEN_RESULTS`` pointing to a new folder)."""
     exceeded, not_measured, total = [], [], 0.0
     for row in rows:
-        if row["chapter"] == "results":
+        if row["chapter"] == "results" or not row["training_cells"]:  # a page that trains nothing costs nothing
             continue
         if not row["runs"]:
             not_measured.append(f"{row['chapter']}: not measured: no run was trained while it executed (empty store)")
@@ -607,6 +658,14 @@ def main(argv=None):
         f"({BUDGET_MINUTES['chapter']:.0f} min per chapter, {BUDGET_MINUTES['book']:.0f} in all, at "
         f"{BUDGET_GEMM:.0f} GFLOP/s)",
     )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="write what was measured as a record under --records: the cases' step times (steps/), or with --book "
+        "the book's time (book_time.json; only a build whose every chapter was measured)",
+    )
+    parser.add_argument("--records", metavar="DIR", default=str(RECORDS), help=f"the records (default {RECORDS})")
+    parser.add_argument("--note", default="", help="with --record: what a reader of the record should know of the run")
     parser.add_argument("--profile", choices=sorted(CASES), metavar="CASE", help="one case's XLA thunks, by kind")
     parser.add_argument(
         "--steps",
@@ -618,8 +677,10 @@ def main(argv=None):
     if args.profile:
         print(profile_case(args.profile, args.steps))
         return 0
+    records = step_records(args.records)
     if args.book:
-        rows = book_time(Path(args.book), Path(args.store or storage.results_root()))
+        runs = stored_runs(Path(args.store or storage.results_root()))
+        rows = book_time(Path(args.book), None, runs)
         if not rows:
             print(f"no notebook executed by papermill in {args.book} (make execute)")
             return 0
@@ -628,8 +689,15 @@ def main(argv=None):
             "\nProcess minutes add up the worker processes, which train side by side (one per core), so they can "
             "exceed the training cells' wall minutes. Compilation includes loading programs from JAX's cache."
         )
+        exceeded, not_measured = budget_problems(rows)
+        if args.record:
+            if not_measured:
+                print(f"record: not written, not every chapter was measured ({not_measured[0]})")
+            else:
+                path = Path(args.records) / "book_time.json"
+                write_record({**book_time_record(rows, runs), "note": args.note}, path)
+                print(f"record: {path}")
         if args.check_budget:  # exceeded: exit 1; not measured (runs loaded from the store): said, exit 0
-            exceeded, not_measured = budget_problems(rows)
             for problem in exceeded + not_measured:
                 print(f"budget: {problem}")
             verdict = "EXCEEDED" if exceeded else "not measured" if not_measured else "every chapter within it"
@@ -645,14 +713,25 @@ def main(argv=None):
         f"{tcmalloc() or 'glibc (install libtcmalloc-minimal4 for tcmalloc)'}; every paper case with glibc's "
         f"{allocator.HUGE_PAGES}"
     )
-    header = table_header(kind)
+    header = table_header(kind, records)
     print(f"device: {kind}")
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
+    measured = {}
     for name in selected(args.only, kind):
         r = case_process(name, args.steps)
-        print(table_row(name, r, kind) if isinstance(r, dict) else f"| {name:56s} | failed: {r} |", flush=True)
-    print(table_notes(kind))
+        if isinstance(r, dict):
+            measured[name] = r
+        print(table_row(name, r, kind, records) if isinstance(r, dict) else f"| {name:56s} | failed: {r} |", flush=True)
+    print(table_notes(kind, records))
+    if args.record and measured:
+        record = step_record(measured, kind, " ".join(["python -m compgen.bench", *(argv or sys.argv[1:])]))
+        record["how"] += f"; {args.note}" if args.note else ""
+        path = (
+            Path(args.records) / "steps" / f"compgen-{_slug(record['device'])}-{record['date']}-{_commit(record)}.json"
+        )
+        write_record(record, path)
+        print(f"record: {path}")
     return 0
 
 

@@ -183,13 +183,13 @@ def _run(args):
         from compgen import devices  # before the section's import starts jax's backend: XLA reads the flag then
 
         os.environ["XLA_FLAGS"] = devices.xla_flags_with_host_devices(os.cpu_count() or 1)
-    from compgen import runner
+    from compgen import dispatch, runner
     from compgen.figures import summary_table
 
     try:
         sec, configs = _configs(args)
         runner.checkpoint_interval(args.checkpoint_every)
-        runner.check_environment()
+        dispatch.check_environment()
     except params.ParameterError as error:
         raise _fail(error) from None
     if args.restart:
@@ -205,11 +205,11 @@ def _run(args):
                     f"[devices] every meta-batch sharded over {jax.local_device_count()} {jax.default_backend()} "
                     "device(s)"
                 )
-                outputs = runner.train_or_load(
+                outputs = dispatch.train_or_load(
                     sec, configs, force=args.force, workers=1, checkpoint_every=args.checkpoint_every
                 )
         else:
-            outputs = runner.train_or_load(sec, configs, force=args.force, checkpoint_every=args.checkpoint_every)
+            outputs = dispatch.train_or_load(sec, configs, force=args.force, checkpoint_every=args.checkpoint_every)
     except params.ParameterError as error:  # refused before training (compgen.memory), here or in a worker
         raise _fail(error) from None
     except runner.TrainingDiverged as error:
@@ -230,10 +230,10 @@ def _run(args):
 def _store(args):
     """Per section: how many stored runs this code would load (current) and how many it never will (stale:
     computed by other code, whose fingerprint differs), and, with ``--remove-stale``, delete the stale ones."""
-    from compgen import catalog, results, runner
+    from compgen import catalog, dispatch, results
 
     try:
-        runner.check_environment()
+        dispatch.check_environment()
         store = results.Store.default()
         if store.root.exists() and not store.root.is_dir():
             raise params.ParameterError(f"COMPGEN_RESULTS names {store.root}, which is a file, not a folder")

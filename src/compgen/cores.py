@@ -18,8 +18,8 @@ computed what one-core workers compute: every quick config on seeds 31-33 traine
 arrays bit for bit as the record trained by unpinned workers at the same code (``results/`` at 98d74f6), the
 teacher-student's evaluation losses apart (at most 5e-7 relative).
 
-So :func:`compgen.runner.run_workers` starts each worker on a core of its own (:func:`shares`), and
-:func:`compgen.runner.train_or_load` trains even a lone config in such a worker, so that a config's numbers do not
+So :func:`compgen.backends.workers.run_workers` starts each worker on a core of its own (:func:`shares`), and
+:func:`compgen.dispatch.train_or_load` trains even a lone config in such a worker, so that a config's numbers do not
 depend on what else trains beside it. Giving a worker more cores once its pool exists gains nothing (its pool keeps
 its one thread). ``COMPGEN_PIN_WORKERS=0`` turns this off.
 """

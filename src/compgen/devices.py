@@ -8,7 +8,7 @@
   are averaged. This helps one large run, e.g. the paper's configuration on a multi-core CPU, where XLA
   otherwise runs most of a step's small per-task products on one core. The numbers equal one device's up to
   float32 round-off (the mean over tasks is summed in another order).
-* :func:`shard_count` decides, from a config alone, whether :func:`compgen.runner.train_or_load` shards its tasks by
+* :func:`shard_count` decides, from a config alone, whether :func:`compgen.dispatch.train_or_load` shards its tasks by
   default: on a CPU with several cores, a config of at least :data:`SHARD_MIN_FLOP` per seed and step (the paper's
   sizes, none of the quick ones) trains alone in a worker process with one host device per core. Because the rule
   reads only the config and the machine, a run's numbers do not depend on what else is trained beside it.
@@ -50,7 +50,7 @@ def task_mesh():
 # FLOP per seed and outer step (the section's analytic cost) from which a run trains alone with its tasks sharded. The
 # quick presets stay below 1.5e9 and the paper's configurations start at 4.9e9 (teacher-student). On 2 cores sharding
 # made paper steps 1.1-1.7x faster (goals' linear hnet level), and two plain runs side by side had the throughput of
-# two sharded runs one after the other (README, "On a multi-core CPU").
+# two sharded runs one after the other.
 SHARD_MIN_FLOP = 3e9
 SHARD_ENV = "COMPGEN_SHARD_TASKS"  # "0" turns the default sharding off, "1" (or unset) keeps it; nothing else
 
@@ -62,7 +62,7 @@ def paper_sized(section, cfg) -> bool:
 
 
 def shard_count(section, cfg, cores=None, backend=None) -> int:
-    """Over how many CPU host devices :func:`compgen.runner.train_or_load` shards ``cfg``'s tasks by default: the
+    """Over how many CPU host devices :func:`compgen.dispatch.train_or_load` shards ``cfg``'s tasks by default: the
     number of cores if the backend is a CPU with several, the config costs at least :data:`SHARD_MIN_FLOP` per seed
     and step, its ``meta_batch`` is a multiple of the cores and ``$COMPGEN_SHARD_TASKS`` is not ``0``; else 1."""
     cores = (os.cpu_count() or 1) if cores is None else cores

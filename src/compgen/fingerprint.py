@@ -2,8 +2,9 @@
 
 Those modules are the **import closure** of the module that defines the section (:func:`closure`): every library
 module it imports, at the top or inside a function, and every module they import in turn. The engine
-(:mod:`compgen.runner`), the results store, logging and the figures sit outside that closure, so editing them keeps
-every stored run valid; a test traces a training step and checks that every library file it executes is inside.
+(:mod:`compgen.runner`, :mod:`compgen.dispatch` and :mod:`compgen.backends`), the results store, logging and the
+figures sit outside that closure, so editing them keeps every stored run valid; a test traces a training step and
+checks that every library file it executes is inside.
 
 Each module enters as its syntax tree without docstrings and without its top-level ``PRESETS`` assignment
 (:func:`code_text`), written out the same way by every Python version, so prose, comments and preset tables can

@@ -1,7 +1,7 @@
 """What a chapter's notebook calls before its figures: check its parameters, then train or load its runs.
 
 :func:`train` builds every config of a section's figures at a preset (:func:`compgen.section.figure_configs`),
-trains or loads them (:func:`compgen.runner.train_or_load`) and returns them as :class:`Runs`, which the figure
+trains or loads them (:func:`compgen.dispatch.train_or_load`) and returns them as :class:`Runs`, which the figure
 functions of :mod:`compgen.figures` read; :func:`stored` gives the runs a store holds without training.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from compgen import catalog, runner, section
+from compgen import catalog, dispatch, runner, section
 
 
 @dataclass
@@ -75,7 +75,7 @@ def chapter_configs(section_name: str, preset: str, seeds=None, figures=None, **
 def train(
     section_name: str, preset: str = "quick", seeds=None, force=False, figures=None, log=print, store=None, **overrides
 ) -> Runs:
-    """Train (or load) every run of a section's figures at ``preset`` (:func:`compgen.runner.train_or_load`, into
+    """Train (or load) every run of a section's figures at ``preset`` (:func:`compgen.dispatch.train_or_load`, into
     ``store``, default :meth:`compgen.results.Store.default`) and return them as :class:`Runs`.
 
     Progress lines go to ``log`` while training; a last line says how many runs were trained and how long it
@@ -89,7 +89,7 @@ def train(
     configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
     stored = 0 if force else sum(store.paths(sec, c)[0].exists() for c in configs)
     start = time.perf_counter()
-    outputs = dict(zip(configs, runner.train_or_load(sec, configs, store, force=force, log=log)))
+    outputs = dict(zip(configs, dispatch.train_or_load(sec, configs, store, force=force, log=log)))
     wall = time.perf_counter() - start
     log(
         f"[{section_name}] {len(configs)} config(s): {len(configs) - stored} trained, {stored} loaded from the "

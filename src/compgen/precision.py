@@ -16,7 +16,7 @@ processes, the benchmark's cases and a notebook's kernel inherit the environment
 The variable is read once, when ``compgen`` is imported, and only when it is set does compgen import JAX there
 and change its configuration. Any other value, or one that contradicts a ``JAX_DEFAULT_MATMUL_PRECISION`` set
 beside it, changes nothing there and is a :class:`compgen.params.ParameterError` naming the variable when the engine
-checks its environment (:func:`compgen.runner.check_environment`: before anything loads or trains, so the command
+checks its environment (:func:`compgen.dispatch.check_environment`: before anything loads or trains, so the command
 line reports it in one line). The precision
 a run was computed at is stored in its provenance (``matmul_precision``: JAX's setting where it ran, ``default``
 when unset); it is not part of the run's key in the results store.
@@ -66,7 +66,7 @@ def apply(env=None) -> str | None:
 
 def apply_at_import() -> None:
     """:func:`apply` as ``import compgen`` runs it: a bad value changes nothing here (the engine refuses it in one
-    line before it trains, :func:`compgen.runner.check_environment`)."""
+    line before it trains, :func:`compgen.dispatch.check_environment`)."""
     from compgen import params
 
     try:

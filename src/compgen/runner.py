@@ -1,65 +1,43 @@
-"""The engine: train a section's configs, one compiled program per config, and keep the results.
+"""The training loop: train a section's configs in this process and keep their results in a store.
 
-:func:`train_or_load` is what notebooks, the command line, sweeps and tools call: results in a
-:class:`compgen.results.Store` are loaded, the rest are trained (by a backend: this process, worker processes - by
-default one per CPU core -, one thread per device, or Ray tasks) and stored. Every config is trained by its own
-program - its seeds vmapped, its outer steps a ``lax.scan``, ``eval_every`` steps per call (:func:`run_steps`) - so
-the numbers stored for a config do not depend on what else was trained, by how many workers, or through which entry
-point. Configs of equal shapes share the jitted program (same process) or the persistent compilation cache (other
-processes), so a figure's splits or seeds compile once. A config at the paper's sizes trains alone in a worker that
-shards its tasks over every CPU core (:func:`compgen.devices.shard_count` decides from the config and the machine
-only); otherwise each worker runs on a core of its own (:mod:`compgen.cores`), so that every worker computes with a
-one-thread pool: on a CPU, XLA splits some operations over the threads a process may use, and a process with more
-cores can compute other numbers for a few configs (:mod:`compgen.cores` says which).
+Every config is trained by its own program - its seeds vmapped, its outer steps a ``lax.scan``, ``eval_every`` steps
+per call (:func:`run_steps`) - so the numbers stored for a config do not depend on what else was trained, by how many
+processes, or through which entry point. Configs of equal shapes share the jitted program (same process) or the
+persistent compilation cache (other processes), so a figure's splits or seeds compile once; on an accelerator they
+train as lanes of one program (:func:`train_lanes`, :func:`use_lanes`).
 
 Between calls the driver prints a progress line, evaluates, saves a checkpoint if asked
 (:class:`compgen.checkpoint.Checkpointer`) and checks the run: a run whose outer updates have all been
 non-finite for :data:`DIVERGED_STEPS` steps (or a whole call's steps) stops with :class:`TrainingDiverged` and is not
-stored.
+stored. :func:`train_and_store` trains and stores configs holding each one's lock in the store
+(:func:`compgen.storage.lock`), so two processes asked for a config train it once; :func:`load` reads a stored run.
 
-Workers: ``python -m compgen.runner <job.json>`` trains the configs of the section that the job file names (found
-in :data:`compgen.catalog.SECTIONS`, see :func:`run_workers`); it deletes the job file once read and ends when
-its parent process dies. A config is trained under a lock in the store (:func:`compgen.storage.lock`), so two
-processes asked for it train it once; the store and checkpoint folders are checked before anything trains.
+Which process trains what - this one, worker processes, one thread per device, Ray tasks - is decided by
+:func:`compgen.dispatch.train_or_load`, which notebooks, the command line, sweeps and tools call
+(:mod:`compgen.backends`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import dataclasses
-import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-import threading
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from compgen import allocator, catalog, checkpoint, cores, devices, memory, params, precision, results, storage, timing
+from compgen import checkpoint, devices, memory, params, results, storage, timing
 
 DIVERGED_STEPS = 100  # consecutive non-finite outer updates after which a run is stopped
 # A training loss above this stops a run as diverged: every section's losses start below 10 (a half-MSE, a KL or a
 # cross-entropy of standardised targets) and fall from there.
 DIVERGED_LOSS = 1e6
-MAX_WORKERS = 1024  # the most training processes $COMPGEN_WORKERS may ask for (at most one per job is started)
 
 
 class TrainingDiverged(RuntimeError):
     """A run whose outer updates stayed non-finite; it is not stored."""
-
-
-# The errors a worker reports to its driver by name, in the file its job names (``error_file``), raised there again:
-# a config refused before training first, then a diverged run (the errors a user can act on).
-REPORTED_ERRORS = {"ParameterError": params.ParameterError, "TrainingDiverged": TrainingDiverged}
 
 
 def program(section, cfg):
@@ -319,6 +297,9 @@ def flatten_history(history) -> dict:
     return flat
 
 
+# --------------------------------------------------------------------------------------------- train and store
+
+
 def checkpoint_interval(value=None) -> int:
     """Chunks between checkpoints: ``value``, else ``$COMPGEN_CHECKPOINT_EVERY``, else 0 (off)."""
     if value is None:
@@ -326,19 +307,6 @@ def checkpoint_interval(value=None) -> int:
             "COMPGEN_CHECKPOINT_EVERY", 0, ge=0, meaning=" (evaluations between checkpoints, 0 = off)"
         )
     return params.check_int("checkpoint_every", value, ge=0)
-
-
-def check_environment() -> None:
-    """Refuse a bad ``COMPGEN_*`` environment variable before anything is loaded or trained."""
-    params.check_environment_names()
-    params.env_path("COMPGEN_RESULTS")
-    params.env_path("COMPGEN_CHECKPOINTS")
-    checkpoint_interval()
-    default_workers(1)
-    params.env_flag(devices.SHARD_ENV)
-    params.env_flag(cores.PIN_ENV)
-    params.env_flag(LANES_ENV)
-    precision.requested()
 
 
 def train_and_store(section, configs, store, log=print, checkpoint_every=None, force=False, lanes=None):
@@ -397,41 +365,10 @@ def _train_and_store_group(section, configs, store, log, every, force):
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def _train_here(section, configs, store, log, every, force, keep_going) -> dict:
-    """Train and store ``configs`` in this process, group by group (:func:`lane_groups`); ``{config: exception}`` of
-    those that failed (with ``keep_going``; else the first failure raises). A group of lanes that fails otherwise
-    than by divergence (its diverged lanes are known and the others stored) is trained again config by config, so
-    that one failing config does not take its lane siblings with it."""
-    errors = {}
-    for group in lane_groups(section, configs):
-        try:
-            train_and_store(section, group, store, log, every, force)
-            continue
-        except Exception as error:  # noqa: BLE001  (one failing run must not stop the others)
-            if not keep_going:
-                raise
-            failed = [c for c in group if store.load(section, c, log=log) is None]
-            if len(group) == 1 or isinstance(error, TrainingDiverged):
-                errors.update({c: error for c in failed})
-                continue
-            log(f"[train] {len(group)} lanes failed together ({type(error).__name__}: {error}); training each alone")
-        for c in failed:
-            try:
-                train_and_store(section, [c], store, log, every, force)
-            except Exception as error:  # noqa: BLE001
-                errors[c] = error
-    return errors
-
-
 def _store_all(section, trained, store):
     for cfg, (history, seconds) in trained:
         knobs = seconds.pop("knobs")
         store.save(section, cfg, flatten_history(history), seconds["wall"], seconds=seconds, knobs=knobs)
-
-
-# --------------------------------------------------------------------------------------------- many runs
-
-BACKENDS = ("local", "workers", "devices", "ray")
 
 
 def load(section, cfg, store=None, log=print):
@@ -439,384 +376,3 @@ def load(section, cfg, store=None, log=print):
     :meth:`compgen.results.Store.default`), or ``None``."""
     stored = (store or results.Store.default()).load(section, cfg, log=log)
     return None if stored is None else stored[0]
-
-
-def train_or_load(
-    section,
-    configs,
-    store=None,
-    backend: str = "workers",
-    force: bool = False,
-    workers: int | None = None,
-    checkpoint_every=None,
-    log=print,
-    failures: dict | None = None,
-    ray_options: dict | None = None,
-):
-    """Results for each config (a list, in order): dicts of arrays with a leading seed axis.
-
-    Results in ``store`` (a :class:`compgen.results.Store`; default :meth:`~compgen.results.Store.default`) are
-    loaded unless ``force``; the rest are trained by ``backend`` and stored there:
-
-    * ``"local"``: in this process, one config after another;
-    * ``"workers"``: in ``workers`` processes (default one per CPU core, 1 on an accelerator); a config that
-      :func:`compgen.devices.shard_count` shards trains first, alone in one worker with its tasks sharded over
-      that many host devices;
-    * ``"devices"``: one thread per local device, each config on one device;
-    * ``"ray"``: one Ray task per config (``ray_options``: ``address``, ``num_gpus``, ``num_cpus``), each training
-      into a private store and returning its files, so workers need no shared file system.
-
-    Every config is trained by its own program, so its numbers do not depend on the backend. A config whose
-    training fails raises; with ``failures`` (a dict) its error is recorded there (``{config: message}``) instead
-    and its result is ``None``.
-    """
-    if backend not in BACKENDS:
-        raise params.ParameterError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    store = results.Store.default() if store is None else store
-    configs = list(configs)
-    check_environment()  # a bad value fails before anything loads or trains
-    every = checkpoint_interval(checkpoint_every)
-    loaded, todo = {}, []
-    for c in dict.fromkeys(configs):
-        stored = None if force else store.load(section, c, log=log)
-        if stored is None:
-            todo.append(c)
-            continue
-        loaded[c] = stored[0]
-        prov = stored[1]["provenance"]
-        log(
-            f"[results] reusing {section.label(c)}: run {store.paths(section, c)[0].stem} ({prov['date']}, "
-            f"{prov['wall_time_s']:.0f} s on {prov['device']}, commit {prov['git_commit'][:8]})"
-        )
-    if not todo:
-        return [loaded[c] for c in configs]
-    store.check_writable(section, bool(every))  # a store that cannot take the results fails now, not after training
-    timing.gemm_gflops()  # the machine's speed, read before the workers compete for its cores; every run records it
-    errors = {}  # config -> the exception its training raised
-    if backend == "workers":  # a config sharded over every core (devices.shard_count) trains first, alone
-        shards = {c: 1 if devices.task_mesh() is not None else devices.shard_count(section, c) for c in todo}
-        for c in (c for c in todo if shards[c] > 1):
-            run_workers(section, [[c]], 1, store, log, every, shards=shards[c], force=force)
-        rest = [c for c in todo if shards[c] == 1]
-        slots = default_workers(sys.maxsize) if workers is None else workers  # processes this machine runs at once
-        jobs = balance(rest, min(slots, len(rest)), section)
-        # in workers when several run at once, or one job that a worker trains as it would beside others (on a core
-        # of its own, so with the same numbers: compgen.cores)
-        if slots > 1 and (len(jobs) > 1 or cores.shares(slots)):
-            run_workers(section, jobs, slots, store, log, every, force=force)
-        elif rest:
-            errors = _train_here(section, rest, store, log, every, force, keep_going=failures is not None)
-    elif backend == "local":
-        errors = _train_here(section, todo, store, log, every, force, keep_going=failures is not None)
-    elif backend == "devices":
-        log(f"[train] one config per device at a time over {jax.local_device_count()} device(s): {jax.local_devices()}")
-        job = lambda c, job_log: train_and_store(section, [c], store, job_log, every, force)
-        errors = dict(devices.train_on_devices(job, todo, log=log))
-    else:
-        errors = dict(_train_on_ray(section, todo, store, every, log, **(ray_options or {})))
-    if errors and failures is None:
-        raise next(iter(errors.values()))
-    for c in errors:
-        log(f"[train] FAILED {section.label(c)}: {errors[c]}")
-    for c in todo:
-        if c in errors:
-            failures[c] = f"{type(errors[c]).__name__}: {errors[c]}"
-            loaded[c] = None
-            continue
-        stored = store.load(section, c, log=log)
-        if stored is None:
-            raise RuntimeError(
-                f"the run of {c} was not found in the store after training: it was stored "
-                "under another code version (was the library edited during the run?)"
-            )
-        loaded[c] = stored[0]
-    return [loaded[c] for c in configs]
-
-
-def _train_remote(section_name: str, config: dict, checkpoint_every, checkpoints: str) -> dict:
-    """A Ray task: train one config into a private store; returns its files (path in the store -> bytes)."""
-    section = catalog.get(section_name)
-    with tempfile.TemporaryDirectory() as root:
-        store = results.Store(root, checkpoints)
-        train_and_store(section, [section.config_from_dict(config)], store, print, checkpoint_every)
-        return {str(p.relative_to(root)): p.read_bytes() for p in Path(root).rglob("*") if p.is_file()}
-
-
-def store_returned(section, config, files: dict, store, log=print) -> None:
-    """Write the files a remote worker returned for ``config`` into ``store``: only the entry of that config
-    (``<section>/<hash>.result`` and ``.json``; any other name, a path with separators or ``..`` included, is
-    refused), each written atomically, and never over a valid entry already there."""
-    entry, sidecar = store.paths(section, config)
-    expected = {f"{section.name}/{entry.name}": entry, f"{section.name}/{sidecar.name}": sidecar}
-    unexpected = sorted(set(files) - set(expected))
-    if unexpected or not isinstance(files.get(f"{section.name}/{entry.name}"), bytes):
-        raise RuntimeError(
-            f"the worker returned {sorted(files)[:4]} instead of the entry {sorted(expected)} of its config: refused"
-        )
-    if store.load(section, config, log=log) is not None:
-        log(f"[train] {entry} is already stored: kept")
-        return
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    for name in sorted(files, key=lambda n: n.endswith(".json")):  # the .result first: a .json alone is damage
-        if not isinstance(files[name], bytes):
-            raise RuntimeError(f"the worker returned {name} as {type(files[name]).__name__}, not bytes: refused")
-        storage.write_atomic(expected[name], files[name])
-
-
-def _train_on_ray(section, todo, store, every, log, address=None, num_gpus=0, num_cpus=1):
-    """The ``"ray"`` backend of :func:`train_or_load`: ``[(config, error)]`` for the configs that failed."""
-    try:
-        import ray
-    except ImportError:
-        raise RuntimeError("the ray backend needs Ray: pip install 'compgen[cluster]' (or pip install ray)") from None
-    if not ray.is_initialized():
-        ray.init(address=address)
-    task = ray.remote(_train_remote).options(num_gpus=num_gpus, num_cpus=num_cpus)
-    checkpoints = str(store.checkpoints)
-    pending = {task.remote(section.name, dataclasses.asdict(c), every, checkpoints): c for c in todo}
-    failed = []
-    while pending:
-        (ref,), _ = ray.wait(list(pending), num_returns=1)
-        config = pending.pop(ref)
-        try:
-            store_returned(section, config, ray.get(ref), store, log)
-            if store.load(section, config, log=log) is None:
-                raise RuntimeError(
-                    "the worker stored the run under another config hash: is its compgen the same version as the "
-                    "driver's?"
-                )
-        except Exception as error:  # noqa: BLE001
-            lines = str(error).strip().splitlines() or [type(error).__name__]
-            failed.append((config, RuntimeError(lines[-1])))  # a Ray task error ends with the original exception
-            continue
-        log(f"[train] stored {section.label(config)} ({len(todo) - len(pending)}/{len(todo)} done)")
-    return failed
-
-
-def default_workers(n_jobs: int) -> int:
-    """``$COMPGEN_WORKERS`` if set, else one worker per CPU core on a CPU-only machine and 1 with an accelerator;
-    at most ``n_jobs``."""
-    workers = params.env_int("COMPGEN_WORKERS", None, ge=1, le=MAX_WORKERS, meaning=" (training processes at once)")
-    if workers is not None:
-        return min(n_jobs, workers)
-    if jax.default_backend() != "cpu":
-        return 1
-    return max(1, min(n_jobs, os.cpu_count() or 1))
-
-
-def balance(configs, workers: int, section) -> list:
-    """Jobs for ``workers`` processes: same-shape configs together (they share a compiled program), a job of
-    several configs halved while some worker would have none, or while the workers, given the jobs costliest first
-    as :func:`run_workers` gives them, would end more than :data:`BALANCE_SLACK` after an even share of the whole
-    (``section.cost``, or after the costliest config; :func:`makespan`) and halving a job does not end them later
-    (the job whose halves end them soonest), so that no worker trains alone for long at the end. Grouping never
-    changes the numbers, only compilation (a divided group compiles once per process, or loads the persistent
-    cache)."""
-    groups = {}
-    for c in configs:
-        groups.setdefault(section.shape_key(c), []).append(c)
-    jobs = list(groups.values())
-    cost = lambda job: sum(section.cost(c) for c in job)
-    # no schedule ends before an even share, nor before the costliest config
-    bound = max(sum(map(cost, jobs)) / max(workers, 1), max(section.cost(c) for c in configs))
-    halved = lambda i: jobs[:i] + jobs[i + 1 :] + [jobs[i][: len(jobs[i]) // 2], jobs[i][len(jobs[i]) // 2 :]]
-    ends = lambda js: makespan([cost(j) for j in js], workers)
-    while workers > 1:
-        splittable = [i for i in range(len(jobs)) if len(jobs[i]) > 1]
-        filled = len(jobs) >= workers
-        if not splittable or (filled and ends(jobs) <= bound * BALANCE_SLACK):
-            break
-        best = min((halved(i) for i in splittable), key=ends)
-        if filled and ends(best) > ends(jobs):
-            break
-        jobs = best
-    return jobs
-
-
-BALANCE_SLACK = 1.05  # how much later than an even share the last worker may end (:func:`balance`)
-
-
-def makespan(costs, workers: int) -> float:
-    """When the last of ``workers`` ends, given jobs of ``costs`` costliest first, each to the first worker free."""
-    ends = [0.0] * workers
-    for c in sorted(costs, reverse=True):
-        ends[ends.index(min(ends))] += c
-    return max(ends)
-
-
-def _start(section, configs, slot, store, log, checkpoint_every, shards=1, force=False, on_cores=None):
-    handle = tempfile.NamedTemporaryFile("w", prefix="compgen-job-", suffix=".json", delete=False)
-    job = {
-        "section": section.name,
-        "configs": [dataclasses.asdict(c) for c in configs],
-        "store": [str(store.root), str(store.checkpoints)],
-        "gemm_gflops": timing.gemm_gflops(),
-        "checkpoint_every": checkpoint_every,
-        "shards": shards,
-        "force": force,
-        "cores": None if on_cores is None else list(on_cores),  # the worker pins itself to them (compgen.cores)
-        "parent": os.getpid(),
-        "error_file": handle.name + ".error",  # the worker writes {"error": name, "message": text} there
-    }
-    json.dump(job, handle)
-    handle.close()
-    env = dict(os.environ)
-    if shards > 1:  # the worker makes one CPU host device per share of the tasks (read when its jax starts)
-        env["XLA_FLAGS"] = devices.xla_flags_with_host_devices(shards)
-    if any(devices.huge_pages(section, c) for c in configs):  # glibc reads it when the worker starts
-        env = allocator.environment(env)
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-u", "-m", "compgen.runner", handle.name],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-        )
-    except BaseException:
-        os.unlink(handle.name)
-        raise
-
-    last = []  # the worker's last line: what failed, if it failed without reporting an error (REPORTED_ERRORS)
-
-    def forward():
-        for line in proc.stdout:
-            log(f"[worker {slot}] {line.rstrip()}")
-            last[:] = [line.strip()]
-
-    thread = threading.Thread(target=forward, daemon=True)
-    thread.start()
-    return proc, thread, handle.name, last
-
-
-def _stop(proc, grace_s: float = 5.0) -> None:
-    """End a worker: SIGTERM (see :func:`_end_with_parent`), SIGKILL if it is still there after ``grace_s``."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def run_workers(
-    section, jobs, n_workers: int, store, log=print, checkpoint_every=None, poll_s: float = 0.5, shards=1, force=False
-):
-    """Train ``jobs`` (lists of configs) in at most ``n_workers`` processes at once, costliest first, starting the
-    next job whenever a slot frees; with ``shards`` > 1 each process shards its tasks over that many host devices.
-    Each slot's processes run on a core of their own (:func:`compgen.cores.shares`; not when sharded).
-
-    If this process is stopped (an exception, ``KeyboardInterrupt``) its workers are ended; if it dies, they end
-    themselves (:func:`_end_with_parent`). Checkpoints they saved stay; their job files do not."""
-    costs = [sum(section.cost(c) for c in job) for job in jobs]
-    pending = sorted(range(len(jobs)), key=lambda i: -costs[i])
-    running, failed = {}, []  # slot -> (job, proc, thread, file, last line)
-    shares = cores.shares(n_workers) if shards == 1 else None  # a sharded worker uses every core
-    n_workers = max(1, min(n_workers, len(jobs)))  # never more processes (nor slots to look at) than jobs
-    try:
-        while pending or running:
-            for slot in range(n_workers):
-                if slot not in running and pending:
-                    job = pending.pop(0)
-                    on_cores = shares[slot] if shares else None
-                    started = _start(section, jobs[job], slot, store, log, checkpoint_every, shards, force, on_cores)
-                    running[slot] = (job, *started)
-            time.sleep(poll_s)
-            for slot, (_job, proc, thread, name, last) in list(running.items()):
-                if proc.poll() is not None:
-                    thread.join()
-                    Path(name).unlink(missing_ok=True)  # the worker removes it once read
-                    reported = _read_error(name + ".error")
-                    if proc.returncode:
-                        failed.append(reported or ("", last[0] if last else f"exit code {proc.returncode}"))
-                    del running[slot]
-    finally:
-        for _job, proc, _thread, name, _last in running.values():
-            _stop(proc)
-            Path(name).unlink(missing_ok=True)
-            Path(name + ".error").unlink(missing_ok=True)
-    for kind in REPORTED_ERRORS:
-        messages = [message for reported, message in failed if reported == kind]
-        if messages:
-            raise REPORTED_ERRORS[kind]("; ".join(dict.fromkeys(messages)))
-    if failed:
-        raise RuntimeError(f"{len(failed)} training job(s) failed: " + "; ".join(m for _, m in failed))
-
-
-def _read_error(path: str):
-    """``(error name, message)`` a worker reported in ``path`` (then removed), or ``None``."""
-    try:
-        reported = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None
-    finally:
-        Path(path).unlink(missing_ok=True)
-    return reported.get("error", ""), reported.get("message", "")
-
-
-class WorkerStopped(SystemExit):
-    """A worker told to stop (SIGTERM); it ends once unwound, without waiting for a computation under way."""
-
-
-def _end_with_parent(parent: int, grace_s: float = 2.0) -> None:
-    """Make this worker end when its ``parent`` process dies, leaving no temporary file.
-
-    SIGTERM (or SIGINT) raises :class:`WorkerStopped` (once), so a file being written is removed
-    (:func:`compgen.storage.write_atomic`) and the config's lock released. The parent's death sends SIGTERM (Linux:
-    ``PR_SET_PDEATHSIG``) and is also seen by a thread watching ``os.getppid()`` (everywhere), which ends the
-    process ``grace_s`` later if it is still running (a signal waits for the computation under way)."""
-
-    def stop(signum, _frame):
-        for name in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(name, signal.SIG_IGN)
-        raise WorkerStopped(128 + signum)
-
-    for name in (signal.SIGTERM, signal.SIGINT):  # Ctrl-C reaches the workers too: they stop the same way
-        signal.signal(name, stop)
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(grace_s)
-        storage.drop_locks()
-        os._exit(128 + signal.SIGTERM)
-
-    threading.Thread(target=watch, daemon=True).start()  # also covers a parent that died before prctl
-
-
-def _worker(path: str) -> int:
-    with open(path) as handle:
-        job = json.load(handle)
-    os.unlink(path)
-    _end_with_parent(job.get("parent", os.getppid()))
-    section = catalog.get(job["section"])
-    configs = [section.config_from_dict(d) for d in job["configs"]]
-    if job.get("cores") and cores.pin(os.getpid(), job["cores"]):  # before anything computes (compgen.cores)
-        print(f"[cores] this worker runs on core(s) {','.join(map(str, job['cores']))}")
-    timing.gemm_gflops(job.get("gemm_gflops"))
-    store = results.Store(*job["store"])
-    shards = job.get("shards", 1)
-    if shards > 1:
-        print(f"[devices] every meta-batch sharded over {jax.local_device_count()} {jax.default_backend()} device(s)")
-    try:
-        with devices.shard_tasks() if shards > 1 else contextlib.nullcontext():
-            every, force = job["checkpoint_every"], job.get("force", False)
-            train_and_store(section, configs, store, checkpoint_every=every, force=force)
-    except (TrainingDiverged, params.ParameterError) as error:  # the driver raises it again (REPORTED_ERRORS)
-        print(f"{type(error).__name__}: {error}", flush=True)
-        report = {"error": type(error).__name__, "message": str(error)}
-        storage.write_atomic(Path(job["error_file"]), json.dumps(report).encode())
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    try:
-        sys.exit(_worker(sys.argv[1]))
-    except WorkerStopped as stopped:  # unwound: the XLA computation under way would hold up a normal exit
-        os._exit(stopped.code)

@@ -38,7 +38,7 @@ import json
 import sys
 from pathlib import Path
 
-from compgen import params, results, runner
+from compgen import dispatch, params, results, runner
 from compgen.catalog import SECTIONS, get
 from compgen.section import PRESET_NAMES, figure_configs, make_config
 
@@ -265,7 +265,7 @@ def run_sweep(
     keep_going: bool = False,
 ) -> Report:
     """Train every run of ``sweep`` (a :class:`Sweep` or a path) not yet in ``store`` (default
-    :meth:`compgen.results.Store.default`) with ``backend`` (:func:`compgen.runner.train_or_load`).
+    :meth:`compgen.results.Store.default`) with ``backend`` (:func:`compgen.dispatch.train_or_load`).
 
     Every grid point is built first: if one cannot be, nothing is trained and a :class:`compgen.params.ParameterError`
     names it (with ``keep_going`` the valid points are trained and the invalid ones reported). Returns a
@@ -273,7 +273,7 @@ def run_sweep(
     """
     if backend not in BACKENDS:
         raise params.ParameterError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    runner.check_environment()
+    dispatch.check_environment()
     runner.checkpoint_interval(checkpoint_every)
     store = results.Store.default() if store is None else store
     sweep = load(sweep) if isinstance(sweep, (str, Path)) else sweep
@@ -300,7 +300,7 @@ def run_sweep(
     )
     failures = {}
     ray_options = {"address": ray_address, "num_gpus": ray_gpus, "num_cpus": ray_cpus}
-    runner.train_or_load(
+    dispatch.train_or_load(
         section,
         [p.config for p in todo],
         store,

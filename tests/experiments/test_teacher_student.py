@@ -3,7 +3,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from compgen import params, results, runner
+from compgen import dispatch, params, results, runner
 from compgen.experiments import teacher_student as ts
 from compgen.section import figure_configs, make_config
 
@@ -81,16 +81,16 @@ def test_student_initialised_at_teacher_stays_at_near_zero_loss():
 def test_short_training_lowers_loss_and_is_reproducible(store):
     cfg = make_config(S, "smoke", **TINY)
     lines = []
-    (first,) = runner.train_or_load(S, [cfg], log=lines.append)
+    (first,) = dispatch.train_or_load(S, [cfg], log=lines.append)
     loss = first["steps/loss"][0]
     assert loss[-5:].mean() < 0.7 * loss[:5].mean()
     assert first["eval/alignment"].shape == (1, 3) and first["eval/r2"].shape == (1, 3, 7, 6)
     # the store is reused, and says so
-    (again,) = runner.train_or_load(S, [cfg], log=lines.append)
+    (again,) = dispatch.train_or_load(S, [cfg], log=lines.append)
     assert any("reusing" in line for line in lines)
     np.testing.assert_array_equal(again["steps/loss"], loss[None])
     # recomputing with force gives identical numbers
-    (forced,) = runner.train_or_load(S, [cfg], force=True, log=lines.append)
+    (forced,) = dispatch.train_or_load(S, [cfg], force=True, log=lines.append)
     for key in first:
         np.testing.assert_array_equal(forced[key], first[key])
     meta = results.Store.default().load(S, cfg)[1]

@@ -72,6 +72,14 @@ def test_a_clean_page_passes(tmp_path):
         ),
         ("figure without a caption", CLEAN_BODY.replace("<p>Figure. Fig. 1. Preset smoke: seeds 2020.</p>", "")),
         ("error output", CLEAN_BODY.replace("<table>", '<div class="output traceback">Traceback: boom</div><table>')),
+        (
+            "C++ log line in an output",
+            CLEAN_BODY.replace(
+                "<table>",
+                '<div class="cell_output"><pre>E1128 09:30:00.123456  4321 slow_operation_alarm.cc:73] '
+                "Constant folding took 2m. Very slow compile? If you want to file a bug</pre></div><table>",
+            ),
+        ),
         ("broken link (no such anchor)", CLEAN_BODY.replace('href="#second-part">link', 'href="#nowhere">link')),
         ("broken link (no such file)", CLEAN_BODY.replace('href="#second-part">link', 'href="other.html">link')),
     ],

@@ -302,7 +302,7 @@ def test_models_limits_which_reference_runs_train_and_bad_models_are_one_line(tm
 
 def test_ours_at_the_matched_world_keeps_each_configs_own_output(monkeypatch):
     # Fig. A10's first cell is Fig. 4E/F's linear hnet under random support: one config in two figures, trained once
-    from compgen import runner
+    from compgen import dispatch, runner
 
     trained = []
 
@@ -310,7 +310,7 @@ def test_ours_at_the_matched_world_keeps_each_configs_own_output(monkeypatch):
         trained.extend(configs)
         return [{"config": c} for c in configs]
 
-    monkeypatch.setattr(runner, "train_or_load", fake_run)
+    monkeypatch.setattr(dispatch, "train_or_load", fake_run)
     monkeypatch.setattr(runner, "load", lambda sec, c, **_: pytest.fail("loaded a config it was asked to train"))
     found = twin.train_ours("goals", "quick", [[2020]])["2020"]
     assert len(trained) == len(set(trained)) == len(found)
@@ -318,10 +318,11 @@ def test_ours_at_the_matched_world_keeps_each_configs_own_output(monkeypatch):
 
 
 def test_ours_at_the_matched_world_trains_only_the_chosen_models(monkeypatch):
-    from compgen import runner
+    from compgen import dispatch, runner
 
     trained, loaded = [], []
-    monkeypatch.setattr(runner, "train_or_load", lambda sec, configs, workers=None: trained.extend(configs) or configs)
+    fake_run = lambda sec, configs, workers=None: trained.extend(configs) or configs
+    monkeypatch.setattr(dispatch, "train_or_load", fake_run)
     monkeypatch.setattr(runner, "load", lambda sec, c, **_: loaded.append(c))
     found = twin.train_ours("goals", "quick", [[2020]], models=["hnet_linear"])["2020"]
     assert trained and {c.model for c in trained} == {"hnet_linear"}

@@ -1,0 +1,308 @@
+"""The appendix "Running it yourself": what the quick book costs, where its compilation goes, our outer step against
+the authors' code, and what was checked on a GPU, each drawn from a record under ``book/records/`` when the book is
+built (never typed into the page).
+
+- ``book_time.json``: where a quick build from an empty results store spent its time, per chapter and per run
+  (:func:`compgen.bench.book_time_record`; ``python -m compgen.bench --book book --record``);
+- ``steps/*.json``: seconds per outer step of one code on one device in one session, ours or the authors'
+  (:func:`compgen.bench.step_records`; ``python -m compgen.bench --record`` writes ours);
+- ``gpu/*.json``: the steps ``tools/gpu_check.sh`` ran on a GPU machine, their status and seconds, with the device,
+  the versions and what they found.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from compgen import bench
+from compgen.experiments.fewshot import MODEL_LABELS
+from compgen.figures import FigureResult, plots
+
+NO_BUILD = (
+    "No build has been recorded yet (`book/records/book_time.json`): execute the book from an empty results store, "
+    "then `python -m compgen.bench --book book --store <that store> --record`."
+)
+SERIES_COLOURS = {"authors": "#bdbdbd", "ours": "#1b9e77", "ours, tasks sharded": "#7570b3"}
+
+
+def load(path) -> dict | None:
+    """The JSON record at ``path``, or ``None`` where there is none."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def gpu_records(folder) -> list[dict]:
+    """The GPU-check records under ``folder``/gpu, oldest first."""
+    return sorted((json.loads(p.read_text()) for p in Path(folder, "gpu").glob("*.json")), key=lambda r: r["date"])
+
+
+def _commit(code: str) -> str:
+    return code.rpartition("@")[2][:7]
+
+
+# --------------------------------------------------------------------------------------------- the quick book's time
+
+
+def _chapters(record) -> list[dict]:
+    """The record's chapters as :func:`compgen.bench.book_time` rows (a missing GEMM reading as NaN)."""
+    return [{**row, "gemm": np.nan if row["gemm"] is None else row["gemm"]} for row in record["chapters"]]
+
+
+def budget_verdict(record) -> str:
+    """One sentence: whether the recorded build is within the quick book's budget
+    (:func:`compgen.bench.budget_problems`)."""
+    rows = _chapters(record)
+    exceeded, not_measured = bench.budget_problems(rows)
+    total = sum(bench.at_budget_machine(r["training_cells"], r["gemm"]) for r in rows if r["chapter"] != "results")
+    budget = f"{bench.BUDGET_MINUTES['chapter']:.0f} minutes per chapter and {bench.BUDGET_MINUTES['book']:.0f} in all"
+    if exceeded:
+        return f"**Above the budget** of {budget}: " + "; ".join(exceeded) + "."
+    if not_measured:
+        return f"Not measured against the budget of {budget}: " + "; ".join(not_measured) + "."
+    return (
+        f"**Within the budget** of {budget}: {total / 60:.1f} minutes of training in all at "
+        f"{bench.BUDGET_GEMM:.0f} GFLOP/s."
+    )
+
+
+def book_cost(record) -> FigureResult:
+    """The recorded quick build (``book_time.json``): each chapter's training minutes scaled to the budget's
+    machine against the chapter budget (figure), the whole table (:func:`compgen.bench.book_time_table`) and the
+    budget's verdict."""
+    if record is None:
+        return FigureResult(notes=NO_BUILD)
+    rows = _chapters(record)
+    chapters = [r for r in rows if r["chapter"] != "results"]
+    minutes = [bench.at_budget_machine(r["training_cells"], r["gemm"]) / 60 for r in chapters]
+    fig, ax = plots.subplots(figsize=(plots.COLUMN_WIDTH, 3.2))
+    ax.bar([r["chapter"] for r in chapters], minutes, color=SERIES_COLOURS["ours"], edgecolor="k", linewidth=0.6)
+    limit = bench.BUDGET_MINUTES["chapter"]
+    ax.axhline(limit, color="grey", ls="--", lw=0.8, label=f"budget per chapter ({limit:.0f} min)")
+    ax.set_ylabel(f"training minutes at {bench.BUDGET_GEMM:.0f} GFLOP/s")
+    ax.set_ylim(0, max(limit, *minutes) * 1.15)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    caption = (
+        f"The quick book's training per chapter: the wall minutes of the cells that train, on a machine whose 1024² "
+        f"float32 GEMM read the runs' own reading, scaled to one that reads {bench.BUDGET_GEMM:.0f} GFLOP/s. A build "
+        f"from an empty results store at preset `{record['preset']}`, commit {_commit(record['code'])}, on "
+        f"{record['cores']} cores, ended {record['date']} (`book/records/book_time.json`)."
+        + (f" {record['note']}" if record.get("note") else "")
+    )
+    notes = (
+        "Process minutes add up the worker processes, which train side by side (one per core), so they can exceed "
+        "the training cells' wall minutes; compilation includes loading programs from JAX's cache. "
+        + budget_verdict(record)
+    )
+    return FigureResult(figure=fig, caption=caption, table=bench.book_time_table(rows), notes=notes)
+
+
+def _apart(run, runs) -> str:
+    """The config fields in which ``run`` differs from the other runs of its section and model (seeds aside)."""
+    siblings = [
+        r for r in runs if r["section"] == run["section"] and r["config"].get("model") == run["config"].get("model")
+    ]
+    fields = [
+        k
+        for k, v in run["config"].items()
+        if k != "seeds" and any(json.dumps(s["config"].get(k)) != json.dumps(v) for s in siblings)
+    ]
+    return ", ".join(f"{k}={run['config'][k]}" for k in fields[:3]) or "–"
+
+
+def compile_times(record, top=10) -> FigureResult:
+    """The ``top`` longest compilations of the recorded quick build, one row per run (a config, its seeds vmapped):
+    its chapter, learner, what sets it apart from the section's other runs of that learner, compile and process
+    seconds."""
+    if record is None:
+        return FigureResult(notes=NO_BUILD)
+    runs = sorted(record["runs"], key=lambda r: -r["compile"])
+    process = sum(r[p] for r in runs for p in bench.RUN_PARTS)
+    compiled = sum(r["compile"] for r in runs)
+    lines = [
+        "| chapter | learner | what sets the run apart | compile s | train + evaluate s | compile share |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for r in runs[:top]:
+        model = MODEL_LABELS.get(r["config"].get("model"), r["config"].get("model") or "–")
+        rest = r["train"] + r["evaluate"]
+        share = r["compile"] / max(r["compile"] + rest + r["setup"], 1e-9)
+        lines.append(
+            f"| {r['chapter']} | {model} | {_apart(r, runs)} | {r['compile']:.1f} | {rest:.1f} | {share:.0%} |"
+        )
+    caption = (
+        f"The {min(top, len(runs))} longest compilations among the {len(runs)} runs of the recorded quick build "
+        f"(commit {_commit(record['code'])}, {record['date']}): process seconds per run; compilation took "
+        f"{compiled / 60:.1f} of the runs' {process / 60:.1f} process minutes ({compiled / max(process, 1e-9):.0%})."
+    )
+    return FigureResult(caption=caption, table="\n".join(lines))
+
+
+# --------------------------------------------------------------------------------------------- against the authors
+
+
+def _newest_ours(records, device: str):
+    """Our newest step-time record on a device whose name contains ``device`` (the authors' record's), or ``None``."""
+    ours = [r for r in records if r["who"] == "compgen" and device.lower() in r["device"].lower()]
+    return ours[-1] if ours else None
+
+
+def _ours(record, key: str, sharded: bool):
+    """Our row for the paper case of figure key ``key`` (plain or tasks sharded) in ``record``, or ``None``."""
+    if record is None:
+        return None
+    for name in bench.CASES:
+        if bench.figure_key(name) == key and name.endswith(bench.SHARD_SUFFIX) == sharded and name in record["rows"]:
+            return record["rows"][name]
+    return None
+
+
+def _label(key: str) -> str:
+    section, _, model = key.partition(" ")
+    return f"{section}, {MODEL_LABELS.get(model, model)}"
+
+
+def _gb(row) -> str:
+    return "" if row.get("peak_gb") is None else f" ({row['peak_gb']:.1f} GB)"
+
+
+def step_times(records) -> FigureResult:
+    """Seconds per outer step at the paper's configurations, the authors' code against ours, one panel per device
+    the authors' code was measured on (its records, :func:`compgen.bench.step_records`), beside our newest record on
+    that device: bars on a log scale, and a table with peak memory and the ratio. On a CPU the ratio is given only
+    where the two sessions' GEMM readings agree (:func:`compgen.bench.comparable`)."""
+    theirs = [r for r in records if r["who"] == "authors"]
+    fig, axes = plots.subplots(1, len(theirs), figsize=(plots.COLUMN_WIDTH, 3.6), squeeze=False)
+    lines = [
+        "| device | configuration | authors s/step | ours s/step | ours, tasks sharded | authors ÷ ours |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    notes = []
+    for ax, authors in zip(axes[0], theirs):
+        ours = _newest_ours(records, authors["device"])
+        keys = list(authors["rows"])
+        series = {"authors": [authors["rows"][k]["s_per_step"] for k in keys]}
+        plain = [_ours(ours, k, False) for k in keys]
+        split = [_ours(ours, k, True) for k in keys]
+        series["ours"] = [np.nan if p is None else p["s_per_step"] for p in plain]
+        if any(s is not None for s in split):
+            series["ours, tasks sharded"] = [np.nan if s is None else s["s_per_step"] for s in split]
+        width = 0.8 / len(series)
+        for i, (name, values) in enumerate(series.items()):
+            x = np.arange(len(keys)) + (i - (len(series) - 1) / 2) * width
+            ax.bar(x, values, width, color=SERIES_COLOURS[name], edgecolor="k", linewidth=0.5, label=name)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(keys)), [_label(k).replace(", ", "\n") for k in keys], fontsize=6, rotation=90)
+        ax.set_title(authors["device"], fontsize=9)
+        ax.set_ylabel("seconds per outer step")
+        ax.legend(fontsize=6, loc="upper left")
+        gemm = None if ours is None or ours.get("gemm_gflops") is None else float(np.mean(ours["gemm_gflops"]))
+        for k, p, s in zip(keys, plain, split):
+            row = authors["rows"][k]
+            fastest = min((o["s_per_step"] for o in (p, s) if o is not None), default=None)
+            same = authors.get("gemm_gflops") is None or (gemm is not None and bench.comparable(gemm, authors))
+            ratio = "–" if fastest is None else f"{row['s_per_step'] / fastest:.1f}×" if same else "– (GEMM ≠)"
+            cells = [f"{o['s_per_step']:.3g}{_gb(o)}" if o else "–" for o in (p, s)]
+            lines.append(
+                f"| {authors['device']} | {_label(k)} | {row['s_per_step']:.3g}{_gb(row)} | {cells[0]} | {cells[1]} "
+                f"| {ratio} |"
+            )
+        notes.append(
+            f"**The authors' code on {authors['device']}** ({authors['code']}, {authors['date']}): {authors['how']}."
+        )
+        if ours is None:
+            notes.append(f"**Ours on {authors['device']}**: no record yet.")
+        else:
+            notes.append(
+                f"**Ours on {ours['device']}** (commit {_commit(ours['code'])}, {ours['date']}): {ours['how']}."
+            )
+    fig.tight_layout()
+    caption = (
+        "Seconds per outer step at the paper's configurations (the hyperteacher at M = 4, K = 2), the authors' code "
+        "against ours, each device in its own panel (log scale; a missing bar: not measured). The ratio uses our "
+        "faster variant; on a CPU it is left out where the machines' GEMM readings differ by more than "
+        f"{bench.COMPARABLE:.0%}. Records: `book/records/steps/`."
+    )
+    return FigureResult(figure=fig, caption=caption, table="\n".join(lines), notes="\n\n".join(notes))
+
+
+# --------------------------------------------------------------------------------------------- on a GPU
+
+
+def gpu_checks(records) -> FigureResult:
+    """What each recorded GPU check (``gpu/*.json``) ran: date, device, versions, commit, and per step its status,
+    seconds and what it found."""
+    lines = [
+        "| date | device | jax, flax | commit | step | status | s | what it found |",
+        "|---|---|---|---|---|---|---:|---|",
+    ]
+    for record in records:
+        versions = f"{record['jax']}, {record['flax']}"
+        for i, step in enumerate(record["steps"]):
+            first = (record["date"], record["device"], versions, _commit(record["code"])) if i == 0 else ("",) * 4
+            seconds = "" if step.get("seconds") is None else f"{step['seconds']:.0f}"
+            lines.append(
+                f"| {' | '.join(first)} | {step['step']} | {step['status']} | {seconds} | {step.get('found', '')} |"
+            )
+    caption = (
+        "What was checked on a GPU machine, one block per session (`book/records/gpu/`): each step of "
+        "`tools/gpu_check.sh` (or, before it existed, of the session's checks), its status, seconds and findings."
+    )
+    return FigureResult(caption=caption, table="\n".join(lines))
+
+
+# --------------------------------------------------------------------------------------------- paper configuration
+
+
+def _measured_s_per_step(record, section_name: str, model) -> float | None:
+    """Our recorded seconds per outer step of one seed for a paper config of ``section_name`` and ``model``: the
+    plain paper case of that pair (:func:`compgen.bench.figure_key`), or ``None``."""
+    key = " ".join(filter(None, (section_name, model)))
+    row = _ours(record, key, False)
+    return None if row is None else row["s_per_step"] / row.get("runs", 1)
+
+
+def paper_cost(records, device="H100") -> FigureResult:
+    """What each figure costs at the paper's configuration, computed from its configs when the page is built: configs,
+    runs (configs x seeds), outer steps, the analytic FLOPs (:meth:`compgen.section.Section.cost`), the analytic
+    GPU-hours (:func:`compgen.section.run_days`: FLOPs at a sustained rate plus a floor per step, a lower bound for
+    small, latency-bound runs), and GPU-hours from our newest step-time record on ``device`` where it has the
+    figure's section and learner (its paper case's time per step and seed, times each config's steps and seeds:
+    configs of another size than the case's are estimated at the case's time)."""
+    from compgen import catalog, section
+
+    ours = _newest_ours(records, device)
+    lines = [
+        "| chapter | figure | configs | runs | outer steps | PFLOP | GPU-h, analytic | GPU-h, from our step time |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, sec in catalog.SECTIONS.items():
+        for figure in sec.figures("paper"):
+            configs = section.figure_configs(sec, figure, "paper")
+            runs = sum(len(c.seeds) for c in configs)
+            flops = sum(float(sec.cost(c)) for c in configs)
+            hours = sum(section.run_days(sec, c) for c in configs) * 24
+            measured = [(c, _measured_s_per_step(ours, name, getattr(c, "model", None))) for c in configs]
+            known = [c.outer_steps * len(c.seeds) * s for c, s in measured if s is not None]
+            timed = "–" if not known else f"{sum(known) / 3600:,.1f}"
+            if known and len(known) < len(configs):
+                timed += f" ({len(known)} of {len(configs)} configs)"
+            steps = sorted({c.outer_steps for c in configs})
+            steps = f"{steps[0]:,}" + (f"–{steps[-1]:,}" if len(steps) > 1 else "")
+            lines.append(
+                f"| {name} | {figure} | {len(configs)} | {runs} | {steps} | {flops / 1e15:,.1f} | {hours:,.1f} "
+                f"| {timed} |"
+            )
+    source = "no record of ours" if ours is None else f"our record at {_commit(ours['code'])} ({ours['date']})"
+    caption = (
+        f"The paper's configuration, figure by figure: its configs and runs, computed from the library's configs when "
+        f"this page is built; GPU-hours on one {device} from the analytic FLOPs at "
+        f"{section.SUSTAINED_FLOPS / 1e12:.0f} TFLOP/s sustained plus {section.STEP_FLOOR_S * 1e6:.0f} µs per step "
+        f"(a lower bound where a run is latency-bound) and from the measured step time of the figure's section and "
+        f"learner ({source}; where it timed only some of the figure's learners, the hours of their configs)."
+    )
+    return FigureResult(caption=caption, table="\n".join(lines))

@@ -1,0 +1,132 @@
+"""The appendix "Running it yourself": its tables and verdicts follow the records they are drawn from."""
+
+import pytest
+
+from compgen import bench
+from compgen.figures import running
+
+
+def _chapter(name, minutes, gemm=250.0, runs=2):
+    row = {"chapter": name, "wall": 60.0 * minutes + 30, "training_cells": 60.0 * minutes, "runs": runs, "gemm": gemm}
+    return {**row, "compile": 5.0, "setup": 0.0, "train": 50.0 * minutes, "evaluate": 1.0, "preset": "quick"}
+
+
+def _run(chapter, section, model, compile_s, **config):
+    config = {"model": model, "seeds": [1, 2, 3], **config}
+    return {
+        "key": f"{section}-{model}-{compile_s}",
+        "section": section,
+        "chapter": chapter,
+        "config": config,
+        "compile": compile_s,
+        "setup": 0.0,
+        "train": 100.0,
+        "evaluate": 10.0,
+        "gemm": 250.0,
+        "commit": "abc",
+    }
+
+
+def _book(*chapters, runs=()):
+    return {
+        "record": "book_time",
+        "date": "2026-11-28",
+        "code": "compgen@0123456789",
+        "preset": "quick",
+        "cores": 2,
+        "chapters": list(chapters),
+        "runs": list(runs),
+    }
+
+
+def test_the_budget_verdict_is_chosen_by_the_record():
+    within = _book(_chapter("a", 10.0), _chapter("b", 19.0), _chapter("results", 1.0, runs=0))
+    assert running.budget_verdict(within).startswith("**Within the budget**")
+    assert "29.0 minutes of training in all" in running.budget_verdict(within)
+    # 12 minutes read on a machine twice as fast as the budget's are 24 at its 250 GFLOP/s
+    above = _book(_chapter("a", 12.0, gemm=500.0))
+    verdict = running.budget_verdict(above)
+    assert verdict.startswith("**Above the budget**") and "a: 24.0 min" in verdict
+    assert running.budget_verdict(_book(_chapter("a", 1.0, runs=0))).startswith("Not measured")
+    result = running.book_cost(within)
+    assert result.figure is not None and "0123456" in result.caption and "| a | " in result.table
+    assert running.budget_verdict(within) in result.notes
+    assert "No build has been recorded" in running.book_cost(None).notes
+
+
+def test_compile_times_lists_the_longest_first_with_what_sets_each_run_apart():
+    runs = [
+        _run("goals", "goals", "anil", 10.0, split="random", hidden=32),
+        _run("goals", "goals", "anil", 40.0, split="connected", hidden=32),
+        _run("goals", "goals", "maml", 20.0, split="random", hidden=32),
+    ]
+    result = running.compile_times(_book(_chapter("goals", 5.0), runs=runs), top=2)
+    rows = result.table.splitlines()[2:]
+    assert len(rows) == 2 and "| 40.0 |" in rows[0] and "| 20.0 |" in rows[1]
+    assert "split=connected" in rows[0] and "hidden" not in rows[0]  # hidden is the same in both ANIL runs
+    assert "| – |" in rows[1]  # MAML's only run: nothing sets it apart
+    assert "The 2 longest compilations among the 3 runs" in result.caption
+
+
+H100 = "NVIDIA H100 80GB HBM3"
+PLAIN, SHARDED = "hyperteacher anil paper (M=4, K=2)", f"hyperteacher anil paper (M=4, K=2){bench.SHARD_SUFFIX}"
+
+
+def _steps(who, device, rows, gemm=None, date="2026-01-01"):
+    return {
+        "who": who,
+        "device": device,
+        "date": date,
+        "code": f"{who}@1234567",
+        "how": f"{who} how",
+        "gemm_gflops": gemm,
+        "rows": rows,
+    }
+
+
+@pytest.mark.parametrize("our_gemm, ratio", [(350.0, "4.0×"), (100.0, "– (GEMM ≠)")])
+def test_step_times_compare_like_with_like(our_gemm, ratio):
+    """The ratio uses our faster variant; on a CPU only where the two sessions' GEMM readings agree."""
+    records = [
+        _steps("authors", "cpu", {"hyperteacher anil": {"s_per_step": 8.0, "peak_gb": 8.6}}, gemm=[300.0, 400.0]),
+        _steps(
+            "compgen",
+            "cpu",
+            {PLAIN: {"s_per_step": 4.0, "peak_gb": 1.0}, SHARDED: {"s_per_step": 2.0, "peak_gb": 1.2}},
+            gemm=[our_gemm, our_gemm],
+        ),
+        _steps("authors", "H100", {"hyperteacher anil": {"s_per_step": 0.05, "peak_gb": 8.2}}),
+    ]
+    result = running.step_times(records)
+    cpu_row, gpu_row = result.table.splitlines()[2:]
+    assert cpu_row.startswith("| cpu | hyperteacher, ANIL | 8 (8.6 GB) | 4 (1.0 GB) | 2 (1.2 GB) |")
+    assert cpu_row.endswith(f"| {ratio} |")
+    assert gpu_row == "| H100 | hyperteacher, ANIL | 0.05 (8.2 GB) | – | – | – |"  # no record of ours on it
+    assert "**Ours on H100**: no record yet." in result.notes and len(result.figure.axes) == 2
+
+
+def test_the_committed_records_draw():
+    """The page's own records: every one of them draws (the book's build would fail otherwise)."""
+    assert running.step_times(bench.step_records()).figure is not None
+    checks = running.gpu_records(bench.RECORDS)
+    assert checks and all({"device", "date", "code", "jax", "flax", "steps"} <= set(r) for r in checks)
+    table = running.gpu_checks(checks).table
+    assert all(r["device"] in table for r in checks)
+    record = running.load(bench.RECORDS / "book_time.json")
+    if record is not None:
+        assert running.book_cost(record).figure is not None and running.compile_times(record).table
+
+
+def test_the_paper_cost_counts_the_figures_configs_and_uses_our_step_time():
+    from compgen import catalog, section
+
+    record = _steps("compgen", H100, {"teacher_student paper, 1 run": {"s_per_step": 0.01, "runs": 1}}, date="2026-02")
+    table = running.paper_cost([record]).table
+    (row,) = [line for line in table.splitlines() if line.startswith("| teacher_student | fig2c |")]
+    configs = section.figure_configs(catalog.get("teacher_student"), "fig2c", "paper")
+    hours = sum(c.outer_steps * len(c.seeds) * 0.01 for c in configs) / 3600
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert cells[2:4] == [str(len(configs)), str(sum(len(c.seeds) for c in configs))]
+    assert cells[-1] == f"{hours:,.1f}"
+    (row,) = [line for line in table.splitlines() if line.startswith("| hyperteacher | fig3b |")]
+    assert row.endswith("| – |")  # no hyperteacher case in the record
