@@ -89,7 +89,7 @@ def test_the_table_prints_each_device_its_own_rows_and_records_the_run(monkeypat
     result.update(gemm_gflops=350.0, batched_gemm_gflops=100.0)
     monkeypatch.setattr(bench, "device_kind", lambda: kind)
     monkeypatch.setattr(bench, "case_process", lambda name, cap: dict(result, cap=cap))
-    bench.main(["--only", CASE, "--records", str(tmp_path), "--record"])
+    bench.main(["--only", CASE, "--records", str(tmp_path), "--record", "--note", "an idle machine"])
     out = capsys.readouterr().out
     (row,) = [line for line in out.splitlines() if line.startswith(f"| {CASE} ")]
     cells = [cell.strip() for cell in row.split("|")[1:-1]]
@@ -104,6 +104,8 @@ def test_the_table_prints_each_device_its_own_rows_and_records_the_run(monkeypat
     )
     assert mine["rows"][CASE]["peak_gb"] == (5.0 if gpu else 3.0) and (mine["gemm_gflops"] is None) == gpu
     assert bench.earlier(CASE, kind, bench.step_records(tmp_path))[1]["s_per_step"] == result["s_per_step"]
+    assert mine["how"].endswith("; an idle machine") and "--note" not in mine["how"]
+    assert f"--only '{CASE}' --records" in mine["how"]  # the command as a shell reads it
 
 
 def test_the_timed_chunk_is_the_runners_up_to_a_cap():
@@ -221,7 +223,7 @@ def test_the_budget_check_scales_each_chapter_to_the_budget_machine_and_needs_tr
     assert exceeded == [] and "no GEMM reading" in problem
     book = tmp_path / "book"
     book.mkdir()
-    _notebook(book / "a.ipynb", "2026-11-24T10:00:00", "2026-11-24T10:10:00", [("print(1)", 1.0)])
+    _notebook(book / "a.ipynb", "2026-11-24T10:00:00", "2026-11-24T10:10:00", [("notebook.train(x)", 60.0)])
     args = ["--book", str(book), "--store", str(tmp_path / "store"), "--check-budget"]
     assert bench.main(args) == 0 and "budget: a: not measured" in capsys.readouterr().out  # said, not failed
     _notebook(book / "a.ipynb", "2026-11-24T10:00:00", "2026-11-24T10:30:00", [("notebook.train(x)", 1500.0)])

@@ -45,6 +45,7 @@ import datetime
 import json
 import os
 import resource
+import shlex
 import subprocess
 import sys
 import time
@@ -725,7 +726,10 @@ def main(argv=None):
         print(table_row(name, r, kind, records) if isinstance(r, dict) else f"| {name:56s} | failed: {r} |", flush=True)
     print(table_notes(kind, records))
     if args.record and measured:
-        record = step_record(measured, kind, " ".join(["python -m compgen.bench", *(argv or sys.argv[1:])]))
+        given = list(sys.argv[1:] if argv is None else argv)
+        if "--note" in given:  # the note is said once, after the command
+            del given[given.index("--note") : given.index("--note") + 2]
+        record = step_record(measured, kind, shlex.join(["python", "-m", "compgen.bench", *given]))
         record["how"] += f"; {args.note}" if args.note else ""
         path = (
             Path(args.records) / "steps" / f"compgen-{_slug(record['device'])}-{record['date']}-{_commit(record)}.json"
