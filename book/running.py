@@ -79,9 +79,8 @@ figures.show(running.book_cost(_book_time))
 # Each config is one compiled program: its outer steps a `lax.scan`, its seeds and tasks vmapped, its inner loop
 # unrolled or scanned as the section writes it. Compilation is paid once per program shape and process, and
 # JAX's persistent cache in `_build/jax-cache` lets a second build load most programs instead of compiling them.
-# The longest compilations of the recorded build are those of the nonlinear hypernetwork and of second-order
-# meta-learning through many inner steps, whose graphs are the largest; the table lists them with what sets each
-# run apart from the other runs of its section and learner.
+# The table lists the longest compilations of the recorded build, each with what sets its run apart from the
+# other runs of its section and learner.
 
 # %% tags=["remove-input"]
 figures.show(running.compile_times(_book_time))
@@ -93,8 +92,8 @@ figures.show(running.compile_times(_book_time))
 # paper's configurations on the same machines: this project's 2-core CPU, alternating case by case, and one H100
 # in one session. An outer step includes drawing its meta-batch of tasks (theirs is sampled by a data loader
 # outside their jitted step, ours inside), adapting every task and the meta-gradient. On a CPU both depend on how
-# fast the machine multiplies matrices, so a ratio between two sessions is shown only where their GEMM readings
-# agree. `make bench` prints the same comparison for the machine it runs on and, with `--record`, adds its own
+# fast the machine multiplies matrices, so where two sessions' GEMM readings disagree the ratio is scaled by them
+# and marked as the estimate it is. `make bench` prints the same comparison for the machine it runs on and, with `--record`, adds its own
 # reading to `book/records/steps/`.
 #
 # Two choices of ours matter most on a CPU: a meta-batch of 64 tasks or more is adapted a chunk of tasks at a time
