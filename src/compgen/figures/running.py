@@ -286,41 +286,37 @@ def _measured_s_per_step(record, section_name: str, model) -> float | None:
 
 def paper_cost(records, device="H100") -> FigureResult:
     """What each figure costs at the paper's configuration, computed from its configs when the page is built: configs,
-    runs (configs x seeds), outer steps, the analytic FLOPs (:meth:`compgen.section.Section.cost`), the analytic
-    GPU-hours (:func:`compgen.section.run_days`: FLOPs at a sustained rate plus a floor per step, a lower bound for
-    small, latency-bound runs), and GPU-hours from our newest step-time record on ``device`` where it has the
-    figure's section and learner (its paper case's time per step and seed, times each config's steps and seeds:
-    configs of another size than the case's are estimated at the case's time)."""
+    runs (configs x seeds), outer steps, the GPU-hours from the analytic FLOPs (:func:`compgen.section.run_days`: at
+    a sustained rate plus a floor per step, a lower bound for small, latency-bound runs), and GPU-hours from our
+    newest step-time record on ``device`` where it has the figure's section and learner (its paper case's time per
+    step and seed, times each config's steps and seeds: configs of another size than the case's are estimated at
+    the case's time)."""
     from compgen import catalog, section
 
     ours = _newest_ours(records, device)
     lines = [
-        "| chapter | figure | configs | runs | outer steps | PFLOP | GPU-h, analytic | GPU-h, from our step time |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| chapter | figure | configs | runs | outer steps | GPU-h from FLOPs | GPU-h from our step |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for name, sec in catalog.SECTIONS.items():
         for figure in sec.figures("paper"):
             configs = section.figure_configs(sec, figure, "paper")
             runs = sum(len(c.seeds) for c in configs)
-            flops = sum(float(sec.cost(c)) for c in configs)
             hours = sum(section.run_days(sec, c) for c in configs) * 24
             measured = [(c, _measured_s_per_step(ours, name, getattr(c, "model", None))) for c in configs]
             known = [c.outer_steps * len(c.seeds) * s for c, s in measured if s is not None]
             timed = "–" if not known else f"{sum(known) / 3600:,.1f}"
             if known and len(known) < len(configs):
-                timed += f" ({len(known)} of {len(configs)} configs)"
+                timed += f" ({len(known)}/{len(configs)})"
             steps = sorted({c.outer_steps for c in configs})
             steps = f"{steps[0]:,}" + (f"–{steps[-1]:,}" if len(steps) > 1 else "")
-            lines.append(
-                f"| {name} | {figure} | {len(configs)} | {runs} | {steps} | {flops / 1e15:,.1f} | {hours:,.1f} "
-                f"| {timed} |"
-            )
+            lines.append(f"| {name} | {figure} | {len(configs)} | {runs} | {steps} | {hours:,.1f} | {timed} |")
     source = "no record of ours" if ours is None else f"our record at {_commit(ours['code'])} ({ours['date']})"
     caption = (
         f"The paper's configuration, figure by figure: its configs and runs, computed from the library's configs when "
         f"this page is built; GPU-hours on one {device} from the analytic FLOPs at "
         f"{section.SUSTAINED_FLOPS / 1e12:.0f} TFLOP/s sustained plus {section.STEP_FLOOR_S * 1e6:.0f} µs per step "
         f"(a lower bound where a run is latency-bound) and from the measured step time of the figure's section and "
-        f"learner ({source}; where it timed only some of the figure's learners, the hours of their configs)."
+        f"learner ({source}; k/n: it timed the learners of k of the figure's n configs, whose hours these are)."
     )
     return FigureResult(caption=caption, table="\n".join(lines))
