@@ -109,15 +109,19 @@ def test_step_times_compare_like_with_like(our_gemm, ratio):
 
 
 def test_the_committed_records_draw():
-    """The page's own records: every one of them draws (the book's build would fail otherwise)."""
-    assert running.step_times(bench.step_records()).figure is not None
+    """The page's own records: every one of them draws (the book's build would fail otherwise), each figure with a
+    caption naming its preset and seeds (as tools/check_book.py asks of every figure)."""
+    steps = running.step_times(bench.step_records())
+    assert steps.figure is not None and "preset" in steps.caption and "seed" in steps.caption
     checks = running.gpu_records(bench.RECORDS)
     assert checks and all({"device", "date", "code", "jax", "flax", "steps"} <= set(r) for r in checks)
     table = running.gpu_checks(checks).table
     assert all(r["device"] in table for r in checks)
     record = running.load(bench.RECORDS / "book_time.json")
     if record is not None:
-        assert running.book_cost(record).figure is not None and running.compile_times(record).table
+        cost = running.book_cost(record)
+        assert cost.figure is not None and "preset" in cost.caption and "seeds" in cost.caption
+        assert running.compile_times(record).table
 
 
 def test_the_paper_cost_counts_the_figures_configs_and_uses_our_step_time():

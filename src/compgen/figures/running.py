@@ -89,9 +89,9 @@ def book_cost(record) -> FigureResult:
     caption = (
         f"The quick book's training per chapter: the wall minutes of the cells that train, on a machine whose 1024² "
         f"float32 GEMM read the runs' own reading, scaled to one that reads {bench.BUDGET_GEMM:.0f} GFLOP/s. A build "
-        f"from an empty results store at preset `{record['preset']}`, commit {_commit(record['code'])}, on "
-        f"{record['cores']} cores, ended {record['date']} (`book/records/book_time.json`)."
-        + (f" {record['note']}" if record.get("note") else "")
+        f"from an empty results store at preset `{record['preset']}` with its seeds, commit "
+        f"{_commit(record['code'])}, on {record['cores']} cores, ended {record['date']} "
+        "(`book/records/book_time.json`)." + (f" {record['note']}" if record.get("note") else "")
     )
     notes = (
         "Process minutes add up the worker processes, which train side by side (one per core), so they can exceed "
@@ -239,7 +239,8 @@ def step_times(records) -> FigureResult:
             )
     fig.tight_layout()
     caption = (
-        "Seconds per outer step at the paper's configurations (the hyperteacher at M = 4, K = 2), the authors' code "
+        "Seconds per outer step at the paper's configurations (preset `paper`, one seed per case; the hyperteacher at "
+        "M = 4, K = 2), the authors' code "
         "against ours, each device in its own panel (log scale; a missing bar: not measured). The ratio uses our "
         "faster variant; on a CPU whose GEMM read more than "
         f"{bench.COMPARABLE:.0%} away from the machine of the authors' figures it is scaled by the two readings, "
