@@ -192,7 +192,7 @@ def test_book_time_gives_each_chapter_the_runs_stored_while_it_executed(tmp_path
     )
     _stored_run(store / "a", "old", "2026-11-23T10:05:00+00:00", compile=99.0, setup=9.0, train=999.0, evaluate=9.0)
     _stored_run(store / "other", "r3", "2026-11-24T10:11:00+00:00")  # no parts recorded
-    rows = {r["chapter"]: r for r in bench.book_time(book, store)}
+    rows = {r["chapter"]: r for r in bench.book_time(book, bench.stored_runs(store))}
     assert set(rows) == {"a", "b"}
     assert rows["a"]["wall"] == 600 and rows["a"]["training_cells"] == 400 and rows["a"]["runs"] == 2
     assert (rows["a"]["compile"], rows["a"]["train"], rows["a"]["evaluate"]) == (40.0, 300.0, 10.0)

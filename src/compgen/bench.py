@@ -103,8 +103,12 @@ def step_records(folder=None) -> list[dict]:
     (how it was measured, in words), ``gemm_gflops`` (on a CPU the ``[low, high]`` GEMM readings of that session,
     else ``None``) and ``rows``: ``{key: {"s_per_step", "peak_gb", ...}}``, keyed by the bench's case name (ours) or
     by "section model" (:func:`figure_key`, the authors')."""
-    folder = Path(RECORDS if folder is None else folder) / "steps"
-    return sorted((json.loads(path.read_text()) for path in folder.glob("*.json")), key=lambda r: r["date"])
+    return read_records(Path(RECORDS if folder is None else folder) / "steps")
+
+
+def read_records(folder: Path) -> list[dict]:
+    """The JSON records in ``folder``, oldest first (by their ``date``)."""
+    return sorted((json.loads(path.read_text()) for path in Path(folder).glob("*.json")), key=lambda r: r["date"])
 
 
 def on_device(records: list, who: str, kind: str):
@@ -420,7 +424,8 @@ def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
 
 
-def _commit(record) -> str:
+def record_commit(record) -> str:
+    """The short commit of the code a record measured (its ``code``, ``repository@commit``)."""
     return record["code"].rpartition("@")[2][:7]
 
 
@@ -434,7 +439,7 @@ def table_header(kind, records=None):
     )
     found = on_device(step_records() if records is None else records, "compgen", kind)
     if found is not None:
-        header += f" ours at {_commit(found)} ({found['date']}) |"
+        header += f" ours at {record_commit(found)} ({found['date']}) |"
     return header
 
 
@@ -466,7 +471,7 @@ def table_notes(kind, records=None):
             )
     ours = on_device(records, "compgen", kind)
     if ours is not None:
-        notes += f" The last column is our reading at {_commit(ours)} ({ours['date']}): {ours['how']}."
+        notes += f" The last column is our reading at {record_commit(ours)} ({ours['date']}): {ours['how']}."
     return notes + f" Records: {RECORDS}/steps/."
 
 
@@ -496,14 +501,13 @@ def stored_runs(store: Path) -> list[dict]:
     return runs
 
 
-def book_time(notebooks: Path, store: Path, runs: list | None = None) -> list[dict]:
+def book_time(notebooks: Path, stored: list[dict]) -> list[dict]:
     """Per executed notebook of ``notebooks`` (papermill's metadata): ``chapter``, its ``wall`` seconds, the seconds
-    of its cells that call ``notebook.train`` (``training_cells``), the number of ``runs`` stored in ``store``
-    (or given, :func:`stored_runs`) while it executed, their process seconds per part of :data:`RUN_PARTS` (summed
-    over the worker processes, which run in parallel) and ``gemm``, the mean GEMM reading (GFLOP/s,
-    :func:`compgen.timing.gemm_gflops`) they recorded (NaN if none did). A run stored without its parts counts in
-    ``runs`` only."""
-    stored = stored_runs(store) if runs is None else runs
+    of its cells that call ``notebook.train`` (``training_cells``), the ``trained`` runs of ``stored``
+    (:func:`stored_runs`) stored while it executed (their keys) and their number ``runs``, their process seconds per
+    part of :data:`RUN_PARTS` (summed over the worker processes, which run in parallel) and ``gemm``, the mean GEMM
+    reading (GFLOP/s, :func:`compgen.timing.gemm_gflops`) they recorded (NaN if none did). A run stored without its
+    parts counts in ``runs`` only."""
     rows = []
     for path in sorted(Path(notebooks).glob("*.ipynb")):
         notebook = json.loads(path.read_text())
@@ -518,7 +522,7 @@ def book_time(notebooks: Path, store: Path, runs: list | None = None) -> list[di
             if cell["cell_type"] == "code" and "notebook.train(" in "".join(cell["source"])
         )
         row = {"chapter": path.stem, "wall": (end - start).total_seconds(), "training_cells": training}
-        row["runs"] = len(mine)
+        row["trained"], row["runs"] = [r["key"] for r in mine], len(mine)
         row.update({part: sum(r[part] for r in mine) for part in RUN_PARTS})
         readings = [r["gemm"] for r in mine if r["gemm"]]
         row["gemm"] = float(np.mean(readings)) if readings else float("nan")
@@ -532,11 +536,12 @@ def book_time_record(rows: list[dict], runs: list[dict]) -> dict:
     """A book-time record (``RECORDS/book_time.json``, the appendix page's): the chapters' :func:`book_time` ``rows``
     and each run a chapter trained (:func:`stored_runs`, with its ``chapter``), the commit most of them were trained
     at, the date the build ended and the preset."""
-    chapters = []
-    for r in runs:
-        chapter = next((row["chapter"] for row in rows if _utc(row["start"]) <= r["date"] <= _utc(row["end"])), None)
-        if chapter is not None:
-            chapters.append({**r, "chapter": chapter, "date": r["date"].isoformat()})
+    by_key = {r["key"]: r for r in runs}
+    chapters = [
+        {**by_key[key], "chapter": row["chapter"], "date": by_key[key]["date"].isoformat()}
+        for row in rows
+        for key in row["trained"]
+    ]
     commits = [r["commit"] for r in chapters if r["commit"]]
     return {
         "record": "book_time",
@@ -681,7 +686,7 @@ def main(argv=None):
     records = step_records(args.records)
     if args.book:
         runs = stored_runs(Path(args.store or storage.results_root()))
-        rows = book_time(Path(args.book), None, runs)
+        rows = book_time(Path(args.book), runs)
         if not rows:
             print(f"no notebook executed by papermill in {args.book} (make execute)")
             return 0
@@ -731,9 +736,8 @@ def main(argv=None):
             del given[given.index("--note") : given.index("--note") + 2]
         record = step_record(measured, kind, shlex.join(["python", "-m", "compgen.bench", *given]))
         record["how"] += f"; {args.note}" if args.note else ""
-        path = (
-            Path(args.records) / "steps" / f"compgen-{_slug(record['device'])}-{record['date']}-{_commit(record)}.json"
-        )
+        name = f"compgen-{_slug(record['device'])}-{record['date']}-{record_commit(record)}.json"
+        path = Path(args.records) / "steps" / name
         write_record(record, path)
         print(f"record: {path}")
     return 0

@@ -36,11 +36,7 @@ def load(path) -> dict | None:
 
 def gpu_records(folder) -> list[dict]:
     """The GPU-check records under ``folder``/gpu, oldest first."""
-    return sorted((json.loads(p.read_text()) for p in Path(folder, "gpu").glob("*.json")), key=lambda r: r["date"])
-
-
-def _commit(code: str) -> str:
-    return code.rpartition("@")[2][:7]
+    return bench.read_records(Path(folder, "gpu"))
 
 
 # --------------------------------------------------------------------------------------------- the quick book's time
@@ -90,7 +86,7 @@ def book_cost(record) -> FigureResult:
         f"The quick book's training per chapter: the wall minutes of the cells that train, on a machine whose 1024² "
         f"float32 GEMM read the runs' own reading, scaled to one that reads {bench.BUDGET_GEMM:.0f} GFLOP/s. A build "
         f"from an empty results store at preset `{record['preset']}` with its seeds, commit "
-        f"{_commit(record['code'])}, on {record['cores']} cores, ended {record['date']} "
+        f"{bench.record_commit(record)}, on {record['cores']} cores, ended {record['date']} "
         "(`book/records/book_time.json`)." + (f" {record['note']}" if record.get("note") else "")
     )
     notes = (
@@ -136,7 +132,7 @@ def compile_times(record, top=10) -> FigureResult:
         )
     caption = (
         f"The {min(top, len(runs))} longest compilations among the {len(runs)} runs of the recorded quick build "
-        f"(commit {_commit(record['code'])}, {record['date']}): process seconds per run; compilation took "
+        f"(commit {bench.record_commit(record)}, {record['date']}): process seconds per run; compilation took "
         f"{compiled / 60:.1f} of the runs' {process / 60:.1f} process minutes ({compiled / max(process, 1e-9):.0%})."
     )
     return FigureResult(caption=caption, table="\n".join(lines))
@@ -182,8 +178,9 @@ def _gb(row) -> str:
 def step_times(records) -> FigureResult:
     """Seconds per outer step at the paper's configurations, the authors' code against ours, one panel per device
     the authors' code was measured on (its records, :func:`compgen.bench.step_records`), beside our newest record on
-    that device: bars on a log scale, and a table with peak memory and the ratio. On a CPU the ratio is given only
-    where the two sessions' GEMM readings agree (:func:`compgen.bench.comparable`)."""
+    that device: bars on a log scale, and a table with peak memory and the ratio. On a CPU whose GEMM reading is not
+    comparable to the authors' session's (:func:`compgen.bench.comparable`) the ratio is scaled by the two readings
+    and marked as the estimate it is."""
     theirs = [r for r in records if r["who"] == "authors"]
     fig, axes = plots.subplots(1, len(theirs), figsize=(plots.COLUMN_WIDTH, 3.6), squeeze=False)
     lines = [
@@ -235,7 +232,7 @@ def step_times(records) -> FigureResult:
             notes.append(f"**Ours on {authors['device']}**: no record yet.")
         else:
             notes.append(
-                f"**Ours on {ours['device']}** (commit {_commit(ours['code'])}, {ours['date']}): {ours['how']}."
+                f"**Ours on {ours['device']}** (commit {bench.record_commit(ours)}, {ours['date']}): {ours['how']}."
             )
     fig.tight_layout()
     caption = (
@@ -262,7 +259,7 @@ def gpu_checks(records) -> FigureResult:
     for record in records:
         versions = f"{record['jax']}, {record['flax']}"
         for i, step in enumerate(record["steps"]):
-            first = (record["date"], record["device"], versions, _commit(record["code"])) if i == 0 else ("",) * 4
+            first = (record["date"], record["device"], versions, bench.record_commit(record)) if i == 0 else ("",) * 4
             seconds = "" if step.get("seconds") is None else f"{step['seconds']:.0f}"
             lines.append(
                 f"| {' | '.join(first)} | {step['step']} | {step['status']} | {seconds} | {step.get('found', '')} |"
@@ -312,7 +309,7 @@ def paper_cost(records, device="H100") -> FigureResult:
             steps = sorted({c.outer_steps for c in configs})
             steps = f"{steps[0]:,}" + (f"–{steps[-1]:,}" if len(steps) > 1 else "")
             lines.append(f"| {name} | {figure} | {len(configs)} | {runs} | {steps} | {hours:,.1f} | {timed} |")
-    source = "no record of ours" if ours is None else f"our record at {_commit(ours['code'])} ({ours['date']})"
+    source = "no record of ours" if ours is None else f"our record at {bench.record_commit(ours)} ({ours['date']})"
     caption = (
         f"The paper's configuration, figure by figure: its configs and runs, computed from the library's configs when "
         f"this page is built; GPU-hours on one {device} from the analytic FLOPs at "
