@@ -1,5 +1,5 @@
 """Shared fixtures: a private results store per test; full float32 products for tests that compare two
-formulations of one function."""
+formulations of one function; the tiny teacher-student config and stored bytes of the runner and backend tests."""
 
 import pytest
 
@@ -9,6 +9,57 @@ def store(tmp_path, monkeypatch):
     """A fresh, empty results store (``COMPGEN_RESULTS``) for the test."""
     monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path / "store"))
     return tmp_path / "store"
+
+
+# A teacher-student config that trains in a second: the runner's and the backends' tests (tests/test_runner.py,
+# tests/backends/) vary it field by field.
+TINY = dict(
+    n_modules=2,
+    n_in=4,
+    teacher_hidden=4,
+    n_out=2,
+    hidden_factor=1,
+    module_factor=1,
+    outer_steps=6,
+    eval_every=3,
+    inner_steps=2,
+    meta_batch=2,
+    batch=4,
+    eval_tasks=4,
+    eval_inputs=8,
+    seeds=(100, 101),
+    masks="0;1;01",
+)
+
+
+@pytest.fixture
+def tiny_fields():
+    """:data:`TINY`, a copy (fields a child process is given as JSON)."""
+    return dict(TINY)
+
+
+@pytest.fixture
+def tiny(tiny_fields):
+    """``tiny(**fields)``: the teacher-student smoke config with :data:`TINY` and ``fields`` set."""
+    from compgen.experiments import teacher_student
+    from compgen.section import make_config
+
+    return lambda **fields: make_config(teacher_student.SECTION, "smoke", **{**tiny_fields, **fields})
+
+
+@pytest.fixture
+def stored_bytes():
+    """``stored_bytes(section, cfg)``: every array the default store holds for ``cfg``, as raw bytes (the
+    provenance aside)."""
+    import numpy as np
+
+    from compgen import results
+
+    def read(section, cfg):
+        arrays, _ = results.Store.default().load(section, cfg)
+        return {k: np.asarray(v).tobytes() for k, v in arrays.items()}
+
+    return read
 
 
 @pytest.fixture

@@ -19,54 +19,27 @@ from compgen.experiments import teacher_student as ts
 from compgen.section import make_config
 
 S = ts.SECTION
-TINY = dict(
-    n_modules=2,
-    n_in=4,
-    teacher_hidden=4,
-    n_out=2,
-    hidden_factor=1,
-    module_factor=1,
-    outer_steps=6,
-    eval_every=3,
-    inner_steps=2,
-    meta_batch=2,
-    batch=4,
-    eval_tasks=4,
-    eval_inputs=8,
-    seeds=(100, 101),
-    masks="0;1;01",
-)
 
 
-def _tiny(**fields):
-    return make_config(S, "smoke", **{**TINY, **fields})
-
-
-def _stored_bytes(section, cfg):
-    """Every stored array of ``cfg`` as raw bytes (the provenance aside)."""
-    arrays, _ = results.Store.default().load(section, cfg)
-    return {k: np.asarray(v).tobytes() for k, v in arrays.items()}
-
-
-def test_stored_numbers_do_not_depend_on_what_else_was_trained_or_how(store, monkeypatch):
+def test_stored_numbers_do_not_depend_on_what_else_was_trained_or_how(store, monkeypatch, tiny, stored_bytes):
     """Alone, beside another config of the same program, beside one of another program, in 1 or 2 worker
     processes: the bytes stored for a config are the same, one program per config (lanes off, a CPU's default;
     lanes keep the numbers up to round-off, below)."""
     monkeypatch.setenv("COMPGEN_LANES", "0")
-    a = _tiny()
-    siblings = [_tiny(masks="01", distribution="continuous"), _tiny(outer_steps=9, eval_every=3)]
+    a = tiny()
+    siblings = [tiny(masks="01", distribution="continuous"), tiny(outer_steps=9, eval_every=3)]
     dispatch.train_or_load(S, [a], workers=1, log=lambda _: None)
-    alone = _stored_bytes(S, a)
+    alone = stored_bytes(S, a)
     for together, workers in (([a, *siblings], 1), ([siblings[0], a, siblings[1]], 2)):
         dispatch.train_or_load(S, together, force=True, workers=workers, log=lambda _: None)
-        assert _stored_bytes(S, a) == alone, (len(together), workers)
+        assert stored_bytes(S, a) == alone, (len(together), workers)
 
 
-def test_configs_of_one_shape_train_as_lanes_with_each_ones_numbers_up_to_round_off(store, monkeypatch):
+def test_configs_of_one_shape_train_as_lanes_with_each_ones_numbers_up_to_round_off(store, monkeypatch, tiny):
     """As on an accelerator (``lanes=True``; a CPU trains one config per program): two configs that differ only in
     data train as lanes of one program, a third of another shape apart; each is stored under its own key with the
     numbers of its training alone up to float32 round-off (rtol 1e-4: the vmapped sums may add in another order)."""
-    a, b, other = _tiny(), _tiny(masks="0;1", distribution="continuous", weight_decay=1e-3), _tiny(outer_steps=9)
+    a, b, other = tiny(), tiny(masks="0;1", distribution="continuous", weight_decay=1e-3), tiny(outer_steps=9)
     assert runner.lane_groups(S, [a, other, b], lanes=True) == [[a, b], [other]]
     assert runner.lane_groups(S, [a, other, b], lanes=False) == [[a], [other], [b]]
     monkeypatch.delenv("COMPGEN_LANES", raising=False)
@@ -92,16 +65,16 @@ def test_configs_of_one_shape_train_as_lanes_with_each_ones_numbers_up_to_round_
     assert not np.allclose(runner.load(S, a)["steps/loss"], runner.load(S, b)["steps/loss"])
 
 
-def test_lanes_resume_from_their_checkpoint_and_a_diverged_lane_is_not_stored(store, monkeypatch):
+def test_lanes_resume_from_their_checkpoint_and_a_diverged_lane_is_not_stored(store, monkeypatch, tiny):
     """Lanes save one checkpoint for their group and resume from it with the uninterrupted numbers; a lane whose
     updates stay non-finite (a weight decay that overflows the parameters) is reported, the others are stored."""
-    good, bad = _tiny(outer_steps=120, eval_every=60), _tiny(outer_steps=120, eval_every=60, weight_decay=1e30)
+    good, bad = tiny(outer_steps=120, eval_every=60), tiny(outer_steps=120, eval_every=60, weight_decay=1e30)
     lines = []
     with pytest.raises(runner.TrainingDiverged, match=r"weight decay 1e\+30"):
         runner.train_and_store(S, [good, bad], results.Store.default(), log=lines.append, lanes=True)
     assert runner.load(S, bad) is None and runner.load(S, good) is not None
     store_ = results.Store.default()
-    a, b = _tiny(), _tiny(masks="01", distribution="continuous")
+    a, b = tiny(), tiny(masks="01", distribution="continuous")
     for c in (a, b):
         runner.train_and_store(S, [c], store_, lambda _: None)
     reference = {c: runner.load(S, c) for c in (a, b)}
@@ -133,36 +106,36 @@ def test_lanes_resume_from_their_checkpoint_and_a_diverged_lane_is_not_stored(st
             np.testing.assert_allclose(runner.load(S, c)[name], value, rtol=1e-4, atol=1e-6, err_msg=name)
 
 
-def test_hyperteacher_split_alone_and_beside_its_sibling_store_the_same_bytes(store, monkeypatch):
+def test_hyperteacher_split_alone_and_beside_its_sibling_store_the_same_bytes(store, monkeypatch, stored_bytes):
     """The case of the issue: the random split trained alone and beside its non-compositional sibling (one program
     per config)."""
     monkeypatch.setenv("COMPGEN_LANES", "0")
     cfg = make_config(HT.SECTION, "smoke", "hnet_linear", outer_steps=6, eval_every=3)
     sibling = dataclasses.replace(cfg, split="non_compositional")
     dispatch.train_or_load(HT.SECTION, [cfg], workers=1, log=lambda _: None)
-    alone = _stored_bytes(HT.SECTION, cfg)
+    alone = stored_bytes(HT.SECTION, cfg)
     dispatch.train_or_load(HT.SECTION, [sibling, cfg], force=True, workers=1, log=lambda _: None)
-    assert _stored_bytes(HT.SECTION, cfg) == alone
+    assert stored_bytes(HT.SECTION, cfg) == alone
 
 
-def test_a_run_whose_updates_stay_non_finite_stops_and_is_not_stored(store):
-    cfg = _tiny(outer_lr=1e30, outer_steps=120, eval_every=60)  # Adam's step of 1e30 overflows the parameters
+def test_a_run_whose_updates_stay_non_finite_stops_and_is_not_stored(store, tiny):
+    cfg = tiny(outer_lr=1e30, outer_steps=120, eval_every=60)  # Adam's step of 1e30 overflows the parameters
     lines = []
     with pytest.raises(runner.TrainingDiverged, match=r"diverged at step .*outer_lr"):
         dispatch.train_or_load(S, [cfg], workers=1, log=lines.append)
     assert runner.load(S, cfg) is None
 
 
-def test_a_run_whose_loss_explodes_is_stopped_and_not_stored(store):
+def test_a_run_whose_loss_explodes_is_stopped_and_not_stored(store, tiny):
     """inner_lr=1e12: the updates stay finite while the loss reaches ~1e22; it was stored as a result."""
-    cfg = _tiny(inner_lr=1e12, outer_steps=120, eval_every=60)
+    cfg = tiny(inner_lr=1e12, outer_steps=120, eval_every=60)
     with pytest.raises(runner.TrainingDiverged, match=r"diverged at step 60 .*training loss reached .*bound 1e\+06"):
         dispatch.train_or_load(S, [cfg], workers=1, log=lambda _: None)
     assert runner.load(S, cfg) is None
 
 
-def test_a_loss_that_turns_nan_is_divergence_a_degenerate_metric_is_not():
-    a, b = _tiny(seeds=(1,)), _tiny(seeds=(2, 3), masks="0;1", distribution="continuous")
+def test_a_loss_that_turns_nan_is_divergence_a_degenerate_metric_is_not(tiny):
+    a, b = tiny(seeds=(1,)), tiny(seeds=(2, 3), masks="0;1", distribution="continuous")
     diverged = {}
     check = runner._divergence_check(S, [a, b], diverged)
     steps = {"streak": np.zeros((1, 3)), "loss": np.full((1, 3), 0.5)}
@@ -181,16 +154,16 @@ def test_a_loss_that_turns_nan_is_divergence_a_degenerate_metric_is_not():
     assert list(diverged) == [b, a]
 
 
-def test_checkpoint_interval_is_checked_before_training(store, monkeypatch):
+def test_checkpoint_interval_is_checked_before_training(store, monkeypatch, tiny):
     monkeypatch.setenv("COMPGEN_CHECKPOINT_EVERY", "abc")
     with pytest.raises(params.ParameterError, match="COMPGEN_CHECKPOINT_EVERY"):
-        dispatch.train_or_load(S, [_tiny()], workers=1, log=lambda _: None)
+        dispatch.train_or_load(S, [tiny()], workers=1, log=lambda _: None)
     monkeypatch.delenv("COMPGEN_CHECKPOINT_EVERY")
     with pytest.raises(params.ParameterError, match="checkpoint_every"):
-        dispatch.train_or_load(S, [_tiny()], workers=1, log=lambda _: None, checkpoint_every=-5)
+        dispatch.train_or_load(S, [tiny()], workers=1, log=lambda _: None, checkpoint_every=-5)
 
 
-def test_a_program_compiles_its_training_chunk_once_for_every_config_of_its_shape():
+def test_a_program_compiles_its_training_chunk_once_for_every_config_of_its_shape(tiny):
     """Configs that differ only in their data (masks, distribution, seeds; run arrays of equal shapes) share one
     compiled chunk: the outer step is traced once however many of them run and however often the chunk is called."""
     traces = []
@@ -200,7 +173,7 @@ def test_a_program_compiles_its_training_chunk_once_for_every_config_of_its_shap
         return S.outer_step(cfg, run, state, mesh)
 
     traced = dataclasses.replace(S, name="teacher_student_trace_count", outer_step=counted_step)
-    configs = [_tiny(), _tiny(masks="1;01;0", distribution="continuous"), _tiny(seeds=(7, 8))]
+    configs = [tiny(), tiny(masks="1;01;0", distribution="continuous"), tiny(seeds=(7, 8))]
     for cfg in configs:
         program = runner.program(traced, cfg)
         assert program is runner.program(traced, configs[0])
@@ -209,11 +182,11 @@ def test_a_program_compiles_its_training_chunk_once_for_every_config_of_its_shap
         for _ in range(2):
             state, _ = program.steps(runs, state, 3)
     assert len(traces) == 1
-    assert runner.program(traced, _tiny(hidden_factor=2)) is not runner.program(traced, configs[0])  # another shape
+    assert runner.program(traced, tiny(hidden_factor=2)) is not runner.program(traced, configs[0])  # another shape
 
 
-def test_a_stored_run_says_where_its_wall_time_went(store):
-    cfg = _tiny(seeds=(103,))
+def test_a_stored_run_says_where_its_wall_time_went(store, tiny):
+    cfg = tiny(seeds=(103,))
     dispatch.train_or_load(S, [cfg], workers=1, log=lambda _: None)
     prov = results.Store.default().load(S, cfg)[1]["provenance"]
     seconds = prov["seconds"]
@@ -223,19 +196,19 @@ def test_a_stored_run_says_where_its_wall_time_went(store):
     assert 0.7 * seconds["wall"] <= parts <= seconds["wall"] + 0.01
 
 
-def test_a_configs_xla_level_reaches_its_programs_and_separates_them():
+def test_a_configs_xla_level_reaches_its_programs_and_separates_them(tiny):
     """``xla_opt_level`` becomes the XLA compile option of the config's programs (a CPU's choice when None,
     compgen.devices.resolve): configs that differ in it are different programs, each training to finite numbers."""
-    fast, default = _tiny(xla_opt_level=1), _tiny(xla_opt_level=3)
+    fast, default = tiny(xla_opt_level=1), tiny(xla_opt_level=3)
     assert section.compiler_options(fast) == {"xla_backend_optimization_level": 1}
-    assert section.compiler_options(devices.resolve(S, _tiny(), backend="cpu")) == section.compiler_options(fast)
-    assert section.compiler_options(devices.resolve(S, _tiny(), backend="gpu")) is None
+    assert section.compiler_options(devices.resolve(S, tiny(), backend="cpu")) == section.compiler_options(fast)
+    assert section.compiler_options(devices.resolve(S, tiny(), backend="gpu")) is None
     assert runner.program(S, fast) is not runner.program(S, default)
     for cfg in (fast, default):
         history, _ = runner.train(S, cfg, log=lambda _: None)
         assert np.isfinite(history["steps"]["loss"]).all()
     with pytest.raises(params.ParameterError, match="xla_opt_level"):
-        _tiny(xla_opt_level=4)
+        tiny(xla_opt_level=4)
 
 
 # --------------------------------------------------------------------------------------------- faults
@@ -258,8 +231,8 @@ def _child(fields: list, store, checkpoint_every=0, **env):
     return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def test_two_processes_asked_for_the_same_config_train_it_once(tmp_path):
-    fields = [{**TINY, "outer_steps": 600, "eval_every": 60}]
+def test_two_processes_asked_for_the_same_config_train_it_once(tmp_path, tiny_fields):
+    fields = [{**tiny_fields, "outer_steps": 600, "eval_every": 60}]
     children = [_child(fields, tmp_path / "store", COMPGEN_WORKERS="1") for _ in range(2)]
     outputs = [child.communicate(timeout=600)[0] for child in children]
     assert [child.returncode for child in children] == [0, 0], outputs
@@ -289,10 +262,10 @@ def test_storage_lock_makes_a_second_holder_wait(tmp_path):
     assert not path.exists()
 
 
-def test_an_unusable_store_or_checkpoint_folder_fails_before_training(tmp_path, monkeypatch):
+def test_an_unusable_store_or_checkpoint_folder_fails_before_training(tmp_path, monkeypatch, tiny):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    lines, cfg = [], _tiny()
+    lines, cfg = [], tiny()
     for variable, path in (("COMPGEN_RESULTS", blocker), ("COMPGEN_RESULTS", blocker / "sub")):
         monkeypatch.setenv(variable, str(path))
         with pytest.raises(params.ParameterError, match=f"{variable}: cannot write in .*a-file is a file"):
@@ -325,10 +298,10 @@ except params.ParameterError as error:
 """
 
 
-def test_a_read_only_store_loads_what_it_holds_and_refuses_a_new_run_before_training():
+def test_a_read_only_store_loads_what_it_holds_and_refuses_a_new_run_before_training(tiny_fields):
     """The store's folders made read-only, written to by a process that really cannot write there: an unprivileged
     user (``setpriv``) when the tests run as root, who writes anywhere (CI does), else this user."""
-    tiny = {**TINY, "seeds": [100]}
+    tiny = {**tiny_fields, "seeds": [100]}
     with tempfile.TemporaryDirectory() as root:
         os.chmod(root, 0o755)  # traversable by the unprivileged user
         store = Path(root) / "store"

@@ -16,42 +16,13 @@ import pytest
 from compgen import cores, devices, dispatch, params, results, runner, timing
 from compgen.backends import workers
 from compgen.experiments import teacher_student as ts
-from compgen.section import make_config
 
 S = ts.SECTION
-# the tiny config of tests/test_runner.py
-TINY = dict(
-    n_modules=2,
-    n_in=4,
-    teacher_hidden=4,
-    n_out=2,
-    hidden_factor=1,
-    module_factor=1,
-    outer_steps=6,
-    eval_every=3,
-    inner_steps=2,
-    meta_batch=2,
-    batch=4,
-    eval_tasks=4,
-    eval_inputs=8,
-    seeds=(100, 101),
-    masks="0;1;01",
-)
 
 
-def _tiny(**fields):
-    return make_config(S, "smoke", **{**TINY, **fields})
-
-
-def _stored_bytes(section, cfg):
-    """Every stored array of ``cfg`` as raw bytes (the provenance aside)."""
-    arrays, _ = results.Store.default().load(section, cfg)
-    return {k: np.asarray(v).tobytes() for k, v in arrays.items()}
-
-
-def test_balance_keeps_programs_together_and_fills_the_workers():
-    a, b = _tiny(), _tiny(masks="0;1", distribution="continuous")  # same program
-    c = _tiny(outer_steps=40)  # another program, costlier than a and b together
+def test_balance_keeps_programs_together_and_fills_the_workers(tiny):
+    a, b = tiny(), tiny(masks="0;1", distribution="continuous")  # same program
+    c = tiny(outer_steps=40)  # another program, costlier than a and b together
     assert S.cost(c) >= S.cost(a) + S.cost(b)
     jobs = workers.balance([a, b, c], 2, S)
     assert sorted(len(j) for j in jobs) == [1, 2] and [a, b] in jobs
@@ -59,9 +30,9 @@ def test_balance_keeps_programs_together_and_fills_the_workers():
     assert workers.balance([a, b], 1, S) == [[a, b]]
 
 
-def test_balance_splits_a_program_group_larger_than_a_workers_share():
-    group = [_tiny(masks=m, distribution="continuous") for m in ("0;1", "0;01", "1;01", "01")]  # one program
-    other = _tiny(outer_steps=12)  # another, cheaper than the group
+def test_balance_splits_a_program_group_larger_than_a_workers_share(tiny):
+    group = [tiny(masks=m, distribution="continuous") for m in ("0;1", "0;01", "1;01", "01")]  # one program
+    other = tiny(outer_steps=12)  # another, cheaper than the group
     jobs = workers.balance([*group, other], 2, S)
     assert [other] in jobs and sorted((c for j in jobs for c in j if c != other), key=group.index) == group
     cost = lambda job: sum(S.cost(c) for c in job)
@@ -86,20 +57,20 @@ def test_worker_count_follows_the_environment(monkeypatch):
     assert 1 <= workers.default_workers(4) <= 4
 
 
-def test_more_workers_than_configs_start_one_per_config_and_end(store, monkeypatch):
+def test_more_workers_than_configs_start_one_per_config_and_end(store, monkeypatch, tiny):
     """COMPGEN_WORKERS near the limit: the driver looped over that many slots and never ended."""
     monkeypatch.setenv("COMPGEN_WORKERS", str(workers.MAX_WORKERS))
-    a, b = _tiny(), _tiny(outer_steps=9, eval_every=3)
+    a, b = tiny(), tiny(outer_steps=9, eval_every=3)
     started, original = [], workers._start
     monkeypatch.setattr(workers, "_start", lambda *args, **kw: started.append(args[2]) or original(*args, **kw))
     dispatch.train_or_load(S, [a, b], log=lambda _: None)
     assert sorted(started) == [0, 1] and all(runner.load(S, c) is not None for c in (a, b))
 
 
-def test_a_worker_reports_a_diverged_run_by_name_and_the_driver_raises_it(store, tmp_path):
+def test_a_worker_reports_a_diverged_run_by_name_and_the_driver_raises_it(store, tmp_path, tiny):
     """A worker names its error in a file of its own (not on its last line of output): the driver raises the same
     error with the same message, and leaves no file behind."""
-    cfg = _tiny(outer_lr=1e30, outer_steps=120, eval_every=60)
+    cfg = tiny(outer_lr=1e30, outer_steps=120, eval_every=60)
     lines = []
     with pytest.raises(runner.TrainingDiverged, match=r"diverged at step .*outer_lr") as raised:
         workers.run_workers(S, [[cfg]], 1, results.Store.default(), lines.append)
@@ -109,8 +80,8 @@ def test_a_worker_reports_a_diverged_run_by_name_and_the_driver_raises_it(store,
     assert not list(Path(tempfile.gettempdir()).glob("compgen-job-*.error"))
 
 
-def test_the_same_run_in_a_worker_process_and_in_this_one_is_identical(store):
-    a, b = _tiny(), _tiny(masks="01;1", distribution="continuous")
+def test_the_same_run_in_a_worker_process_and_in_this_one_is_identical(store, tiny, stored_bytes):
+    a, b = tiny(), tiny(masks="01;1", distribution="continuous")
     lines = []
     dispatch.train_or_load(S, [a, b], workers=2, log=lines.append)
     assert {line.split()[0] for line in lines if "[train]" in line} == {
@@ -119,20 +90,20 @@ def test_the_same_run_in_a_worker_process_and_in_this_one_is_identical(store):
     if len(cores.usable()) >= 2 and hasattr(os, "sched_setaffinity"):  # each worker on a core of its own
         pinned = [line.split("core(s) ")[1] for line in lines if "[cores]" in line]
         assert len(pinned) == 2 and len(set(pinned)) == 2, lines
-    in_workers = [_stored_bytes(S, c) for c in (a, b)]
+    in_workers = [stored_bytes(S, c) for c in (a, b)]
     readings = {results.Store.default().load(S, c)[1]["provenance"]["gemm_gflops"] for c in (a, b)}
     assert readings == {round(timing.gemm_gflops(), 1)}  # the workers record the reading this process took first
     dispatch.train_or_load(S, [a, b], force=True, workers=1, log=lambda _: None)
-    assert [_stored_bytes(S, c) for c in (a, b)] == in_workers
+    assert [stored_bytes(S, c) for c in (a, b)] == in_workers
 
 
 def test_a_large_run_trains_alone_with_its_tasks_split_and_stores_the_unsplit_numbers_up_to_round_off(
-    store, monkeypatch
+    store, monkeypatch, tiny
 ):
     """A config that ``devices.shard_count`` splits trains in a worker of two host devices, before the rest; its
     numbers equal the unsplit run's up to float32 round-off, and a config below the threshold is untouched."""
 
-    large, small = _tiny(), _tiny(masks="01;1", distribution="continuous")
+    large, small = tiny(), tiny(masks="01;1", distribution="continuous")
     dispatch.train_or_load(S, [large], workers=1, log=lambda _: None)
     unsplit = runner.load(S, large)
     monkeypatch.setattr(devices, "shard_count", lambda section, cfg: 2 if cfg == large else 1)
@@ -193,12 +164,14 @@ def _pids_mentioning(text: str) -> list:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the workers through /proc")
-def test_workers_end_with_their_killed_parent_and_leave_no_job_or_lock_files(tmp_path):
+def test_workers_end_with_their_killed_parent_and_leave_no_job_or_lock_files(tmp_path, tiny_fields):
     jobs, store = tmp_path / "jobs", tmp_path / "store"
     jobs.mkdir()
     # two jobs whose first chunk takes many seconds: a worker says nothing for that long (it used to live on until
     # it printed into the dead parent's pipe)
-    endless = [{**TINY, "seeds": [100], "outer_steps": 10**6, "eval_every": 10**5, "masks": m} for m in ("0;1", "01")]
+    endless = [
+        {**tiny_fields, "seeds": [100], "outer_steps": 10**6, "eval_every": 10**5, "masks": m} for m in ("0;1", "01")
+    ]
     parent = _child(endless, store, checkpoint_every=1, TMPDIR=str(jobs), COMPGEN_WORKERS="2")
     worker_pids = []
     try:
