@@ -102,6 +102,7 @@ $(1)/%.ipynb: book/%.py $$(SRC) $(1)/.params | $$(INSTALL_STAMP) $$(KERNEL_CONFI
 
 $(1)/results.ipynb: $$(CHAPTERS:%=$(1)/%.ipynb)
 $(1)/running.ipynb: $$(RECORDS)
+$(1)/own_learner.ipynb: $(1)/hyperteacher.ipynb $(1)/goals.ipynb  # compares with their stored runs
 
 $(1)/.params: export NB_ARGS = $$($(2))
 $(1)/.params: FORCE

@@ -107,7 +107,7 @@ def test_store_lists_current_and_stale_runs_and_removes_the_stale_ones(store, ca
 
     sec = catalog.get("teacher_student")
     cfg = make_config(sec, "smoke")
-    old_code = SimpleNamespace(name=sec.name, fingerprint="0123456789ab")
+    old_code = SimpleNamespace(name=sec.name, fingerprint_of=lambda config: "0123456789ab")
     results.Store(store).save(sec, cfg, {"x": np.zeros(1)}, 1.0)
     stale = results.Store(store).save(old_code, cfg, {"x": np.zeros(1)}, 1.0)
     assert cli.main(["store", "--verbose"]) == 0

@@ -71,9 +71,12 @@ def test_inner_adapt_lowers_loss_and_rejects_bad_mode():
 
 
 def _tiny_fewshot(model_name):
-    from compgen.models import make_model
+    from types import SimpleNamespace
 
-    model = make_model(model_name, n_in=3, n_out=2, hidden=4, num_hidden=2, n_templates=3)
+    from compgen import models
+
+    sizes = SimpleNamespace(n_in=3, n_out=2, hidden=4, num_hidden=2, n_templates=3)
+    model = models.get(model_name).build(sizes)
     key = jax.random.key(0)
     params = model.init(key)
     # move zero-initialised biases off ReLU kinks, where finite differences are one-sided

@@ -24,9 +24,14 @@ class ToyConfig:
     seeds: tuple = (1, 2)
 
 
-TOY = SimpleNamespace(name="toy", fingerprint="c0de00000001")  # a section: its name and its code's fingerprint
-OTHER_CODE = SimpleNamespace(name="toy", fingerprint="c0de00000002")
-OTHER_SECTION = SimpleNamespace(name="other", fingerprint=TOY.fingerprint)
+def toy_section(name, fingerprint):
+    """A section as the store sees it: its name and the fingerprint of its code, the same for every config."""
+    return SimpleNamespace(name=name, fingerprint=fingerprint, fingerprint_of=lambda config: fingerprint)
+
+
+TOY = toy_section("toy", "c0de00000001")
+OTHER_CODE = toy_section("toy", "c0de00000002")
+OTHER_SECTION = toy_section("other", TOY.fingerprint)
 
 
 def _save(root, config=ToyConfig(), value=0.0, section=TOY):

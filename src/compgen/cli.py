@@ -171,7 +171,7 @@ def _show(args):
     for cfg in configs:
         fields = {**(paper_grid.fixed if paper_grid else {}), **{k: getattr(cfg, k) for k in point}}
         paper = section.make_config(sec, "paper", getattr(cfg, "model", None), **fields)
-        print(f"\n{sec.label(cfg)}\n  hash {results.config_hash(cfg, sec.fingerprint)}")
+        print(f"\n{sec.label(cfg)}\n  hash {results.config_hash(cfg, sec.fingerprint_of(cfg))}")
         for f in dataclasses.fields(cfg):
             ours, theirs = getattr(cfg, f.name), getattr(paper, f.name)
             print(f"    {f.name} = {ours!r}" if ours == theirs else f"  * {f.name} = {ours!r} (paper {theirs!r})")
@@ -227,6 +227,15 @@ def _run(args):
     return 0
 
 
+def _expected(sec, meta) -> str:
+    """The fingerprint a stored run of ``sec`` should carry: its learner's (:meth:`Section.code_fingerprint`), or
+    the section's where the learner cannot be found in this process."""
+    try:
+        return sec.code_fingerprint(((meta or {}).get("config") or {}).get("model"))
+    except params.ParameterError:
+        return sec.fingerprint
+
+
 def _store(args):
     """Per section: how many stored runs this code would load (current) and how many it never will (stale:
     computed by other code, whose fingerprint differs), and, with ``--remove-stale``, delete the stale ones."""
@@ -241,9 +250,12 @@ def _store(args):
         raise _fail(error) from None
     print(f"results store {store.root}")
     for name in catalog.SECTIONS:
-        fingerprint = catalog.get(name).fingerprint
+        sec = catalog.get(name)
+        fingerprint = sec.fingerprint
         entries = store.entries(name)
-        stale = [(e, m) for e, m in entries if (m or {}).get("provenance", {}).get("code_fingerprint") != fingerprint]
+        stale = [
+            (e, m) for e, m in entries if (m or {}).get("provenance", {}).get("code_fingerprint") != _expected(sec, m)
+        ]
         print(
             f"  {name}: {len(entries) - len(stale)} current, {len(stale)} stale (this code's fingerprint {fingerprint})"
         )

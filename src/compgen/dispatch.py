@@ -18,7 +18,7 @@ import sys
 
 import jax
 
-from compgen import cores, devices, params, precision, results, runner, timing
+from compgen import cores, devices, models, params, precision, results, runner, timing
 from compgen.backends.ray import train_on_ray
 from compgen.backends.workers import balance, default_workers, run_workers
 
@@ -63,6 +63,7 @@ def train_or_load(
     * ``"ray"``: one Ray task per config (``ray_options``: ``address``, ``num_gpus``, ``num_cpus``), each training
       into a private store and returning its files, so workers need no shared file system.
 
+    A learner registered by name in this process only (a notebook's) trains ``"local"``, whatever the backend.
     Every config is trained by its own program, so its numbers do not depend on the backend. A config whose
     training fails raises; with ``failures`` (a dict) its error is recorded there (``{config: message}``) instead
     and its result is ``None``.
@@ -88,6 +89,9 @@ def train_or_load(
     if not todo:
         return [loaded[c] for c in configs]
     store.check_writable(section, bool(every))  # a store that cannot take the results fails now, not after training
+    if backend != "local" and not all(models.known_elsewhere(getattr(c, "model", None)) for c in todo):
+        log(f"[train] a learner registered in this process only (not by import path): {backend} -> local")
+        backend = "local"
     timing.gemm_gflops()  # the machine's speed, read before the workers compete for its cores; every run records it
     errors = {}  # config -> the exception its training raised
     if backend == "workers":  # a config sharded over every core (devices.shard_count) trains first, alone

@@ -131,3 +131,8 @@ def of_modules(names: tuple) -> str:
 def of_section(module: str) -> str:
     """The fingerprint of the section defined in library module ``module``: the hash of its :func:`closure`."""
     return of_modules(closure(module))
+
+
+def joined(base: str, code: str) -> str:
+    """A fingerprint ``base`` joined by more ``code`` (a user's learner): a 12-hex-digit hash of both."""
+    return hashlib.sha256(f"{base}\n{code}".encode()).hexdigest()[:12]

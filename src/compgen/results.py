@@ -2,8 +2,8 @@
 
 A :class:`Store` is a value: its ``root`` folder (and where checkpoints go). ``Store.default()`` reads
 ``$COMPGEN_RESULTS`` and ``$COMPGEN_CHECKPOINTS``; nothing else in the library reads them. Its methods take a
-``section`` - anything with a ``name`` and a code ``fingerprint`` (:mod:`compgen.fingerprint`), such as a
-:class:`compgen.section.Section`.
+``section`` - anything with a ``name`` and ``fingerprint_of(config)``, the code fingerprint a config's run is
+stored under (:mod:`compgen.fingerprint`), such as a :class:`compgen.section.Section`.
 
 Layout: ``<root>/<section>/<hash>.result`` holds the arrays and a ``__meta__`` entry (the config and provenance:
 library version, code fingerprint, git commit, jax version, device, wall time, date), written with
@@ -154,9 +154,9 @@ def _mismatch(meta: dict, section, config) -> str | None:
         return f"it holds a run of section {meta.get('kind')!r}, not {section.name!r}"
     if meta.get("config") != config_dict(config):
         return "it holds the run of another config (its file name does not match its contents)"
-    stored = meta.get("provenance", {}).get("code_fingerprint")
-    if stored != section.fingerprint:
-        return f"it was computed by other code (fingerprint {stored}, this code's {section.fingerprint})"
+    stored, expected = meta.get("provenance", {}).get("code_fingerprint"), section.fingerprint_of(config)
+    if stored != expected:
+        return f"it was computed by other code (fingerprint {stored}, this code's {expected})"
     return None
 
 
@@ -181,7 +181,7 @@ class Store:
 
     def paths(self, section, config) -> tuple:
         """``(entry, sidecar)``: the ``.result`` file of ``config`` and its ``.json`` description."""
-        stem = config_hash(config, section.fingerprint)
+        stem = config_hash(config, section.fingerprint_of(config))
         return self.root / section.name / f"{stem}.result", self.root / section.name / f"{stem}.json"
 
     def checkpoint_dir(self, section, config) -> Path:
@@ -218,7 +218,7 @@ class Store:
         meta = {
             "kind": section.name,
             "config": config_dict(config),
-            "provenance": provenance(wall_time_s, section.fingerprint, seconds, knobs),
+            "provenance": provenance(wall_time_s, section.fingerprint_of(config), seconds, knobs),
         }
         text = json.dumps(meta, indent=2)
         packed = {k: np.asarray(v) for k, v in arrays.items()}

@@ -133,7 +133,9 @@ class Section:
     * ``models``: the learners in the paper's order (empty for a section without a model field);
     * ``base_fields(preset, model, overrides) -> dict``: fields taken over from another section (in-context
       learners share the task stream of the section they run on);
-    * ``keep_params``: store each run's final meta-parameters too.
+    * ``keep_params``: store each run's final meta-parameters too;
+    * ``learner_code(model) -> str | None``: the code of a learner defined outside the library
+      (:func:`compgen.models.code_of`), which joins the fingerprint of that learner's runs.
     """
 
     name: str
@@ -151,6 +153,7 @@ class Section:
     base_fields: Callable | None = None
     keep_params: bool = False
     experiment_fields: tuple = ("seeds",)  # fields that pick an experiment, never "differences from the paper"
+    learner_code: Callable | None = None  # model name -> the code of a learner defined outside the library, or None
 
     def __post_init__(self):
         if self.presets["paper"].common:  # one source for the paper's values
@@ -166,6 +169,16 @@ class Section:
         """The hash of the code the section's numbers can depend on: its module's import closure
         (:func:`compgen.fingerprint.of_section`), computed once per process."""
         return fingerprint.of_section(self.module)
+
+    def code_fingerprint(self, model: str | None = None) -> str:
+        """The fingerprint of ``model``'s runs: :attr:`fingerprint`, joined by the code of the learner where it is
+        defined outside the library (editing a user's learner retrains its runs and no other)."""
+        code = self.learner_code(model) if self.learner_code and model is not None else None
+        return self.fingerprint if code is None else fingerprint.joined(self.fingerprint, code)
+
+    def fingerprint_of(self, cfg) -> str:
+        """The fingerprint ``cfg``'s run is stored under (:meth:`code_fingerprint` of its learner)."""
+        return self.code_fingerprint(getattr(cfg, "model", None))
 
     def cost(self, cfg) -> float:
         """FLOPs of training every seed of ``cfg``: :attr:`flops_per_step` x outer steps x seeds."""
@@ -243,10 +256,8 @@ def check_budget(section: Section, cfg) -> None:
 def make_config(section: Section, preset: str = "quick", model: str | None = None, **overrides):
     """The config of ``model`` (None: the section's first model, or a section without models) at ``preset``."""
     p, paper = section.preset(preset), section.presets["paper"]
-    if section.models:
+    if section.models:  # a learner outside the section's own (a user's) is checked by the config
         model = model or section.models[0]
-        if model not in section.models:
-            raise params.ParameterError(f"model must be one of {section.models}, got {model!r}")
     params.check_overrides(section.config, {k: v for k, v in overrides.items() if k != "model"}, "override")
     fields = dict(section.base_fields(preset, model, overrides)) if section.base_fields else {}
     fields.update(paper.per_model.get(model, {}))
@@ -264,14 +275,15 @@ def make_config(section: Section, preset: str = "quick", model: str | None = Non
 def figure_configs(section: Section, figure: str, preset: str = "quick", models=None, **overrides) -> list:
     """The configs of ``figure`` at ``preset`` (see module docstring), in grid order. ``models`` replaces the
     figure's models: each is built at every point of the grid with its own preset settings, also a model the preset's
-    figure leaves out (a probe of it)."""
+    figure leaves out (a probe of it). ``model`` among the overrides picks one of the figure's models, or a learner
+    outside the section's own (a user's, :mod:`compgen.models.learners`), built at every point of the grid."""
     grid = section.preset(preset).figures.get(figure)
     if grid is None:
         raise params.ParameterError(f"experiment must be one of {section.figures(preset)}, got {figure!r}")
     chosen = models if models is not None else grid.models or (section.models[:1] if section.models else (None,))
     if section.models and "model" in overrides:  # picks one of the figure's models
         model = overrides.pop("model")
-        if model not in chosen:
+        if model not in chosen and model in section.models:
             raise params.ParameterError(
                 f"{section.name} {figure}: model must be one of the experiment's models {tuple(chosen)}, got {model!r}"
             )

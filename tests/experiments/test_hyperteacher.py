@@ -3,7 +3,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from compgen import dispatch, models, params, runner
+from compgen import dispatch, params, runner
+from compgen.experiments import fewshot
 from compgen.experiments import hyperteacher as HT
 from compgen.section import differences_from_paper, figure_configs, make_config
 
@@ -44,13 +45,15 @@ def test_bad_parameters_name_the_parameter(overrides, match):
 
 def test_unknown_model_and_preset_are_rejected():
     with pytest.raises(params.ParameterError, match="model must be one of"):
+        make_config(S, "smoke", "lstm")
+    with pytest.raises(params.ParameterError, match="'transformer' is an in-context learner; this section trains inner-loop learners"):
         make_config(S, "smoke", "transformer")
     with pytest.raises(params.ParameterError, match="preset must be one of"):
         make_config(S, "fast", "anil")
 
 
 def test_flop_estimate_orders_the_models_as_the_spec():
-    flops = {m: HT.flops_per_step(make_config(S, "paper", m)) for m in models.MODEL_NAMES}
+    flops = {m: HT.flops_per_step(make_config(S, "paper", m)) for m in fewshot.MODELS}
     # spec §7.1 at M = 8: hnets ~250 GFLOP, MAML ~1,850, ANIL ~2,700 (with the body re-run per minibatch)
     assert 100e9 < flops["hnet_linear"] < 500e9 and 1000e9 < flops["maml"] < 3000e9
     assert flops["anil"] < flops["maml"]  # the fast path computes ANIL's body once per task
@@ -63,7 +66,7 @@ def train_steps(cfg, steps):
     return program.steps(runs, program.init(runs), steps)
 
 
-@pytest.mark.parametrize("model", models.MODEL_NAMES)
+@pytest.mark.parametrize("model", fewshot.MODELS)
 def test_short_training_lowers_the_loss(model):
     cfg = make_config(S, "smoke", model, outer_steps=100, meta_batch=8, shots_support=32, shots_query=32, outer_lr=5e-3)
     _, metrics = train_steps(cfg, cfg.outer_steps)

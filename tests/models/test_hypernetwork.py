@@ -1,9 +1,22 @@
+from types import SimpleNamespace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from compgen.models import MODEL_NAMES, count_params, hypernetwork, make_model
+from compgen import models
+from compgen.models import count_params, hypernetwork
+from compgen.params import ParameterError
+
+PAPER_LEARNERS = ("hnet_linear", "hnet_deepmlp", "anil", "maml")
+
+
+def make_model(name, n_in, n_out, hidden, num_hidden, n_templates=0):
+    """The registered learner ``name`` built for a config holding these sizes."""
+    sizes = SimpleNamespace(n_in=n_in, n_out=n_out, hidden=hidden, num_hidden=num_hidden, n_templates=n_templates)
+    return models.get(name, "fewshot").build(sizes)
+
 
 # spec §2.6: meta-parameter counts of the hyperteacher models at M = 16, T = 64
 PAPER_COUNTS = {
@@ -14,7 +27,7 @@ PAPER_COUNTS = {
 }
 
 
-@pytest.mark.parametrize("name", MODEL_NAMES)
+@pytest.mark.parametrize("name", PAPER_LEARNERS)
 def test_meta_parameter_counts_match_the_paper(name):
     hidden, expected = PAPER_COUNTS[name]
     model = make_model(name, n_in=16, n_out=8, hidden=hidden, num_hidden=3, n_templates=64)
@@ -55,10 +68,17 @@ def test_hypernetwork_output_is_invariant_to_embedding_scale():
     np.testing.assert_allclose(model.apply(params, fast, x), model.apply(params, scaled, x), rtol=1e-5)
 
 
-def test_unknown_model_and_bad_sizes_name_the_parameter():
-    with pytest.raises(ValueError, match="model must be one of"):
+def test_the_paper_learners_are_registered_in_the_papers_order():
+    assert models.names("fewshot")[:4] == PAPER_LEARNERS
+    assert models.names("incontext")[:3] == ("kv_memory", "transformer", "bottleneck")
+
+
+def test_unknown_model_wrong_kind_and_bad_sizes_name_the_parameter():
+    with pytest.raises(ParameterError, match="model must be one of .*'maml'.* or an import path"):
+        make_model("nope", 16, 8, 32, 3)
+    with pytest.raises(ParameterError, match="'transformer' is an in-context learner"):
         make_model("transformer", 16, 8, 32, 3)
     with pytest.raises(ValueError, match="n_templates"):
         make_model("hnet_linear", 16, 8, 32, 3, 0)
-    with pytest.raises(ValueError, match="hidden"):
-        make_model("anil", 16, 8, 0, 3)
+    with pytest.raises(ValueError, match="num_hidden must be >= 2"):
+        make_model("hnet_deepmlp", 16, 8, 32, 1, 4)

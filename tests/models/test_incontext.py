@@ -14,6 +14,8 @@ from compgen.models import incontext as I
 from compgen.section import make_config
 from compgen.tasks import goals as gl
 
+LEARNERS = ("kv_memory", "transformer", "bottleneck")
+
 # Every test compares two formulations of one prediction (an order, a padding, a written-out transformer) to
 # float32 round-off: full float32 products on any backend (tests/conftest.py, full_precision).
 pytestmark = pytest.mark.usefixtures("full_precision")
@@ -36,11 +38,11 @@ def _model(name, **sizes):
         8,
         **{**dict(d_model=32, num_layers=2, num_heads=4, d_ff=48, code_dim=8, hnet_hidden=16, n_templates=8), **sizes},
     )
-    model = I.make_incontext_model(spec)
+    model = getattr(I, spec.model)(spec)
     return spec, model, model.init(jax.random.key(1))
 
 
-@pytest.mark.parametrize("name", I.INCONTEXT_MODEL_NAMES)
+@pytest.mark.parametrize("name", LEARNERS)
 def test_predictions_do_not_depend_on_the_order_of_the_support_set(name):
     _, model, params = _model(name)
     (x_s, y_s), (x_q, _) = _task()
@@ -55,7 +57,7 @@ def test_predictions_do_not_depend_on_the_order_of_the_support_set(name):
     assert not np.allclose(a, model.apply(params, x_s, y_s[perm], x_q), atol=1e-4)
 
 
-@pytest.mark.parametrize("name", I.INCONTEXT_MODEL_NAMES)
+@pytest.mark.parametrize("name", LEARNERS)
 def test_queries_see_no_targets_and_not_each_other(name):
     _, model, params = _model(name)
     support_set, query_set = _task()
@@ -138,14 +140,14 @@ def _goals_model(name):
         hnet_num_hidden=2,
         n_templates=4,
     )
-    model = I.make_incontext_model(spec)
+    model = getattr(I, spec.model)(spec)
     model = dataclasses.replace(
         model, apply=jax.jit(model.apply), task_representation=jax.jit(model.task_representation)
     )
     return model, model.init(jax.random.key(1))
 
 
-@pytest.mark.parametrize("name", I.INCONTEXT_MODEL_NAMES)
+@pytest.mark.parametrize("name", LEARNERS)
 def test_goals_predictions_do_not_depend_on_the_order_of_the_support_steps(name, goals_task):
     model, params = _goals_model(name)
     _, (x_s, y_s, mask), (x_q, _) = goals_task
@@ -160,7 +162,7 @@ def test_goals_predictions_do_not_depend_on_the_order_of_the_support_steps(name,
     )
 
 
-@pytest.mark.parametrize("name", I.INCONTEXT_MODEL_NAMES)
+@pytest.mark.parametrize("name", LEARNERS)
 def test_padded_support_steps_change_no_prediction(name, goals_task):
     model, params = _goals_model(name)
     _, (x_s, y_s, mask), (x_q, _) = goals_task

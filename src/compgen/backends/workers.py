@@ -242,7 +242,6 @@ def _worker(path: str) -> int:
     os.unlink(path)
     _end_with_parent(job.get("parent", os.getppid()))
     section = catalog.get(job["section"])
-    configs = [section.config_from_dict(d) for d in job["configs"]]
     if job.get("cores") and cores.pin(os.getpid(), job["cores"]):  # before anything computes (compgen.cores)
         print(f"[cores] this worker runs on core(s) {','.join(map(str, job['cores']))}")
     timing.gemm_gflops(job.get("gemm_gflops"))
@@ -251,6 +250,8 @@ def _worker(path: str) -> int:
     if shards > 1:
         print(f"[devices] every meta-batch sharded over {jax.local_device_count()} {jax.default_backend()} device(s)")
     try:
+        # a config is rebuilt here, so a learner this process cannot import is a ParameterError reported below
+        configs = [section.config_from_dict(d) for d in job["configs"]]
         with devices.shard_tasks() if shards > 1 else contextlib.nullcontext():
             every, force = job["checkpoint_every"], job.get("force", False)
             runner.train_and_store(section, configs, store, checkpoint_every=every, force=force)

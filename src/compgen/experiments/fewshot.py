@@ -26,14 +26,13 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from compgen import devices, meta, metrics, models, params
-from compgen.models import hypernetwork
 from compgen.params import field, positive
 from compgen.section import Section
 
 OUTER_SCHEDULES = ("constant", "warmup_cosine")
 MODELS = ("anil", "maml", "hnet_linear", "hnet_deepmlp")  # the paper's order (its tables' columns)
 HNETS = ("hnet_linear", "hnet_deepmlp")
-MODEL_LABELS = {"anil": "ANIL", "maml": "MAML", "hnet_linear": "Linear hnet", "hnet_deepmlp": "Nonlinear hnet"}
+MODEL_LABELS = {name: models.label(name) for name in MODELS}
 # Fields that change memory use and speed only, not the numbers (beyond float round-off): never listed as
 # differences from the paper.
 MEMORY_ONLY = ("remat", "eval_chunk", "train_chunk")
@@ -111,10 +110,11 @@ class MetaConfig(params.Config):
 
 @dataclass(frozen=True)
 class FewshotConfig(MetaConfig):
-    """A meta-learner of the paper (App. D) and its inner loop; ``n_in``, ``n_out`` and ``n_templates``
-    (the hypernetworks' T) come from the section's config."""
+    """A meta-learner and its inner loop: ``model`` names one of the paper's (App. D) or a user's
+    (:mod:`compgen.models.learners`); ``n_in``, ``n_out`` and ``n_templates`` (the hypernetworks' T) come from
+    the section's config."""
 
-    model: str = field("hnet_linear", choices=models.MODEL_NAMES)
+    model: str = "hnet_linear"
     hidden: int = positive(64)
     num_hidden: int = positive(3)
     inner_steps: int = positive(10)
@@ -128,11 +128,25 @@ class FewshotConfig(MetaConfig):
 
     def check(self):
         super().check()
-        if self.model.startswith("hnet") and self.num_hidden < 2:
-            raise params.ParameterError(f"num_hidden must be >= 2 for a hypernetwork, got {self.num_hidden}")
+        self.build_model()  # the learner exists and takes these sizes (its ValueError becomes a ParameterError)
 
     def build_model(self) -> models.Model:
-        return models.make_model(self.model, self.n_in, self.n_out, self.hidden, self.num_hidden, self.n_templates)
+        return models.get(self.model, "fewshot").build(self)
+
+
+def learner_text(cfg, *more: str) -> str:
+    """The learner of ``cfg`` and the fields that size it, then ``more``: ``"Linear hnet (hidden 3x64, T=32)"``."""
+    found = models.get(cfg.model)
+    sizes = []
+    for name in found.sized_by:
+        if name == "hidden" and "num_hidden" in found.sized_by:
+            sizes.append(f"hidden {cfg.num_hidden}x{cfg.hidden}")
+        elif name == "n_templates":
+            sizes.append(f"T={cfg.n_templates}")
+        elif name != "num_hidden":
+            sizes.append(f"{name} {getattr(cfg, name)}")
+    sizes.extend(m for m in more if m)
+    return f"{found.label} ({', '.join(sizes)})" if sizes else found.label
 
 
 def is_incontext(cfg) -> bool:
@@ -304,21 +318,40 @@ def progress(cfg, step_metrics, evaluation):
     return text
 
 
+def _xla_flops(fn, *shapes) -> float:
+    """The FLOPs XLA's cost analysis counts for ``fn`` on arguments of these shapes (no compilation)."""
+    return float(jax.jit(fn).lower(*shapes).cost_analysis().get("flops", 0.0))
+
+
+_LEARNER_FLOPS: dict = {}  # (learner, sizes) -> _learner_flops
+
+
+def _learner_flops(cfg) -> tuple:
+    """``(features per point, head per point, head per call)``: FLOPs of one forward pass of ``cfg``'s learner, from
+    XLA's cost analysis at one and two points (a hypernetwork's per-call cost is the generation of its weights);
+    computed once per learner and sizes (``n_in``, ``n_out`` and its ``sized_by`` fields)."""
+    found = models.get(cfg.model)
+    key = (found.build, cfg.n_in, cfg.n_out, *(getattr(cfg, name) for name in found.sized_by))
+    if key not in _LEARNER_FLOPS:
+        model = found.build(cfg)
+        meta_ = jax.eval_shape(model.init, jax.random.key(0))
+        fast = jax.eval_shape(model.fast_init, meta_)
+        x = [jax.ShapeDtypeStruct((n, cfg.n_in), jnp.float32) for n in (1, 2)]
+        feature = [_xla_flops(model.features, meta_, xn) for xn in x]
+        head = [_xla_flops(model.head, meta_, fast, jax.eval_shape(model.features, meta_, xn)) for xn in x]
+        _LEARNER_FLOPS[key] = (feature[1] - feature[0], head[1] - head[0], max(2 * head[0] - head[1], 0.0))
+    return _LEARNER_FLOPS[key]
+
+
 def flops_per_step(cfg, support_points, query_points):
-    """Analytic FLOPs of one outer step of one run of a meta-learner (a backward pass counted as twice the forward, the
-    meta-backward through the unroll = 2x the inner loop); ``*_points`` = data points per task."""
-    sizes = [cfg.n_in] + [cfg.hidden] * cfg.num_hidden + [cfg.n_out]
-    mlp_macs = sum(a * b for a, b in zip(sizes[:-1], sizes[1:]))
-    generation, feature, head = 0, 0, mlp_macs
-    if cfg.model.startswith("hnet"):
-        width = cfg.n_templates if cfg.model == "hnet_linear" else hypernetwork.GENERATOR_WIDTH
-        generation = width * sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
-    if cfg.model == "anil":
-        feature, head = mlp_macs - cfg.hidden * cfg.n_out, cfg.hidden * cfg.n_out
-    batch = cfg.inner_batch or support_points
-    inner = cfg.inner_steps * 3 * (batch * head + generation)
-    per_task = 3 * inner + 3 * (support_points + query_points) * feature + 3 * (query_points * head + generation)
-    return 2.0 * per_task * cfg.meta_batch
+    """FLOPs of one outer step of one run of a meta-learner, from its forward pass's FLOPs (:func:`_learner_flops`):
+    a backward pass counted as twice the forward, the meta-backward through the unroll as twice the inner loop;
+    ``*_points`` = data points per task."""
+    feature, head_point, head_call = _learner_flops(cfg)
+    head = lambda points: head_call + points * head_point
+    inner = cfg.inner_steps * 3 * head(cfg.inner_batch or support_points)
+    per_task = 3 * inner + 3 * (support_points + query_points) * feature + 3 * head(query_points)
+    return float(per_task * cfg.meta_batch)
 
 
 def make_section(
@@ -352,4 +385,5 @@ def make_section(
         base_fields=base_fields,
         keep_params=keep_params,
         experiment_fields=(*experiment_fields, *MEMORY_ONLY, "probe"),
+        learner_code=models.code_of,
     )

@@ -210,10 +210,9 @@ ENV = fewshot.Environment(
 
 
 def label(cfg):
-    size = f"hidden {cfg.num_hidden}x{cfg.hidden}" + (f", T={cfg.templates}" if cfg.model.startswith("hnet") else "")
-    world = "" if cfg.world == gl.WORLD else f", world {world_label(cfg)}"
+    world = "" if cfg.world == gl.WORLD else f"world {world_label(cfg)}"
     return (
-        f"{fewshot.MODEL_LABELS[cfg.model]} ({size}, demo length {cfg.demo_length}{world}) on {cfg.split} support: "
+        f"{fewshot.learner_text(cfg, f'demo length {cfg.demo_length}', world)} on {cfg.split} support: "
         f"{len(cfg.seeds)} seed(s), {cfg.outer_steps} steps"
     )
 

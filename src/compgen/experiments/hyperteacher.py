@@ -119,9 +119,8 @@ def flops_per_step(cfg) -> float:
 
 
 def label(cfg):
-    size = f"hidden {cfg.num_hidden}x{cfg.hidden}" + (f", T={cfg.n_templates}" if cfg.model.startswith("hnet") else "")
     return (
-        f"{fewshot.MODEL_LABELS[cfg.model]} ({size}) on {cfg.split} support, M={cfg.n_modules}, K={cfg.max_hot}: "
+        f"{fewshot.learner_text(cfg)} on {cfg.split} support, M={cfg.n_modules}, K={cfg.max_hot}: "
         f"{len(cfg.seeds)} seed(s), {cfg.outer_steps} steps"
     )
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import jax
+import jax.numpy as jnp
 
 from compgen import models, params
 from compgen.experiments import fewshot, goals, hyperteacher
@@ -39,11 +40,8 @@ from compgen.tasks import hyperteacher as ht
 
 ENVIRONMENTS = {"hyperteacher": hyperteacher, "goals": goals}
 SPLITS = ("random", "non_compositional")
-MODEL_LABELS = {
-    "kv_memory": "KV memory (meta seq2seq)",
-    "transformer": "Transformer",
-    "bottleneck": "Bottleneck transformer + hnet",
-}
+LEARNERS = ("kv_memory", "transformer", "bottleneck")  # the book's in-context learners, in its tables' order
+MODEL_LABELS = {name: models.label(name) for name in LEARNERS}
 # n_in, n_out when left None: the hyperteacher's defaults (free); under goals the world's observation and actions
 HYPERTEACHER_SIZES = (16, 8)
 
@@ -59,7 +57,7 @@ class InContextConfig(fewshot.MetaConfig, goals.WorldFields):
     :class:`compgen.models.incontext.InContextSpec`.
     """
 
-    model: str = field("transformer", choices=icl.INCONTEXT_MODEL_NAMES)
+    model: str = "transformer"  # an in-context learner (compgen.models.learners)
     environment: str = field("hyperteacher", choices=tuple(ENVIRONMENTS))
     split: str = field("random", choices=ht.SPLITS)
     n_modules: int = positive(8)  # M
@@ -100,7 +98,7 @@ class InContextConfig(fewshot.MetaConfig, goals.WorldFields):
                     f"{name} must be {size} (or None) for environment='goals', got {getattr(self, name)!r}"
                 )
         try:
-            self.spec()  # the model sizes
+            self.build_model()  # the learner exists and takes these sizes
             if self.environment == "goals":
                 if self.split not in gl.SPLITS:
                     raise ValueError(f"split must be one of {gl.SPLITS} for environment='goals', got {self.split!r}")
@@ -127,7 +125,7 @@ class InContextConfig(fewshot.MetaConfig, goals.WorldFields):
         )
 
     def build_model(self) -> icl.InContextModel:
-        return icl.make_incontext_model(self.spec())
+        return models.get(self.model, "incontext").build(self)
 
     @property
     def eval_shots_query(self) -> int:
@@ -148,19 +146,32 @@ def accuracy_key(cfg) -> str:
     return env(cfg).headline
 
 
-def count_params(cfg) -> int:
-    return models.count_params(jax.eval_shape(cfg.build_model().init, jax.random.key(0)))
+_FORWARD_FLOPS: dict = {}  # (learner, sizes, tokens) -> FLOPs of one forward pass
+
+
+def forward_flops(cfg, n_support, n_query) -> float:
+    """FLOPs of ``cfg``'s learner reading ``n_support`` support tokens and answering ``n_query`` queries, as XLA's
+    cost analysis counts them (no compilation); once per learner, sizes and token counts."""
+    key = (models.get(cfg.model).build, cfg.spec(), n_support, n_query)
+    if key not in _FORWARD_FLOPS:
+        model = cfg.build_model()
+        shapes = (
+            jax.eval_shape(model.init, jax.random.key(0)),
+            jax.ShapeDtypeStruct((n_support, cfg.n_in), jnp.float32),
+            jax.ShapeDtypeStruct((n_support, cfg.n_out), jnp.float32),
+            jax.ShapeDtypeStruct((n_query, cfg.n_in), jnp.float32),
+        )
+        _FORWARD_FLOPS[key] = float(jax.jit(model.apply).lower(*shapes).cost_analysis().get("flops", 0.0))
+    return _FORWARD_FLOPS[key]
 
 
 def flops_per_step(cfg) -> float:
-    """Rough FLOPs of one outer step of one run: 6 x parameters x tokens (forward + backward) plus attention
-    scores, plus the hyperteacher's teacher. An estimate for scheduling, not a measurement."""
-    p = count_params(cfg)
+    """FLOPs of one outer step of one run: the learner's forward pass over a task's support and query tokens
+    (:func:`forward_flops`) times 3 (forward and backward) per task, plus the hyperteacher's teacher."""
     steps = cfg.demo_length if cfg.environment == "goals" else 1  # tokens per shot
-    n_support, n_query = cfg.shots_support * steps, cfg.shots_query * steps
-    attention = 6 * 2 * cfg.num_layers * cfg.d_model * (n_support**2 + n_query * n_support)
+    forward = forward_flops(cfg, cfg.shots_support * steps, cfg.shots_query * steps)
     extra = hyperteacher.teacher_flops(cfg) if cfg.environment == "hyperteacher" else 0.0
-    return float(cfg.meta_batch * (6 * p * (n_support + n_query) + attention) + extra)
+    return float(cfg.meta_batch * 3 * forward + extra)
 
 
 def label(cfg):
@@ -170,7 +181,7 @@ def label(cfg):
         else f"demo length {cfg.demo_length}" + ("" if cfg.world == gl.WORLD else f", world {goals.world_label(cfg)}")
     )
     return (
-        f"in-context {MODEL_LABELS[cfg.model]} on {cfg.environment} ({task}, d_model {cfg.d_model}) on {cfg.split} "
+        f"in-context {models.label(cfg.model)} on {cfg.environment} ({task}, d_model {cfg.d_model}) on {cfg.split} "
         f"support: {len(cfg.seeds)} seed(s), {cfg.outer_steps} steps"
     )
 
@@ -270,13 +281,11 @@ def _figures(hyperteacher_sizes, goals_sizes):
     """The comparison on each world (the world is an axis of one value: the figure defines it)."""
     return {
         "comparison": Grid(
-            models=icl.INCONTEXT_MODEL_NAMES,
+            models=LEARNERS,
             fixed=hyperteacher_sizes,
             axes=dict(environment=("hyperteacher",), **_SPLITS),
         ),
-        "goals": Grid(
-            models=icl.INCONTEXT_MODEL_NAMES, fixed=goals_sizes, axes=dict(environment=("goals",), **_SPLITS)
-        ),
+        "goals": Grid(models=LEARNERS, fixed=goals_sizes, axes=dict(environment=("goals",), **_SPLITS)),
     }
 
 
@@ -318,7 +327,7 @@ SECTION = fewshot.make_section(
     PRESETS,
     flops_per_step=flops_per_step,
     label=label,
-    models_=icl.INCONTEXT_MODEL_NAMES,
+    models_=LEARNERS,
     base_fields=task_fields,
     experiment_fields=("split", "environment", "seeds"),
 )

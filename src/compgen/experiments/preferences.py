@@ -157,10 +157,9 @@ ENV = fewshot.Environment(
 
 
 def label(cfg):
-    size = f"hidden {cfg.num_hidden}x{cfg.hidden}" + (f", T={cfg.templates}" if cfg.model.startswith("hnet") else "")
-    world = "" if is_paper_world(cfg) else f", world {world_label(cfg)}"
+    world = "" if is_paper_world(cfg) else f"world {world_label(cfg)}"
     return (
-        f"{fewshot.MODEL_LABELS[cfg.model]} ({size}{world}) on {cfg.split} support, K={cfg.max_hot}: "
+        f"{fewshot.learner_text(cfg, world)} on {cfg.split} support, K={cfg.max_hot}: "
         f"{len(cfg.seeds)} seed(s), {cfg.outer_steps} steps"
     )
 

@@ -282,6 +282,11 @@ def summary_table(sec, configs, outputs) -> str:
     return "| run | metric | final value(s) (test, ood) |\n|---|---|---|\n" + "\n".join(lines)
 
 
+def learners_of(runs: Runs, figure: str) -> tuple:
+    """The learners of ``figure``'s configs in grid order: the paper's, then any other compared with them."""
+    return tuple(dict.fromkeys(c.model for c in runs.configs(figure)))
+
+
 def best_per_seed(pairs, seeds, higher=True):
     """Per seed of ``seeds``, the best value over the ``(config, per-seed values)`` pairs that ran that seed
     (a learner run with fewer seeds still counts where it ran): (len(seeds),); NaN where none ran it."""

@@ -173,8 +173,12 @@ class ClaimSpec:
 
     def judge(self, check: Check | None, ours: str, seeds=(), **fields) -> Claim:
         """The :class:`Claim` of :func:`judge` with this spec's texts filled from ``fields`` (``check`` ``None``:
-        not run)."""
+        not run); a paper number whose fields are not given (a learner the paper did not run) reads "–"."""
         fill = lambda text: text.format(**fields)
+        try:
+            paper = fill(self.paper)
+        except KeyError:  # the paper's number of a learner it did not run
+            paper = "–"
         return judge(
             self.section,
             fill(self.figure),
@@ -183,7 +187,7 @@ class ClaimSpec:
             check,
             ours,
             seeds,
-            paper=fill(self.paper),
+            paper=paper,
             anchor=fill(self.anchor),
         )
 

@@ -20,6 +20,7 @@ from compgen.figures import (
     final,
     gridplots,
     joined,
+    learners_of,
     learning_diagnosis,
     mean_std,
     plots,
@@ -28,6 +29,7 @@ from compgen.figures import (
     versus_monolithic,
 )
 from compgen.figures import claims as C
+from compgen.models import label as learner_label
 from compgen.notebook import Runs
 from compgen.tasks import goals as gl
 
@@ -103,7 +105,7 @@ def _caption(runs, cfgs, what):
 def _values(runs, name="acc"):
     """{(model, split): (config, per-seed %)} of Fig. 4E/F (None where not stored)."""
     out = {}
-    for m in MODELS:
+    for m in learners_of(runs, "fig4ef"):
         for s in SPLITS:
             c = runs.one("fig4ef", model=m, split=s)
             out[(m, s)] = None if c is None or runs.output(c) is None else (c, metric(c, runs.output(c), name))
@@ -175,11 +177,11 @@ def splits(runs: Runs) -> FigureResult:
 # --------------------------------------------------------------------------------------------- Fig. 4E/F, A9
 
 
-def _claims(runs: Runs, name="acc", lead=FIG4E, drop=FIG4F, level=None):
-    """The ``lead`` and ``drop`` claims of each hypernetwork on metric ``name`` (``level``: the least the
-    hypernetwork must reach)."""
+def _claims(runs: Runs, name="acc", lead=FIG4E, drop=FIG4F, level=None, learners=HNETS):
+    """The ``lead`` and ``drop`` claims of each of ``learners`` (the hypernetworks) on metric ``name`` (``level``:
+    the least it must reach)."""
     found = []
-    for m in HNETS:
+    for m in learners:
         versus = versus_monolithic(runs, "fig4ef", m, lambda c, out: metric(c, out, name))
         check_e = check_f = None
         ours_e = ours_f = "–"
@@ -203,18 +205,18 @@ def _claims(runs: Runs, name="acc", lead=FIG4E, drop=FIG4F, level=None):
                     f"drop {hnet_drop.mean():.1f} vs {mono_drop.mean():.1f} pts: "
                     f"{C.describe_difference(check_f, ' pts', 1)}"
                 )
-        found.append(lead.judge(check_e, ours_e, seeds, model=MODEL_LABELS[m]))
-        found.append(drop.judge(check_f, ours_f, seeds, model=MODEL_LABELS[m]))
+        found.append(lead.judge(check_e, ours_e, seeds, model=learner_label(m)))
+        found.append(drop.judge(check_f, ours_f, seeds, model=learner_label(m)))
     return found
 
 
 def fig4ef(runs: Runs) -> FigureResult:
     """Fig. 4E/F: OOD step accuracy under the random (compositional) and non-compositional split."""
     values = _values(runs)
-    models = [m for m in MODELS if values[(m, "random")] is not None]
+    models = [m for m in learners_of(runs, "fig4ef") if values[(m, "random")] is not None]
     fig = accuracy_bars(
         ["Fig. 4E: compositional (random)", "Fig. 4F: non-compositional"],
-        [MODEL_LABELS[m] for m in models],
+        [learner_label(m) for m in models],
         [[values[(m, s)][1] for s in SPLITS] for m in models],
     )
     lines = [
@@ -224,7 +226,7 @@ def fig4ef(runs: Runs) -> FigureResult:
     for m in models:
         (c, comp), (_, noncomp) = values[(m, "random")], values[(m, "non_compositional")]
         lines.append(
-            f"| {MODEL_LABELS[m]} | {c.outer_steps:,} | {mean_std(comp, 1)} | {mean_std(noncomp, 1)} | "
+            f"| {learner_label(m)} | {c.outer_steps:,} | {mean_std(comp, 1)} | {mean_std(noncomp, 1)} | "
             f"{np.mean(comp) - np.mean(noncomp):.1f} | {mean_std(metric(c, runs.output(c), 'acc', 'test'), 1)} |"
         )
     return FigureResult(
@@ -400,3 +402,17 @@ def claims(runs: Runs) -> list:
         *_claims(runs, "acc_all", FIGA9_LEAD, FIGA9_DROP, OPTIMAL_LEVEL),
         *_figa10_claims(runs),
     ]
+
+
+# figure -> (the figures whose runs its claims read, claims(runs, learners), the figure): any learner in the
+# hypernetworks' place (compgen.figures.compare); Fig. 4E/F's runs also give Fig. A9's claims
+COMPARISONS = {
+    "fig4ef": (
+        ("fig4ef",),
+        lambda runs, learners: [
+            *_claims(runs, learners=learners),
+            *_claims(runs, "acc_all", FIGA9_LEAD, FIGA9_DROP, OPTIMAL_LEVEL, learners),
+        ],
+        fig4ef,
+    ),
+}

@@ -14,6 +14,7 @@ from compgen.figures import (
     caption,
     final,
     joined,
+    learners_of,
     mean_std,
     on_seeds,
     paper_numbers,
@@ -23,6 +24,7 @@ from compgen.figures import (
     versus_monolithic,
 )
 from compgen.figures import claims as C
+from compgen.models import label as learner_label
 from compgen.notebook import Runs
 from compgen.tasks import hyperteacher as ht
 from compgen.tasks import support
@@ -149,9 +151,9 @@ def splits(runs: Runs) -> FigureResults:
 # --------------------------------------------------------------------------------------------- Fig. 3B
 
 
-def _fig3b_claims(runs: Runs):
+def _fig3b_claims(runs: Runs, learners=HNETS):
     found = []
-    for m in HNETS:
+    for m in learners:
         versus = versus_monolithic(runs, "fig3b", m, accuracy)
         check_c = check_n = None
         ours_c = ours_n = "–"
@@ -171,21 +173,23 @@ def _fig3b_claims(runs: Runs):
                 f"lead {lead['random'].mean():+.1f} → {lead['non_compositional'].mean():+.1f} pts: "
                 f"{C.describe_difference(check_n, ' pts', 1)}"
             )
-        paper = dict(hnet=PAPER_FIG3B[m], mono=max(PAPER_FIG3B["anil"], PAPER_FIG3B["maml"]))
-        found.append(FIG3B_LEAD.judge(check_c, ours_c, seeds, model=MODEL_LABELS[m], **paper))
-        found.append(FIG3B_NONCOMP.judge(check_n, ours_n, seeds, model=MODEL_LABELS[m]))
+        paper = (
+            dict(hnet=PAPER_FIG3B[m], mono=max(PAPER_FIG3B["anil"], PAPER_FIG3B["maml"])) if m in PAPER_FIG3B else {}
+        )
+        found.append(FIG3B_LEAD.judge(check_c, ours_c, seeds, model=learner_label(m), **paper))
+        found.append(FIG3B_NONCOMP.judge(check_n, ours_n, seeds, model=learner_label(m)))
     return found
 
 
 def fig3b(runs: Runs) -> FigureResult:
     """Fig. 3B: OOD accuracy of the four learners under compositional and non-compositional support."""
     cfgs = runs.configs("fig3b")
-    models = [m for m in MODELS if runs.one("fig3b", model=m) is not None]
+    models = learners_of(runs, "fig3b")
     splits_ = ("random", "non_compositional")
     values = [
         [accuracy(c, runs.output(c)) for s in splits_ for c in [runs.one("fig3b", model=m, split=s)]] for m in models
     ]
-    fig = accuracy_bars(SPLIT_GROUPS, [MODEL_LABELS[m] for m in models], values, CHANCE)
+    fig = accuracy_bars(SPLIT_GROUPS, [learner_label(m) for m in models], values, CHANCE)
     cell = (cfgs[0].n_modules, cfgs[0].max_hot)
     paper_cell = cell if cell in PAPER_TABLES else (8, 2)
     lines = [
@@ -196,9 +200,9 @@ def fig3b(runs: Runs) -> FigureResult:
     for m, (comp, noncomp) in zip(models, values):
         c = runs.one("fig3b", model=m, split="random")
         lines.append(
-            f"| {MODEL_LABELS[m]} | {c.outer_steps:,} | {mean_std(comp, 1)} | {mean_std(noncomp, 1)} | "
+            f"| {learner_label(m)} | {c.outer_steps:,} | {mean_std(comp, 1)} | {mean_std(noncomp, 1)} | "
             f"{mean_std(accuracy(c, runs.output(c), 'test'), 1)} | "
-            f"{PAPER_TABLES[paper_cell]['ood'][m]} |"
+            f"{PAPER_TABLES[paper_cell]['ood'].get(m, '–')} |"
         )
     return FigureResult(
         fig,
@@ -216,11 +220,11 @@ def fig3b(runs: Runs) -> FigureResult:
 # --------------------------------------------------------------------------------------------- Fig. 3C/D
 
 
-def _r2_values(runs: Runs):
+def _r2_values(runs: Runs, learners=HNETS):
     """{(model, split): (config, final pooled R² per seed) or None (not stored)} over Fig. 3B's and Fig. 3C/D's
-    hypernetwork runs; a pair the preset does not run is absent."""
+    runs of ``learners``; a pair the preset does not run is absent."""
     out = {}
-    for m in HNETS:
+    for m in learners:
         for figure, names in (("fig3b", ("random", "non_compositional")), ("fig3cd", ("connected", "disconnected"))):
             for s in names:
                 c = runs.one(figure, model=m, split=s)
@@ -229,9 +233,9 @@ def _r2_values(runs: Runs):
     return out
 
 
-def _fig3cd_claims(runs: Runs, values):
+def _fig3cd_claims(runs: Runs, values, learners=HNETS):
     found = []
-    for m in HNETS:
+    for m in learners:
         for first, second, what in (
             ("random", "non_compositional", "compositional than under non-compositional"),
             ("connected", "disconnected", "connected than under disconnected"),
@@ -246,7 +250,7 @@ def _fig3cd_claims(runs: Runs, values):
                 check = C.paired(a, b, R2_MARGIN)
                 means = [f"{v.mean():.2f}" if np.isfinite(v).all() else "n/a" for v in (a, b)]  # NaN: undefined
                 ours = f"{means[0]} vs {means[1]}: {C.describe_difference(check)}"
-            found.append(FIG3CD.judge(check, ours, seeds, model=MODEL_LABELS[m], support=what))
+            found.append(FIG3CD.judge(check, ours, seeds, model=learner_label(m), support=what))
     return found
 
 
@@ -462,3 +466,15 @@ def curves(runs: Runs) -> FigureResult:
 
 def claims(runs: Runs) -> list:
     return [*_fig3b_claims(runs), *_fig3cd_claims(runs, _r2_values(runs)), *_fig3e_claims(runs)]
+
+
+# figure -> (the figures whose runs its claims read, claims(runs, learners), the figure): any learner in the
+# hypernetworks' place (compgen.figures.compare)
+COMPARISONS = {
+    "fig3b": (("fig3b",), _fig3b_claims, fig3b),
+    "fig3cd": (
+        ("fig3b", "fig3cd"),
+        lambda runs, learners: _fig3cd_claims(runs, _r2_values(runs, learners), learners),
+        fig3cd,
+    ),
+}

@@ -3,7 +3,6 @@ four models on the hyperteacher tasks and on the compositional-goals world."""
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 
 from compgen import models
@@ -25,7 +24,7 @@ from compgen.notebook import Runs
 
 SECTION = "incontext"
 LABELS = {**MODEL_LABELS, **icl.MODEL_LABELS}
-LEARNERS = tuple(icl.MODEL_LABELS)
+LEARNERS = icl.LEARNERS
 LEAD = 5.0
 WORLDS = {
     "hyperteacher": ("comparison", "fig3b", "accuracy", 12.5, "chance"),
@@ -74,10 +73,6 @@ def _caption(runs, cfgs, what, environment):
     return caption(what, runs.preset, cfgs, LABELS, details)
 
 
-def count_params(cfg) -> int:
-    return models.count_params(jax.eval_shape(cfg.build_model().init, jax.random.key(0)))
-
-
 def _claims(runs: Runs, environment):
     pool = _pool(runs, None, environment)
     check, ours, seeds = None, "–", ()
@@ -106,7 +101,7 @@ def comparison(runs: Runs, paper: Runs, environment="hyperteacher") -> FigureRes
         c, out = pool[(m, "random")]
         test = _accuracy(c, out, environment, "test")
         lines.append(
-            f"| {LABELS[m]} | {'in context' if m in LEARNERS else 'inner loop'} | {count_params(c):,} | "
+            f"| {LABELS[m]} | {'in context' if m in LEARNERS else 'inner loop'} | {models.param_count(c):,} | "
             f"{c.outer_steps:,} | {mean_std(test, 1)} | {mean_std(comp, 1)} | {mean_std(test - comp, 1)} | "
             f"{mean_std(noncomp, 1)} |"
         )

@@ -23,6 +23,7 @@ from compgen.figures import (
     versus_monolithic,
 )
 from compgen.figures import claims as C
+from compgen.models import label as learner_label
 from compgen.notebook import Runs
 from compgen.tasks import preferences as pf
 from compgen.tasks import support
@@ -211,9 +212,9 @@ def _per_seed(runs, figure, model, split, set_name="ood"):
     return None if cfg is None or runs.output(cfg) is None else (cfg, loss(cfg, runs.output(cfg), set_name))
 
 
-def _fig4c_claims(runs: Runs):
+def _fig4c_claims(runs: Runs, learners=HNETS):
     found = []
-    for m in HNETS:
+    for m in learners:
         versus = versus_monolithic(runs, "fig4c", m, loss, higher=False)
         check_c = check_n = None
         ours_c = ours_n = "–"
@@ -229,8 +230,8 @@ def _fig4c_claims(runs: Runs):
                 f"{noncomp.mean():.3f} vs {comp.mean():.3f} ({noncomp.mean() / comp.mean():.2f}x): "
                 f"{C.describe_difference(check_n, digits=3)}"
             )
-        found.append(FIG4C_LEAD.judge(check_c, ours_c, seeds, model=MODEL_LABELS[m]))
-        found.append(FIG4C_NONCOMP.judge(check_n, ours_n, seeds, model=MODEL_LABELS[m]))
+        found.append(FIG4C_LEAD.judge(check_c, ours_c, seeds, model=learner_label(m)))
+        found.append(FIG4C_NONCOMP.judge(check_n, ours_n, seeds, model=learner_label(m)))
     return found
 
 
@@ -414,3 +415,8 @@ def diagnosis(runs: Runs, split="random") -> FigureResult:
 
 def claims(runs: Runs) -> list:
     return [*_fig4c_claims(runs), *_fig4b_claims(runs), *_figa8_claims(runs)]
+
+
+# figure -> (the figures whose runs its claims read, claims(runs, learners), the figure): any learner in the
+# hypernetworks' place (compgen.figures.compare)
+COMPARISONS = {"fig4c": (("fig4c",), _fig4c_claims, fig4c)}

@@ -1,33 +1,52 @@
-"""The four meta-learners of the paper (App. D), shared by every few-shot section, and the in-context
-learners of :mod:`compgen.models.incontext`. A model is a :class:`Model`: data plus pure functions."""
+"""The learners: the paper's four meta-learners (App. D), shared by every few-shot section, and the in-context
+learners of :mod:`compgen.models.incontext`, each registered by name (:mod:`compgen.models.learners`, where a
+user registers their own). A meta-learner is a :class:`Model`: data plus pure functions."""
 
 from __future__ import annotations
 
-from compgen.models import hypernetwork, mlp
+from compgen.models import hypernetwork, incontext, mlp
 from compgen.models.base import Model, count_params
+from compgen.models.learners import (
+    Learner,
+    code_of,
+    get,
+    is_library,
+    known_elsewhere,
+    label,
+    names,
+    param_count,
+    register,
+)
 
-__all__ = ["MODEL_NAMES", "Model", "count_params", "make_model"]
+__all__ = [
+    "Learner",
+    "Model",
+    "code_of",
+    "count_params",
+    "get",
+    "is_library",
+    "known_elsewhere",
+    "label",
+    "names",
+    "param_count",
+    "register",
+]
 
-MODEL_NAMES = ("hnet_linear", "hnet_deepmlp", "anil", "maml")
+HNET_SIZES = ("hidden", "num_hidden", "n_templates")
 
 
-def make_model(name: str, n_in: int, n_out: int, hidden: int, num_hidden: int, n_templates: int = 0) -> Model:
-    """One of :data:`MODEL_NAMES` for inputs of size ``n_in`` and ``n_out`` outputs.
+def _hypernetwork(name):
+    return lambda cfg: hypernetwork.hypernetwork(name, cfg.n_in, cfg.n_out, cfg.hidden, cfg.num_hidden, cfg.n_templates)
 
-    ``hidden``/``num_hidden`` size the base network (hypernetworks) or the whole MLP (ANIL, MAML);
-    ``n_templates`` is the hypernetworks' number of modules T.
-    """
-    for field, value in (("n_in", n_in), ("n_out", n_out), ("hidden", hidden), ("num_hidden", num_hidden)):
-        if int(value) < 1:
-            raise ValueError(f"{field} must be a positive integer, got {value!r}")
-    if name in ("hnet_linear", "hnet_deepmlp"):
-        if int(n_templates) < 1:
-            raise ValueError(f"n_templates must be a positive integer for {name}, got {n_templates!r}")
-        if num_hidden < 2:
-            raise ValueError(f"num_hidden must be >= 2 for a hypernetwork (it has a hidden group), got {num_hidden}")
-        return hypernetwork.hypernetwork(name, n_in, n_out, hidden, num_hidden, n_templates)
-    if name == "anil":
-        return mlp.anil(n_in, n_out, hidden, num_hidden)
-    if name == "maml":
-        return mlp.maml(n_in, n_out, hidden, num_hidden)
-    raise ValueError(f"model must be one of {MODEL_NAMES}, got {name!r}")
+
+register("hnet_linear", _hypernetwork("hnet_linear"), label="Linear hnet", sized_by=HNET_SIZES)
+register("hnet_deepmlp", _hypernetwork("hnet_deepmlp"), label="Nonlinear hnet", sized_by=HNET_SIZES)
+register("anil", lambda cfg: mlp.anil(cfg.n_in, cfg.n_out, cfg.hidden, cfg.num_hidden), label="ANIL")
+register("maml", lambda cfg: mlp.maml(cfg.n_in, cfg.n_out, cfg.hidden, cfg.num_hidden), label="MAML")
+
+_IN_CONTEXT = dict(kind="incontext", sized_by=("d_model", "num_layers"))
+register("kv_memory", lambda cfg: incontext.kv_memory(cfg.spec()), label="KV memory (meta seq2seq)", **_IN_CONTEXT)
+register("transformer", lambda cfg: incontext.transformer(cfg.spec()), label="Transformer", **_IN_CONTEXT)
+register(
+    "bottleneck", lambda cfg: incontext.bottleneck(cfg.spec()), label="Bottleneck transformer + hnet", **_IN_CONTEXT
+)

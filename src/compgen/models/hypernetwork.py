@@ -85,6 +85,12 @@ GENERATORS = {
 
 
 def hypernetwork(name, n_in, n_out, hidden, num_hidden, n_templates) -> Model:
+    """The hypernetwork ``name`` (a key of :data:`GENERATORS`) with ``n_templates`` modules, generating a base MLP
+    ``n_in -> hidden x num_hidden -> n_out`` (``num_hidden >= 2``)."""
+    if int(n_templates) < 1:
+        raise ValueError(f"n_templates must be a positive integer for {name}, got {n_templates!r}")
+    if num_hidden < 2:
+        raise ValueError(f"num_hidden must be >= 2 for a hypernetwork (it has a hidden group), got {num_hidden}")
     init_generator, apply_generator = GENERATORS[name]
     shapes = chunk_shapes(n_in, n_out, hidden, num_hidden)
     fast_bias = name == "hnet_linear"

@@ -44,7 +44,6 @@ from compgen.initializers import truncated_normal
 from compgen.models import hypernetwork
 from compgen.models.mlp import apply_mlp, init_dense, init_mlp
 
-INCONTEXT_MODEL_NAMES = ("kv_memory", "transformer", "bottleneck")
 LAYER_NORM_EPS = 1e-5
 GROUPS = ("input", "hidden", "output")  # the hypernetwork's chunk groups, in layer order
 
@@ -74,8 +73,6 @@ class InContextSpec:
     n_templates: int = 16  # bottleneck: modules T of the linear hypernetwork
 
     def __post_init__(self):
-        if self.model not in INCONTEXT_MODEL_NAMES:
-            raise ValueError(f"model must be one of {INCONTEXT_MODEL_NAMES}, got {self.model!r}")
         for name in (
             "n_in",
             "n_out",
@@ -318,11 +315,3 @@ def bottleneck(spec: InContextSpec) -> InContextModel:
         return hnet.head({"generators": params["generators"]}, fast, x_q)
 
     return InContextModel("bottleneck", init, apply, task_code)
-
-
-BUILDERS = {"kv_memory": kv_memory, "transformer": transformer, "bottleneck": bottleneck}
-
-
-def make_incontext_model(spec: InContextSpec) -> InContextModel:
-    """The learner named ``spec.model`` with the sizes of ``spec``."""
-    return BUILDERS[spec.model](spec)

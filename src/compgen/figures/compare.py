@@ -1,0 +1,131 @@
+"""Any learner against the paper's on the paper's claims: :func:`compare`.
+
+Each comparison the book makes of "the hypernetwork" with "the better of ANIL and MAML" (Fig. 3B, 4C, 4E/F) and
+the decodability probes (Fig. 3C/D) is a claim function of the runs and of the learners in the hypernetworks'
+place (a chapter's ``COMPARISONS``). :func:`compare` trains (or loads) a learner's runs of a figure at a preset,
+beside the paper's learners' runs of that figure on the same seeds, and judges the same claims for it by the same
+criteria, fixed in advance; the paper's hypernetworks are judged on the same runs for reference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from compgen import catalog, dispatch, models, params, results
+from compgen.experiments.fewshot import HNETS
+from compgen.figures import claims as C
+from compgen.figures import goals, hyperteacher, preferences
+from compgen.notebook import Runs
+from compgen.section import figure_configs, make_config
+
+COMPARISONS = {
+    "hyperteacher": hyperteacher.COMPARISONS,
+    "preferences": preferences.COMPARISONS,
+    "goals": goals.COMPARISONS,
+}
+# A learner's own hyper-parameters: the fields settings_of takes over from a paper learner's config
+LEARNER_FIELDS = (
+    "hidden",
+    "num_hidden",
+    "inner_steps",
+    "inner_batch",
+    "inner_lr",
+    "inner_weight_decay",
+    "outer_lr",
+    "clip_norm",
+    "outer_weight_decay",
+)
+
+
+def settings_of(section: str, preset: str, model: str = "hnet_linear") -> dict:
+    """The learner fields (:data:`LEARNER_FIELDS`) of ``model``'s config at ``preset``: a new learner's untuned
+    starting point, at the size and inner loop the paper's learner has there."""
+    cfg = make_config(catalog.get(section), preset, model)
+    return {name: getattr(cfg, name) for name in LEARNER_FIELDS}
+
+
+def cost_table(learner: str, section: str, preset: str, **overrides) -> str:
+    """Markdown: the size, meta-parameters and FLOPs per outer step of the paper's learners and of ``learner`` (with
+    ``overrides``) at ``preset``, derived from their code (:func:`compgen.models.param_count`, the section's
+    ``flops_per_step``)."""
+    sec = catalog.get(section)
+    rows = [(m, make_config(sec, preset, m)) for m in sec.models]
+    rows.append((learner, make_config(sec, preset, learner, **overrides)))
+    lines = ["| learner | hidden | meta-parameters | MFLOP per outer step |", "|---|---|---|---|"]
+    for model, cfg in rows:
+        lines.append(
+            f"| {models.label(model)} | {cfg.num_hidden} × {cfg.hidden} | {models.param_count(cfg):,} | "
+            f"{sec.flops_per_step(cfg) / 1e6:,.0f} |"
+        )
+    return "\n".join(lines)
+
+
+@dataclass
+class Comparison:
+    """The claims of ``learner`` on one figure's ``runs`` at ``preset`` (:func:`compare`), and ``reference``: the
+    same claims of the paper's hypernetworks on the same runs."""
+
+    learner: str
+    section: str
+    figure: str
+    preset: str
+    runs: Runs
+    claims: list
+    reference: list
+
+    def table(self) -> str:
+        """The learner's claims, then the paper's hypernetworks', as a markdown table (each claim names its learner)."""
+        return C.markdown_table([*self.claims, *self.reference], link=False)
+
+    def result(self):
+        """The chapter's figure of these runs (the learner beside the paper's), with the comparison's claims."""
+        drawn = COMPARISONS[self.section][self.figure][2](self.runs)
+        return dataclasses.replace(drawn, claims=[*self.claims, *self.reference])
+
+    def summary(self) -> str:
+        """One sentence: how many of the learner's claims hold, and which, against the paper's hypernetworks'."""
+        held = [c for c in self.claims if c.holds]
+        reference = sum(c.holds for c in self.reference)
+        which = "; ".join(f"{c.figure}: {c.claim.split(': ', 1)[1]}" for c in held) or "none"
+        return (
+            f"**{models.label(self.learner)}** at `{self.preset}`: {len(held)} of {len(self.claims)} claims hold "
+            f"({which}); the paper's hypernetworks, on the same runs: {reference} of {len(self.reference)}."
+        )
+
+
+def compare(
+    learner, section, figure, preset="quick", seeds=None, store=None, force=False, log=print, **overrides
+) -> Comparison:
+    """Train (or load) ``learner``'s runs of ``figure`` at ``preset`` with ``overrides`` (its own hyper-parameters:
+    the paper's learners keep the preset's), and the paper's learners' runs of the figures the claims read, on
+    ``seeds`` (default: the preset's); judge the figure's claims for the learner and for the paper's hypernetworks.
+    ``force``: train the learner's runs again (the paper's are loaded where stored).
+
+    ``learner``: a registered name or an import path (:mod:`compgen.models.learners`); ``section``: one of
+    :data:`COMPARISONS`' sections; ``figure``: one of that section's comparisons."""
+    if section not in COMPARISONS:
+        raise params.ParameterError(f"section must be one of {tuple(COMPARISONS)}, got {section!r}")
+    if figure not in COMPARISONS[section]:
+        raise params.ParameterError(
+            f"figure must be one of {tuple(COMPARISONS[section])} for {section}, got {figure!r}"
+        )
+    models.get(learner, "fewshot")
+    sec, store = catalog.get(section), results.Store.default() if store is None else store
+    seeds = params.seeds_parameter(seeds)
+    shared = {} if seeds is None else {"seeds": seeds}
+    read, judge, _ = COMPARISONS[section][figure]
+    by_figure = {}
+    for name in read:
+        paper = figure_configs(sec, name, preset, **shared)
+        own = figure_configs(sec, name, preset, model=learner, **shared, **overrides) if name == figure else []
+        by_figure[name] = paper + [c for c in own if c not in paper]
+    configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
+    force, own = params.parse_bool(force, "force"), [c for c in configs if c.model == learner]
+    outputs = {}
+    for group, again in ((own, force), ([c for c in configs if c not in own], False)):
+        outputs.update(zip(group, dispatch.train_or_load(sec, group, store, force=again, log=log)))
+    runs = Runs(sec, preset, by_figure, outputs, store=store)
+    reference = judge(runs, tuple(m for m in HNETS if m != learner))
+    own_claims = [dataclasses.replace(c, paper="–") for c in judge(runs, (learner,))]  # the paper did not run it
+    return Comparison(learner, section, figure, preset, runs, own_claims, reference)
