@@ -1,7 +1,19 @@
 """Shared fixtures: a private results store per test; full float32 products for tests that compare two
 formulations of one function; the tiny teacher-student config and stored bytes of the runner and backend tests."""
 
+from pathlib import Path
+
 import pytest
+
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.fixture
+def importable(monkeypatch):
+    """tests/ importable here and in worker processes, as a user's package on PYTHONPATH is: its own_learner.py is
+    a learner defined outside the library (``own_learner:gated_heads``)."""
+    monkeypatch.syspath_prepend(str(TESTS))
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))
 
 
 @pytest.fixture

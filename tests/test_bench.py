@@ -173,6 +173,11 @@ def _stored_run(folder, name, date, gemm=None, **seconds):
     (folder / f"{name}.json").write_text(json.dumps({"provenance": provenance}))
 
 
+def test_a_chapter_that_compares_a_learner_of_its_own_trains_in_its_compare_cells(tmp_path):
+    _notebook(tmp_path / "c.ipynb", "2026-11-23T09:00:00", "2026-11-23T09:05:00", [("compare.compare(m)", 90.0)])
+    assert bench.book_time(tmp_path, [])[0]["training_cells"] == 90.0
+
+
 def test_book_time_gives_each_chapter_the_runs_stored_while_it_executed(tmp_path):
     book, store = tmp_path / "book", tmp_path / "store"
     book.mkdir()

@@ -501,9 +501,12 @@ def stored_runs(store: Path) -> list[dict]:
     return runs
 
 
+TRAINING_CALLS = ("notebook.train(", "compare.compare(")  # what a chapter's training cells call
+
+
 def book_time(notebooks: Path, stored: list[dict]) -> list[dict]:
     """Per executed notebook of ``notebooks`` (papermill's metadata): ``chapter``, its ``wall`` seconds, the seconds
-    of its cells that call ``notebook.train`` (``training_cells``), the ``trained`` runs of ``stored``
+    of its cells that train (call one of :data:`TRAINING_CALLS`: ``training_cells``), the ``trained`` runs of ``stored``
     (:func:`stored_runs`) stored while it executed (their keys) and their number ``runs``, their process seconds per
     part of :data:`RUN_PARTS` (summed over the worker processes, which run in parallel) and ``gemm``, the mean GEMM
     reading (GFLOP/s, :func:`compgen.timing.gemm_gflops`) they recorded (NaN if none did). A run stored without its
@@ -519,7 +522,7 @@ def book_time(notebooks: Path, stored: list[dict]) -> list[dict]:
         training = sum(
             cell.get("metadata", {}).get("papermill", {}).get("duration") or 0.0
             for cell in notebook["cells"]
-            if cell["cell_type"] == "code" and "notebook.train(" in "".join(cell["source"])
+            if cell["cell_type"] == "code" and any(call in "".join(cell["source"]) for call in TRAINING_CALLS)
         )
         row = {"chapter": path.stem, "wall": (end - start).total_seconds(), "training_cells": training}
         row["trained"], row["runs"] = [r["key"] for r in mine], len(mine)

@@ -46,7 +46,9 @@ def test_bad_parameters_name_the_parameter(overrides, match):
 def test_unknown_model_and_preset_are_rejected():
     with pytest.raises(params.ParameterError, match="model must be one of"):
         make_config(S, "smoke", "lstm")
-    with pytest.raises(params.ParameterError, match="'transformer' is an in-context learner; this section trains inner-loop learners"):
+    with pytest.raises(
+        params.ParameterError, match="'transformer' is an in-context learner; this section trains inner-loop learners"
+    ):
         make_config(S, "smoke", "transformer")
     with pytest.raises(params.ParameterError, match="preset must be one of"):
         make_config(S, "fast", "anil")

@@ -94,7 +94,9 @@ def test_bad_parameters_name_the_parameter(overrides, match):
 def test_unknown_model_and_preset_are_rejected():
     with pytest.raises(params.ParameterError, match="model must be one of"):
         make_config(S, "smoke", "lstm")
-    with pytest.raises(params.ParameterError, match="'maml' is an inner-loop learner; this section trains in-context learners"):
+    with pytest.raises(
+        params.ParameterError, match="'maml' is an inner-loop learner; this section trains in-context learners"
+    ):
         make_config(S, "smoke", "maml")
     with pytest.raises(params.ParameterError, match="preset must be one of"):
         make_config(S, "fast", "transformer")

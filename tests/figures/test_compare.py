@@ -1,21 +1,11 @@
 """compare(): a learner defined outside the library judged by the paper's claims beside the paper's learners."""
 
-from pathlib import Path
-
 import pytest
 
 from compgen import results
 from compgen.figures import claims as C
 from compgen.figures.compare import compare
 from compgen.params import ParameterError
-
-TESTS = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def importable(monkeypatch):
-    monkeypatch.syspath_prepend(str(TESTS))
-    monkeypatch.setenv("PYTHONPATH", str(TESTS))
 
 
 def test_a_users_learner_gets_the_figures_claims_beside_the_papers_hypernetworks(store, importable):

@@ -22,13 +22,6 @@ TINY = dict(outer_steps=2, eval_every=2, seeds=[3], eval_tasks=4, hidden=8, num_
 
 
 @pytest.fixture
-def importable(monkeypatch):
-    """tests/ importable here and in worker processes (as a user's package on PYTHONPATH would be)."""
-    monkeypatch.syspath_prepend(str(TESTS))
-    monkeypatch.setenv("PYTHONPATH", str(TESTS))
-
-
-@pytest.fixture
 def learner_copy(tmp_path, monkeypatch):
     """A copy of own_learner.py as module ``copied_learner``, to be edited by the test."""
     path = tmp_path / "copied_learner.py"

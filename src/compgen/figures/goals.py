@@ -60,7 +60,7 @@ FIGA9_LEAD = C.ClaimSpec(
     "Fig. A9",
     "{model}: higher fraction of optimal OOD episodes on held-out goal combinations than ANIL and MAML",
     f"fraction of optimal OOD episodes ≥ {LEAD:g} points above the better of ANIL/MAML, equal outer "
-    f"steps and tasks, and the hypernetwork above {OPTIMAL_LEVEL:g} %",
+    f"steps and tasks, and the learner itself above {OPTIMAL_LEVEL:g} %",
     paper="qualitative",
     anchor="#fig4ef",
 )
@@ -94,7 +94,7 @@ def _caption(runs, cfgs, what):
         what,
         runs.preset,
         cfgs,
-        MODEL_LABELS,
+        {c.model: learner_label(c.model) for c in cfgs},
         (
             f"{joined(c.meta_batch for c in cfgs)} tasks/step",
             f"demonstrations padded to {joined(c.demo_length for c in cfgs)} steps",

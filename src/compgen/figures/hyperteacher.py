@@ -98,7 +98,7 @@ def _caption(runs, cfgs, what):
         what,
         runs.preset,
         cfgs,
-        MODEL_LABELS,
+        {c.model: learner_label(c.model) for c in cfgs},
         (
             f"M = {joined(c.n_modules for c in cfgs)}, K = {joined(c.max_hot for c in cfgs)}",
             f"{joined(c.meta_batch for c in cfgs)} tasks/step",
