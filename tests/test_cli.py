@@ -20,6 +20,7 @@ def test_list_names_sections_experiments_and_fields(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
     assert "teacher_student" in out and "fig2c" in out and "outer_steps: int >= 1" in out
+    assert "model (hyperteacher, preferences, goals): one of ('hnet_linear'" in out and "package.module:build" in out
 
 
 def test_unknown_names_are_rejected_with_allowed_values(capsys):

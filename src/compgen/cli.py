@@ -128,12 +128,14 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _list():
-    from compgen import catalog
+    from compgen import catalog, models
 
     for name in catalog.SECTIONS:
         section = catalog.get(name)
         print(f"{name}: experiments {list(section.figures('paper'))}; presets {list(section.presets)}")
         print("  fields: " + "; ".join(section.config.describe_field(f) for f in section.config.field_names()))
+    for kind, sections in (("fewshot", "hyperteacher, preferences, goals"), ("incontext", "incontext")):
+        print(f"model ({sections}): one of {models.names(kind)}, or an import path package.module:build")
     return 0
 
 
