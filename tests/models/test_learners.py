@@ -40,6 +40,15 @@ def test_an_import_path_names_a_learner_that_trains_through_the_paper_sections_c
     assert "gated_heads (hidden 2x8)" in HT.label(cfg)
 
 
+@pytest.mark.parametrize("section", ["hyperteacher", "preferences", "goals"])
+def test_a_users_learner_builds_in_every_few_shot_section_with_derived_costs(importable, section):
+    sec = catalog.get(section)
+    cfg = make_config(sec, "smoke", OWN, hidden=8, num_hidden=2)
+    model = cfg.build_model()
+    assert model.name == "gated_heads" and models.param_count(cfg) > 0 and sec.flops_per_step(cfg) > 0
+    assert models.known_elsewhere(OWN)  # worker processes and Ray tasks import it by its path
+
+
 def test_a_bad_import_path_fails_in_one_line_naming_it(importable):
     for name, message in (
         ("no_such_package.mod:learner", "model 'no_such_package.mod:learner': cannot import no_such_package.mod"),

@@ -36,7 +36,8 @@ class Learner:
 
     ``build(cfg)`` returns the model for a section's config (it reads the fields it needs: ``n_in``, ``n_out``,
     ``hidden``, ``num_hidden``, ``n_templates``, ... and raises ``ValueError`` for sizes it cannot take);
-    ``label`` names it in tables and figures; ``sized_by``: the config fields that size it, listed in run labels.
+    ``label`` names it in tables and figures; ``sized_by``: the config fields that size it (besides ``n_in`` and
+    ``n_out``), listed in run labels; its FLOPs per step are derived once per learner and values of these fields.
     """
 
     name: str
