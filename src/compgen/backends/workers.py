@@ -242,6 +242,13 @@ def _worker(path: str) -> int:
     os.unlink(path)
     _end_with_parent(job.get("parent", os.getppid()))
     section = catalog.get(job["section"])
+    try:  # a learner this process cannot import is a ParameterError, reported as below
+        configs = [section.config_from_dict(d) for d in job["configs"]]
+    except params.ParameterError as error:
+        return _report(error, job)
+    # the configs are built before the worker is pinned, as they always were: building one may start JAX's CPU
+    # backend, whose thread pool then has every core, and the thread count decides how XLA splits a large matrix
+    # product, so it decides the last bits of a run's numbers (a worker's bytes equal a local run's)
     if job.get("cores") and cores.pin(os.getpid(), job["cores"]):  # before anything computes (compgen.cores)
         print(f"[cores] this worker runs on core(s) {','.join(map(str, job['cores']))}")
     timing.gemm_gflops(job.get("gemm_gflops"))
@@ -250,17 +257,20 @@ def _worker(path: str) -> int:
     if shards > 1:
         print(f"[devices] every meta-batch sharded over {jax.local_device_count()} {jax.default_backend()} device(s)")
     try:
-        # a config is rebuilt here, so a learner this process cannot import is a ParameterError reported below
-        configs = [section.config_from_dict(d) for d in job["configs"]]
         with devices.shard_tasks() if shards > 1 else contextlib.nullcontext():
             every, force = job["checkpoint_every"], job.get("force", False)
             runner.train_and_store(section, configs, store, checkpoint_every=every, force=force)
-    except (runner.TrainingDiverged, params.ParameterError) as error:  # the driver raises it again (REPORTED_ERRORS)
-        print(f"{type(error).__name__}: {error}", flush=True)
-        report = {"error": type(error).__name__, "message": str(error)}
-        storage.write_atomic(Path(job["error_file"]), json.dumps(report).encode())
-        return 1
+    except (runner.TrainingDiverged, params.ParameterError) as error:
+        return _report(error, job)
     return 0
+
+
+def _report(error, job) -> int:
+    """Print ``error`` and write it where the driver reads it and raises it again (REPORTED_ERRORS); exit code 1."""
+    print(f"{type(error).__name__}: {error}", flush=True)
+    report = {"error": type(error).__name__, "message": str(error)}
+    storage.write_atomic(Path(job["error_file"]), json.dumps(report).encode())
+    return 1
 
 
 if __name__ == "__main__":
