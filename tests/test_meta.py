@@ -234,6 +234,21 @@ def test_outer_update_never_applies_a_non_finite_step_and_counts_them():
     assert int(state["optimizer"][1][0].count) == 1  # Adam saw only the finite step
 
 
+def test_the_compiled_outer_update_grows_linearly_with_the_number_of_leaves():
+    """One finiteness flag for the whole update, not a chain of one flag per leaf that XLA copies into every leaf's
+    update (which made a hypernetwork's step program quadratic in its leaves and doubled its compile time)."""
+    opt = meta.outer_optimizer(0.1, clip_norm=1.0, weight_decay=0.01)
+
+    def ands(n_leaves):
+        params = {f"w{i}": jnp.ones((3, 4, 4)) for i in range(n_leaves)}  # 3 runs (seeds), vmapped as in training
+        state = jax.vmap(lambda p: meta.outer_init(opt, p))(params)
+        update = jax.vmap(lambda p, s, g: meta.outer_update(opt, p, s, g)[:2])
+        return jax.jit(update).lower(params, state, params).compile().as_text().count(" and(")
+
+    few, many = ands(10), ands(40)
+    assert many <= 4 * few + 8, (few, many)
+
+
 def test_outer_step_averages_tasks_and_updates():
     opt = optax.sgd(0.5)
     params = {"a": jnp.array([1.0, -2.0])}

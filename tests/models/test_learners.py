@@ -79,6 +79,23 @@ def test_editing_a_users_learner_changes_its_runs_key_and_no_other(learner_copy)
     assert after[0] == before[0] and after[1] != before[1]
 
 
+def test_a_learner_registered_as_a_partial_is_keyed_by_its_functions_module(learner_copy):
+    """``functools.partial(build, ...)`` has no module of its own: its code is the code of ``build``'s module."""
+    import functools
+
+    copied = importlib.import_module("copied_learner")
+    models.register("partial_gated", functools.partial(copied.gated_heads), label="Gated heads (partial)")
+    code = models.code_of("partial_gated")
+    assert code is not None and "HEADS = 3" in code
+    cfg = make_config(S, "smoke", "partial_gated", **TINY)
+    before = S.fingerprint_of(cfg)
+    learner_copy.write_text(learner_copy.read_text().replace("HEADS = 3", "HEADS = 4"))
+    importlib.reload(copied)
+    assert S.fingerprint_of(cfg) != before
+    library = models.register("partial_anil", functools.partial(models.get("anil").build), label="ANIL (partial)")
+    assert models.is_library(library) and models.code_of("partial_anil") is None
+
+
 def test_a_learner_registered_by_name_is_keyed_by_its_code_and_trains_here(store, importable):
     own_learner = importlib.import_module("own_learner")
     models.register("gated", own_learner.gated_heads, label="Gated heads")

@@ -318,7 +318,7 @@ def progress(cfg, step_metrics, evaluation):
     return text
 
 
-def _xla_flops(fn, *shapes) -> float:
+def xla_flops(fn, *shapes) -> float:
     """The FLOPs XLA's cost analysis counts for ``fn`` on arguments of these shapes (no compilation)."""
     return float(jax.jit(fn).lower(*shapes).cost_analysis().get("flops", 0.0))
 
@@ -337,8 +337,8 @@ def _learner_flops(cfg) -> tuple:
         meta_ = jax.eval_shape(model.init, jax.random.key(0))
         fast = jax.eval_shape(model.fast_init, meta_)
         x = [jax.ShapeDtypeStruct((n, cfg.n_in), jnp.float32) for n in (1, 2)]
-        feature = [_xla_flops(model.features, meta_, xn) for xn in x]
-        head = [_xla_flops(model.head, meta_, fast, jax.eval_shape(model.features, meta_, xn)) for xn in x]
+        feature = [xla_flops(model.features, meta_, xn) for xn in x]
+        head = [xla_flops(model.head, meta_, fast, jax.eval_shape(model.features, meta_, xn)) for xn in x]
         _LEARNER_FLOPS[key] = (feature[1] - feature[0], head[1] - head[0], max(2 * head[0] - head[1], 0.0))
     return _LEARNER_FLOPS[key]
 

@@ -161,7 +161,7 @@ def forward_flops(cfg, n_support, n_query) -> float:
             jax.ShapeDtypeStruct((n_support, cfg.n_out), jnp.float32),
             jax.ShapeDtypeStruct((n_query, cfg.n_in), jnp.float32),
         )
-        _FORWARD_FLOPS[key] = float(jax.jit(model.apply).lower(*shapes).cost_analysis().get("flops", 0.0))
+        _FORWARD_FLOPS[key] = fewshot.xla_flops(model.apply, *shapes)
     return _FORWARD_FLOPS[key]
 
 

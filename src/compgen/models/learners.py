@@ -16,6 +16,7 @@ retrains its runs and no other.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import sys
@@ -25,9 +26,14 @@ from dataclasses import dataclass
 
 import jax
 
+from compgen.models.base import count_params
 from compgen.params import ParameterError
 
-KINDS = {"fewshot": "an inner-loop learner", "incontext": "an in-context learner"}  # kind -> how errors name it
+# kind -> how errors name one learner of the kind, and several
+KINDS = {
+    "fewshot": ("an inner-loop learner", "inner-loop learners"),
+    "incontext": ("an in-context learner", "in-context learners"),
+}
 
 
 @dataclass(frozen=True)
@@ -86,7 +92,7 @@ def get(name: str, kind: str | None = None) -> Learner:
             f"got {name!r}"
         )
     if kind is not None and found.kind != kind:
-        raise ParameterError(f"model {name!r} is {KINDS[found.kind]}; this section trains {KINDS[kind][3:]}s")
+        raise ParameterError(f"model {name!r} is {KINDS[found.kind][0]}; this section trains {KINDS[kind][1]}")
     return found
 
 
@@ -115,7 +121,14 @@ def label(name: str) -> str:
 
 def is_library(found: Learner) -> bool:
     """Whether ``found`` is defined inside this library (its code is in the sections' own fingerprint)."""
-    return getattr(found.build, "__module__", "").split(".")[0] == "compgen"
+    return getattr(_function(found.build), "__module__", "").split(".")[0] == "compgen"
+
+
+def _function(build):
+    """The function under ``build``'s ``functools.partial`` layers (a partial's own module is ``functools``)."""
+    while isinstance(build, functools.partial):
+        build = build.func
+    return build
 
 
 def known_elsewhere(name: str | None) -> bool:
@@ -132,9 +145,10 @@ def code_of(name: str) -> str | None:
     found = get(name)
     if is_library(found):
         return None
-    module = sys.modules.get(getattr(found.build, "__module__", "") or "")
+    build = _function(found.build)
+    module = sys.modules.get(getattr(build, "__module__", "") or "")
     if module is None or getattr(module, "__file__", None) is None or module.__name__ == "__main__":
-        return _namespace_source(found.build)
+        return _namespace_source(build)
     return _package_source(module)
 
 
@@ -193,5 +207,4 @@ def _names_used(obj) -> set:
 def param_count(cfg) -> int:
     """Number of meta-parameters of ``cfg``'s learner, from their shapes alone (:func:`jax.eval_shape`, nothing
     allocated)."""
-    model = cfg.build_model()
-    return int(sum(leaf.size for leaf in jax.tree.leaves(jax.eval_shape(model.init, jax.random.key(0)))))
+    return count_params(jax.eval_shape(cfg.build_model().init, jax.random.key(0)))
