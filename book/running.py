@@ -81,6 +81,12 @@ figures.show(running.book_cost(_book_time))
 # JAX's persistent cache in `_build/jax-cache` lets a second build load most programs instead of compiling them.
 # The table lists the longest compilations of the recorded build, each with what sets its run apart from the
 # other runs of its section and learner.
+#
+# What a program holds, not how long it runs, sets its compile time. The outer update, for example, skips a step
+# whose gradient or update is not finite everywhere (`compgen.meta.outer_update`); it checks that with one
+# reduction over every parameter at once. Checking each parameter array and combining the flags gives the same
+# answer, but XLA then copies the chain of flags into the update of every array, so the program grows with the
+# square of the number of arrays: a test (`tests/test_meta.py`) keeps it linear.
 
 # %% tags=["remove-input"]
 figures.show(running.compile_times(_book_time))
