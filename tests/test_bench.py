@@ -205,8 +205,9 @@ def test_book_time_gives_each_chapter_the_runs_stored_while_it_executed(tmp_path
     assert rows["a"]["gemm"] == 500.0 and np.isnan(rows["b"]["gemm"])  # the runs' mean reading; none recorded in b
     table = bench.book_time_table(list(rows.values()))
     # a's 6.7 training minutes on a machine reading 500 GFLOP/s take twice as long on one reading 250
-    assert "| a | 10.0 | 6.7 | 500 | 13.3 | 2 | 0.7 / 0.0 / 5.0 / 0.2 | 11 % | 3.3 |" in table
-    assert table.splitlines()[-1].startswith("| total | 12.0 | 6.7 | 500 | 13.3 | 3 |")
+    assert "| a | 10.0 | 6.7 | 500 | 13.3 | 3.3 |" in table and "| a | 2 | 0.7 | 0.0 | 5.0 | 0.2 | 11 % |" in table
+    assert "| total | 12.0 | 6.7 | 500 | 13.3 | 5.3 |" in table
+    assert table.splitlines()[-1] == "| total | 3 | 0.7 | 0.0 | 5.0 | 0.2 | 11 % |"
 
 
 def _row(chapter, minutes, gemm=250.0, runs=3):

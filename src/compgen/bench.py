@@ -601,30 +601,35 @@ def budget_problems(rows: list[dict]) -> tuple[list[str], list[str]]:
 
 
 def book_time_table(rows: list[dict]) -> str:
-    """:func:`book_time` as a markdown table (minutes), with a total row; each chapter's training-cell minutes also
-    scaled to a machine whose GEMM reads :data:`BUDGET_GEMM` GFLOP/s (:func:`at_budget_machine`)."""
+    """:func:`book_time` as two markdown tables (minutes), each with a total row: the budget's (wall and training-cell
+    minutes, each chapter's training-cell minutes scaled to a machine whose GEMM reads :data:`BUDGET_GEMM` GFLOP/s,
+    :func:`at_budget_machine`), then where the runs' process minutes went (:data:`RUN_PARTS`)."""
     total = {k: sum(r[k] for r in rows) for k in ("wall", "training_cells", "runs", *RUN_PARTS)}
     total["scaled"] = sum(at_budget_machine(r["training_cells"], r.get("gemm", np.nan)) for r in rows)
     readings = [r["gemm"] for r in rows if np.isfinite(r.get("gemm", np.nan))]
     total["gemm"] = float(np.mean(readings)) if readings else float("nan")
-    lines = [
-        "| chapter | wall min | training cells min | GEMM GFLOP/s | training min at "
-        f"{BUDGET_GEMM:.0f} GFLOP/s | runs trained | their process min: compile / set-up / train / evaluate "
-        "| compile share | rest of the notebook min |",
-        "|---|---|---|---|---|---|---|---|---|",
+    budget = [
+        f"| chapter | wall min | training cells min | GEMM GFLOP/s | training min at {BUDGET_GEMM:.0f} GFLOP/s "
+        "| rest of the notebook min |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    process = [
+        "| chapter | runs trained | compile | set-up | train | evaluate | compile share |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in [*rows, {"chapter": "total", **total}]:
-        process = sum(r[p] for p in RUN_PARTS)
-        share = f"{100 * r['compile'] / process:.0f} %" if process else "–"
-        parts = " / ".join(f"{r[p] / 60:.1f}" for p in RUN_PARTS)
         gemm = r.get("gemm", np.nan)
         scaled = r.get("scaled", at_budget_machine(r["training_cells"], gemm))
-        lines.append(
-            f"| {r['chapter']} | {r['wall'] / 60:.1f} | {r['training_cells'] / 60:.1f} "
-            f"| {gemm:.0f} | {scaled / 60:.1f} | {r['runs']} | {parts} "
-            f"| {share} | {(r['wall'] - r['training_cells']) / 60:.1f} |"
+        budget.append(
+            f"| {r['chapter']} | {r['wall'] / 60:.1f} | {r['training_cells'] / 60:.1f} | {gemm:.0f} "
+            f"| {scaled / 60:.1f} | {(r['wall'] - r['training_cells']) / 60:.1f} |"
         )
-    return "\n".join(lines)
+        spent = sum(r[p] for p in RUN_PARTS)
+        share = f"{100 * r['compile'] / spent:.0f} %" if spent else "–"
+        parts = " | ".join(f"{r[p] / 60:.1f}" for p in RUN_PARTS)
+        process.append(f"| {r['chapter']} | {r['runs']} | {parts} | {share} |")
+    between = "\n\nThe runs' process minutes, by what they spent them on:\n\n"
+    return "\n".join(budget) + between + "\n".join(process)
 
 
 def device_kind() -> str:
