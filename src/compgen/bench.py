@@ -621,7 +621,8 @@ def book_time_table(rows: list[dict]) -> str:
         gemm = r.get("gemm", np.nan)
         scaled = r.get("scaled", at_budget_machine(r["training_cells"], gemm))
         budget.append(
-            f"| {r['chapter']} | {r['wall'] / 60:.1f} | {r['training_cells'] / 60:.1f} | {gemm:.0f} "
+            f"| {r['chapter']} | {r['wall'] / 60:.1f} | {r['training_cells'] / 60:.1f} "
+            f"| {f'{gemm:.0f}' if np.isfinite(gemm) else '–'} "
             f"| {scaled / 60:.1f} | {(r['wall'] - r['training_cells']) / 60:.1f} |"
         )
         spent = sum(r[p] for p in RUN_PARTS)
