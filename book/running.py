@@ -153,7 +153,9 @@ figures.show(running.gpu_checks(running.gpu_records("records")))
 # **Identical bytes.** On a CPU the stored bytes of a config are the same whatever else was trained beside it,
 # with how many workers, on which device of the `devices` backend, and after resuming from a checkpoint (tested in
 # `tests/test_runner.py`, `tests/backends/test_workers.py`, `tests/test_sweeps.py` and
-# `tests/test_checkpoint.py`). That holds on one machine: XLA compiles for the host processor, and another CPU
+# `tests/test_checkpoint.py`). A worker process pinned to one core still splits a large matrix product over as
+# many threads as the machine has cores, as the process that started it does: the thread count decides how XLA
+# splits the product, and so its last bits. That holds on one machine: XLA compiles for the host processor, and another CPU
 # model may round differently, which can move a number in its last digits but is not expected to move a verdict.
 # On a GPU it is not promised: XLA picks some kernels by timing candidates in each process and some reductions add
 # in no fixed order, so two runs of one config may differ in

@@ -97,6 +97,27 @@ def test_the_same_run_in_a_worker_process_and_in_this_one_is_identical(store, ti
     assert [stored_bytes(S, c) for c in (a, b)] == in_workers
 
 
+@pytest.mark.parametrize(
+    "section, model, fields",
+    [("teacher_student", None, {}), ("goals", "anil", {"eval_tasks": 8})],
+    ids=["teacher_student", "goals-anil"],
+)
+def test_a_quick_run_is_identical_in_a_worker_and_in_this_process(store, stored_bytes, section, model, fields):
+    """Two outer steps of a quick config, whose matrix products are large enough that XLA splits them over the CPU
+    backend's threads: a worker whose backend started after it was pinned to its core (one thread) stored other
+    last bits than this process (every core), teacher-student's evaluation loss from step 0 and goals' ANIL from
+    its first update. The tiny configs above cannot show it: their products are too small to be split."""
+    from compgen import catalog
+    from compgen.section import make_config
+
+    sec = catalog.get(section)
+    cfg = make_config(sec, "quick", model, outer_steps=2, eval_every=2, seeds=(2020,), **fields)
+    dispatch.train_or_load(sec, [cfg], backend="workers", workers=2, log=lambda _: None)
+    in_worker = stored_bytes(sec, cfg)
+    dispatch.train_or_load(sec, [cfg], backend="local", force=True, log=lambda _: None)
+    assert stored_bytes(sec, cfg) == in_worker
+
+
 def test_a_large_run_trains_alone_with_its_tasks_split_and_stores_the_unsplit_numbers_up_to_round_off(
     store, monkeypatch, tiny
 ):

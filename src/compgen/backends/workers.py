@@ -246,9 +246,10 @@ def _worker(path: str) -> int:
         configs = [section.config_from_dict(d) for d in job["configs"]]
     except params.ParameterError as error:
         return _report(error, job)
-    # the configs are built before the worker is pinned, as they always were: building one may start JAX's CPU
-    # backend, whose thread pool then has every core, and the thread count decides how XLA splits a large matrix
-    # product, so it decides the last bits of a run's numbers (a worker's bytes equal a local run's)
+    # JAX's CPU backend starts before the worker is pinned, so that its thread pool has every core, as the driver's
+    # has: the thread count decides how XLA splits a large matrix product, and so the last bits of a run's numbers
+    # (a worker's bytes equal a local run's). Building a config starts it in some sections, not in all.
+    jax.devices()
     if job.get("cores") and cores.pin(os.getpid(), job["cores"]):  # before anything computes (compgen.cores)
         print(f"[cores] this worker runs on core(s) {','.join(map(str, job['cores']))}")
     timing.gemm_gflops(job.get("gemm_gflops"))
