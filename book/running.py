@@ -99,8 +99,8 @@ figures.show(running.compile_times(_book_time))
 # in one session. An outer step includes drawing its meta-batch of tasks (theirs is sampled by a data loader
 # outside their jitted step, ours inside), adapting every task and the meta-gradient. On a CPU both depend on how
 # fast the machine multiplies matrices, so where two sessions' GEMM readings disagree the ratio is scaled by them
-# and marked as the estimate it is. `make bench` prints the same comparison for the machine it runs on and, with `--record`, adds its own
-# reading to `book/records/steps/`.
+# and marked as the estimate it is. `make bench` prints the same comparison for the machine it runs on and, with
+# `--record`, adds its own reading to `book/records/steps/`.
 #
 # Two choices of ours matter most on a CPU: a meta-batch of 64 tasks or more is adapted a chunk of tasks at a time
 # (`compgen.devices.train_chunk`), so that one chunk's inner loops stay in the caches, and a paper-sized run splits
@@ -155,8 +155,8 @@ figures.show(running.gpu_checks(running.gpu_records("records")))
 # `tests/test_runner.py`, `tests/backends/test_workers.py`, `tests/test_sweeps.py` and
 # `tests/test_checkpoint.py`). A worker process pinned to one core still splits a large matrix product over as
 # many threads as the machine has cores, as the process that started it does: the thread count decides how XLA
-# splits the product, and so its last bits. That holds on one machine: XLA compiles for the host processor, and another CPU
-# model may round differently, which can move a number in its last digits but is not expected to move a verdict.
-# On a GPU it is not promised: XLA picks some kernels by timing candidates in each process and some reductions add
-# in no fixed order, so two runs of one config may differ in
+# splits the product, and so its last bits. That holds on one machine: XLA compiles for the host processor, and
+# another CPU model may round differently, which can move a number in its last digits but is not expected to move
+# a verdict. On a GPU it is not promised: XLA picks some kernels by timing candidates in each process and some
+# reductions add in no fixed order, so two runs of one config may differ in
 # the last bits; the GPU's tests compare to float32 tolerance where a CPU's compare bytes.

@@ -10,18 +10,14 @@ preferences ANIL 16.0 / 13.0, MAML 40.6 / 35.9, linear 74.1 / 60.3, nonlinear 66
 MAML 79.6 / 74.4, linear 23.6 / 20.3, nonlinear 50.5 / 41.4. Pinning a process only after its pool exists gains
 nothing (preferences' linear hypernetwork 77.5 ms): the gain is the one-thread pool.
 
-A one-thread pool splits nothing, so a worker's numbers no longer depend on whether its second thread happened to
-be free. A two-thread process alone on two cores computed other numbers for ANIL in the preferences and goals
-worlds and MAML in the goals world (after 20 steps, round-off that training amplifies; every other model's state
-was identical, evaluations at round-off), but two such processes side by side, as the book's builds ran them,
-computed what one-core workers compute: every quick config on seeds 31-33 trained by pinned workers stored the same
-arrays bit for bit as the record trained by unpinned workers at the same code (``results/`` at 98d74f6), the
-teacher-student's evaluation losses apart (at most 5e-7 relative).
-
-So :func:`compgen.backends.workers.run_workers` starts each worker on a core of its own (:func:`shares`), and
-:func:`compgen.dispatch.train_or_load` trains even a lone config in such a worker, so that a config's numbers do not
-depend on what else trains beside it. Giving a worker more cores once its pool exists gains nothing (its pool keeps
-its one thread). ``COMPGEN_PIN_WORKERS=0`` turns this off.
+What a worker does now: :func:`compgen.backends.workers.run_workers` gives each worker a core of its own
+(:func:`shares`), but the worker starts JAX's backend before pinning itself, so its pool has a thread per core of
+the machine, as the driver's has. The thread count decides how XLA splits a large matrix product, and so the last
+bits of a run: with it equal, a config's bytes are the same trained in a worker or in the driver (tested in
+``tests/backends/test_workers.py`` at quick sizes, where a one-thread worker differed: teacher-student's evaluation
+loss, goals' ANIL from its first update). By the measurement above that gives up the one-thread pool's speed;
+taking it back would mean training the driver's local runs with one thread too. ``COMPGEN_PIN_WORKERS=0`` turns
+pinning off.
 """
 
 from __future__ import annotations
@@ -41,9 +37,8 @@ def usable() -> tuple:
 
 
 def shares(workers: int) -> list | None:
-    """One core for each of ``workers`` workers, as 1-tuples (one core each whatever the machine, so that every
-    pinned worker computes with a one-thread pool); ``None`` where there are fewer cores than workers, no way to pin
-    a process (not Linux) or ``COMPGEN_PIN_WORKERS=0``."""
+    """One core for each of ``workers`` workers, as 1-tuples (one core each whatever the machine); ``None`` where
+    there are fewer cores than workers, no way to pin a process (not Linux) or ``COMPGEN_PIN_WORKERS=0``."""
     cores = usable()
     if len(cores) < workers or not (hasattr(os, "sched_setaffinity") and params.env_flag(PIN_ENV)):
         return None

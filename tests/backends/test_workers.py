@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compgen import cores, devices, dispatch, params, results, runner, timing
+from compgen import catalog, cores, devices, dispatch, params, results, runner, timing
 from compgen.backends import workers
 from compgen.experiments import teacher_student as ts
+from compgen.section import make_config
 
 S = ts.SECTION
 
@@ -107,9 +108,6 @@ def test_a_quick_run_is_identical_in_a_worker_and_in_this_process(store, stored_
     backend's threads: a worker whose backend started after it was pinned to its core (one thread) stored other
     last bits than this process (every core), teacher-student's evaluation loss from step 0 and goals' ANIL from
     its first update. The tiny configs above cannot show it: their products are too small to be split."""
-    from compgen import catalog
-    from compgen.section import make_config
-
     sec = catalog.get(section)
     cfg = make_config(sec, "quick", model, outer_steps=2, eval_every=2, seeds=(2020,), **fields)
     dispatch.train_or_load(sec, [cfg], backend="workers", workers=2, log=lambda _: None)
