@@ -2,11 +2,14 @@
 executed book's time went."""
 
 import json
+import re
+import time
 
 import numpy as np
 import pytest
 
-from compgen import bench
+from compgen import bench, recordfile
+from compgen.figures import running
 
 H100 = "NVIDIA H100 80GB HBM3"  # jax.devices()[0].device_kind of the authors' GPU
 CASE = "hyperteacher anil paper (M=4, K=2)"
@@ -229,6 +232,7 @@ def test_the_budget_check_scales_each_chapter_to_the_budget_machine_and_needs_tr
     assert exceeded == [] and "no GEMM reading" in problem
     book = tmp_path / "book"
     book.mkdir()
+    (tmp_path / "store").mkdir()  # an empty store: nothing was trained while the book executed
     _notebook(book / "a.ipynb", "2026-11-24T10:00:00", "2026-11-24T10:10:00", [("notebook.train(x)", 60.0)])
     args = ["--book", str(book), "--store", str(tmp_path / "store"), "--check-budget"]
     assert bench.main(args) == 0 and "budget: a: not measured" in capsys.readouterr().out  # said, not failed
@@ -254,6 +258,86 @@ def test_a_measured_book_is_recorded_with_each_run_in_its_chapter(capsys, tmp_pa
         ("r2", "t", "b", 5.0),
     ]
     assert [c["chapter"] for c in record["chapters"]] == ["a", "b"] and record["date"] == "2026-11-24"
+    assert record["schema"] == recordfile.SCHEMA and record["code_fingerprint"] == bench.code_fingerprint()
+    assert running.load(records / "book_time.json") == record  # the appendix reads what the bench wrote
+
+
+def test_a_step_record_carries_its_schema_and_the_code_it_timed():
+    result = {"s_per_step": 0.5, "peak_rss_gb": 1.0, "peak_device_gb": None, "compile_s": 2.0, "runs": 1}
+    record = bench.step_record({CASE: {**result, "chunk_steps": 2, "gemm_gflops": 200.0}}, "cpu", "python -m x")
+    assert record["schema"] == recordfile.SCHEMA and record["code_fingerprint"] == bench.code_fingerprint()
+    assert recordfile.problem(record, recordfile.STEPS) is None  # as the book reads it
+    assert len(bench.code_fingerprint()) == 12
+
+
+# --------------------------------------------------------------------------- the command line: one line, exit 2
+# (what, the command line, what its one line must say); words in capitals are made by _inputs in the test's folder
+BAD_COMMANDS = [
+    ("budget without a book", ["--check-budget"], "--check-budget reads an executed book: give --book DIR"),
+    ("store without a book", ["--store", "STORE"], "--store reads an executed book"),
+    ("book missing", ["--book", "NOPE", "--store", "STORE", "--check-budget"], r"--book \S+/nope: no such folder"),
+    ("book a file", ["--book", "FILE", "--store", "STORE", "--check-budget"], r"--book \S+/afile is a file"),
+    ("store missing", ["--book", "BOOK", "--store", "NOPE", "--check-budget"], r"--store \S+/nope: no such folder"),
+    ("default store missing", ["--book", "BOOK", "--check-budget"], r"the results store .*: no such folder"),
+    ("nothing executed", ["--book", "EMPTY", "--store", "STORE", "--check-budget"], "nothing to check, no notebook"),
+    ("records missing", ["--records", "NOPE"], r"--records \S+/nope: no such folder"),
+    ("records a file", ["--book", "BOOK", "--store", "STORE", "--record", "--records", "FILE"], "is a file"),
+    ("steps -5", ["--steps", "-5"], "--steps must be a whole number >= 1 .*, got -5"),
+    ("steps 0", ["--book", "BOOK", "--store", "STORE", "--steps", "0"], "--steps must be a whole number >= 1"),
+    ("steps abc", ["--steps", "abc"], "argument --steps: invalid int value: 'abc'"),
+    ("only nothing", ["--only", "no such case"], "--only 'no such case' names no case"),
+    ("truncated step record", ["--records", "TRUNCATED"], r"x\.json: step-time record is not valid JSON"),
+    ("negative step time", ["--records", "NEGATIVE"], r"rows\['c'\]\.s_per_step must be a number > 0, got -31\.1"),
+    ("future step record", ["--records", "FUTURE"], "has schema 7, written by a newer compgen"),
+    ("damaged store entry", ["--book", "BOOK", "--store", "BADSTORE", "--check-budget"], "cannot read a results-store"),
+    (
+        "damaged notebook",
+        ["--book", "BADBOOK", "--store", "STORE", "--check-budget"],
+        "cannot read an executed notebook",
+    ),
+]
+
+
+def _inputs(tmp_path) -> dict:
+    """The folders and files BAD_COMMANDS names."""
+    made = {name: tmp_path / name.lower() for name in ("STORE", "BOOK", "EMPTY", "BADSTORE", "BADBOOK")}
+    for folder in made.values():
+        folder.mkdir()
+    _notebook(made["BOOK"] / "a.ipynb", "2026-11-24T10:00:00", "2026-11-24T10:10:00", [("notebook.train(x)", 6.0)])
+    (made["BADBOOK"] / "a.ipynb").write_text('{"metadata": {"papermill"')
+    (made["BADSTORE"] / "s").mkdir()
+    (made["BADSTORE"] / "s" / "r.json").write_text('{"provenance": ')
+    made["FILE"], made["NOPE"] = tmp_path / "afile", tmp_path / "nope"
+    made["FILE"].write_text("")
+    records = _record("compgen", "cpu", "2026-01-01", {"c": {"s_per_step": -31.1}}, [1.0, 2.0])
+    for name, text in (
+        ("TRUNCATED", json.dumps(records)[:40]),
+        ("NEGATIVE", json.dumps(records)),
+        ("FUTURE", json.dumps({**records, "rows": {}, "schema": 7})),
+    ):
+        made[name] = tmp_path / name.lower()
+        (made[name] / "steps").mkdir(parents=True)
+        (made[name] / "steps" / "x.json").write_text(text)
+    return made
+
+
+@pytest.mark.parametrize("what, argv, expected", BAD_COMMANDS, ids=[row[0] for row in BAD_COMMANDS])
+def test_a_command_line_that_checks_nothing_is_one_line_and_exit_2(what, argv, expected, tmp_path, capsys, monkeypatch):
+    """Nothing is timed or trained, nothing written; the line names what is wrong."""
+    made = _inputs(tmp_path)
+    monkeypatch.setenv("COMPGEN_RESULTS", str(made["NOPE"]))
+    for name in ("device_kind", "case_process", "run_case", "profile_case"):
+        monkeypatch.setattr(bench, name, lambda *a, **k: pytest.fail("ran a case"))
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    start = time.perf_counter()
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main([str(made.get(a, a)) for a in argv])
+    message = capsys.readouterr().err.strip()
+    assert exit_info.value.code == 2 and message.count("\n") == 0, message
+    assert re.search(expected, message), message
+    assert (
+        time.perf_counter() - start < 30 and {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+    )
 
 
 def test_op_profile_groups_thunks_by_kind_per_step():

@@ -9,6 +9,7 @@ LAYERS = [
         "compgen",
         "compgen.params",
         "compgen.fingerprint",
+        "compgen.recordfile",
         "compgen.precision",
         "compgen.rng",
         "compgen.initializers",

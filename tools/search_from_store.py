@@ -6,18 +6,20 @@
 One record per config of the figure at the preset (with those seeds) that the store holds: the world fields (those
 of the record's first entry) and the budget, the model and split, the seeds, the value of ``--metric`` on
 ``--eval-set`` (default OOD) per seed, and the run's wall time in seconds (``cpu_s`` holds wall seconds for these
-records).
+records) and code fingerprint. The record carries its ``schema``; an existing record that is damaged or of a newer
+schema is refused in one line (exit status 2), never overwritten.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from compgen import catalog, params, results
+from compgen import catalog, params, recordfile, results
 from compgen.section import figure_configs
 
 
@@ -64,9 +66,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     section = catalog.get(args.section)
     path = args.record or Path(__file__).resolve().parents[1] / "book" / "search" / f"{args.section}.json"
-    if not path.exists():
-        path.write_text(json.dumps(dict(section=args.section, metric=f"{args.eval_set} {args.metric}", records=[])))
-    record = json.loads(path.read_text())
+    try:
+        record = recordfile.read_if_there(path, "search")
+    except recordfile.RecordError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    record = record or dict(section=args.section, metric=f"{args.eval_set} {args.metric}", records=[])
     if args.world is None and not record["records"]:
         parser.error(f"{path} has no record yet: name its world fields with --world")
     world_fields = args.world if args.world is not None else list(record["records"][0]["world"])
@@ -96,12 +101,13 @@ def main(argv=None) -> int:
             seeds=list(cfg.seeds),
             values=final(args.metric),
             cpu_s=float(meta.get("provenance", {}).get("wall_time_s", 0.0)),
+            code_fingerprint=meta.get("provenance", {}).get("code_fingerprint"),
         )
         if args.extra:
             entry["extra"] = {name: final(metric) for name, metric in (text.split("=", 1) for text in args.extra)}
         record["records"].append(entry)
         added += 1
-    path.write_text(json.dumps(record, indent=1) + "\n")
+    path.write_text(json.dumps(recordfile.stamp(record), indent=1) + "\n")
     print(f"{path}: {added} record(s) added under regime {args.regime}")
     return 0 if added else 1
 

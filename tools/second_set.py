@@ -9,17 +9,18 @@ chapters do on theirs, then writes to ``book/search/second_set.json`` each run's
 and code fingerprint they were computed at and the wall time. No verdict is stored: the page judges the claims on
 these numbers with the current claim code when the book is built (:func:`compgen.figures.glance.page`). With
 ``--chapters`` only those chapters are trained and recorded; the other chapters of an existing record at the same
-preset and seeds are kept, each with the commit it was computed at (``commits``).
+preset and seeds are kept, each with the commit it was computed at (``commits``). The record carries its ``schema``
+(:mod:`compgen.recordfile`); every error, a damaged existing record included, is one line with exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 import time
 from pathlib import Path
 
-from compgen import notebook, results
+from compgen import notebook, recordfile, results
 from compgen.figures import glance, records
 
 DEFAULT = Path(__file__).resolve().parents[1] / "book" / "search" / "second_set.json"
@@ -39,7 +40,11 @@ def main(argv=None) -> int:
         help="record only these chapters, keeping the others of the existing record (default: every chapter)",
     )
     args = parser.parse_args(argv)
-    record = _kept(args) if set(args.chapters) != set(glance.CHAPTERS) else _empty(args)
+    try:
+        record = _kept(args) if set(args.chapters) != set(glance.CHAPTERS) else _empty(args)
+    except recordfile.RecordError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     commit, fingerprints = results._git_commit(), glance.code_fingerprints()
     for name in args.chapters:
         if not args.no_train:  # --no-train keeps the wall time of the training that stored the runs
@@ -52,7 +57,7 @@ def main(argv=None) -> int:
     order = list(glance.CHAPTERS)
     for key in ("runs", "commits", "fingerprints", "wall_s"):
         record[key] = {k: record[key][k] for k in sorted(record[key], key=order.index)}
-    args.out.write_text(records.dumps(record))
+    args.out.write_text(records.dumps(recordfile.stamp(record)))
     runs = sum(len(v) for v in record["runs"].values())
     print(f"{runs} configs' final numbers written to {args.out} ({', '.join(args.chapters)} recorded)")
     return 0
@@ -74,16 +79,19 @@ def _empty(args) -> dict:
 def _kept(args) -> dict:
     """The existing record, to update some of its chapters; it must be at the same preset and seeds."""
     if not args.out.exists():
-        raise SystemExit(f"error: --chapters updates an existing record, and {args.out} does not exist")
-    record = json.loads(args.out.read_text())
-    if record.get("preset") != args.preset or record.get("seeds") != args.seeds:
-        raise SystemExit(
-            f"error: {args.out} is at preset {record.get('preset')!r} and seeds {record.get('seeds')}; "
-            f"--chapters can only update a record at preset {args.preset!r} and seeds {args.seeds}"
+        raise _error(args, "--chapters updates an existing record, and there is none")
+    record = recordfile.read(args.out, "second_set")
+    if record["preset"] != args.preset or record["seeds"] != args.seeds:
+        raise _error(
+            args,
+            f"it is at preset {record['preset']!r} and seeds {record['seeds']}; --chapters can only update a record "
+            f"at preset {args.preset!r} and seeds {args.seeds}",
         )
-    if "runs" not in record:
-        raise SystemExit(f"error: {args.out} holds verdicts, not runs (an older record): record every chapter again")
     return record
+
+
+def _error(args, what: str) -> recordfile.RecordError:
+    return recordfile.RecordError(f"{args.out}: {what}")
 
 
 if __name__ == "__main__":

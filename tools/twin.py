@@ -14,8 +14,10 @@ numbers, laid out as our runs' outputs (:func:`reference_output`), with the same
 verdicts are computed by the same code on the other implementation's numbers.
 
 The record, ``book/search/twin_<chapter>.json``, is written after every run: an interrupted tool loses at most
-the run in progress, and a rerun trains only what the record lacks. The reference checkout stays outside this
-repository; nothing of it is copied here.
+the run in progress, and a rerun trains only what the record lacks. It carries its ``schema`` and the fingerprint of
+our chapter's code (``code_fingerprint``, :func:`compgen.figures.twin.code_fingerprint`); an existing record that is
+damaged or of a newer schema is refused in one line (exit status 2), never overwritten. The reference checkout stays
+outside this repository; nothing of it is copied here.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import results
+from compgen import recordfile, results
 from compgen.figures import twin as tables
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -617,8 +619,14 @@ def main(argv=None) -> int:
         train_ours(chapter, args.preset, args.seeds, args.workers, figures=args.figures, models=args.models)
         return 0
     out = args.out or ROOT / "book" / "search" / f"twin_{chapter}.json"
-    record = json.loads(out.read_text()) if out.exists() else {}
+    try:
+        record = tables.load_twin(out) or {}
+    except recordfile.RecordError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     record.update(
+        schema=recordfile.SCHEMA,
+        code_fingerprint=tables.code_fingerprint(chapter),
         about="The chapter's claim configs trained with the authors' implementation (tools/twin.py), judged by the "
         "chapter's own claims code on the reference's numbers.",
         reference={"repository": REPOSITORY, "commit": COMMIT},

@@ -53,7 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import allocator, results, storage, timing
+from compgen import allocator, fingerprint, params, recordfile, results, storage, timing
 
 SHARD_SUFFIX = ", tasks sharded"  # cases run with the meta-batch sharded over one host device per core
 CASES = {
@@ -102,13 +102,21 @@ def step_records(folder=None) -> list[dict]:
     of a run on that device contains, case aside: "cpu", "H100"), ``date``, ``code`` (repository@commit), ``how``
     (how it was measured, in words), ``gemm_gflops`` (on a CPU the ``[low, high]`` GEMM readings of that session,
     else ``None``) and ``rows``: ``{key: {"s_per_step", "peak_gb", ...}}``, keyed by the bench's case name (ours) or
-    by "section model" (:func:`figure_key`, the authors')."""
+    by "section model" (:func:`figure_key`, the authors'); ours also ``code_fingerprint`` (:func:`code_fingerprint`).
+    A damaged record is a one-line :class:`compgen.recordfile.RecordError`."""
     return read_records(Path(RECORDS if folder is None else folder) / "steps")
 
 
-def read_records(folder: Path) -> list[dict]:
-    """The JSON records in ``folder``, oldest first (by their ``date``)."""
-    return sorted((json.loads(path.read_text()) for path in Path(folder).glob("*.json")), key=lambda r: r["date"])
+def read_records(folder: Path, kind: str = "steps") -> list[dict]:
+    """The ``kind`` records (:data:`compgen.recordfile.KINDS`) in ``folder``, each checked, oldest first (by their
+    ``date``)."""
+    return recordfile.read_folder(folder, kind)
+
+
+def code_fingerprint() -> str:
+    """The fingerprint of the code the bench and a book build time: the runner and every section
+    (:mod:`compgen.fingerprint`), which our step-time and book-time records carry."""
+    return fingerprint.of_modules(fingerprint.closure("compgen.runner") + fingerprint.closure("compgen.catalog"))
 
 
 def on_device(records: list, who: str, kind: str):
@@ -402,7 +410,7 @@ def step_record(measured: dict, kind: str, command: str) -> dict:
             "gemm_gflops": r["gemm_gflops"],
         }
     gemm = [r["gemm_gflops"] for r in measured.values()]
-    return {
+    record = {
         "who": "compgen",
         "device": "cpu" if cpu else kind,
         "date": datetime.date.today().isoformat(),
@@ -412,6 +420,7 @@ def step_record(measured: dict, kind: str, command: str) -> dict:
         "gemm_gflops": [min(gemm), max(gemm)] if cpu else None,
         "rows": rows,
     }
+    return recordfile.stamp(record, code_fingerprint())
 
 
 def write_record(record: dict, path: Path) -> None:
@@ -485,12 +494,23 @@ def _utc(text: str) -> datetime.datetime:
     return moment.astimezone(datetime.timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
 
 
+def _json(path: Path, what: str) -> dict:
+    """The JSON object in ``path``, or a one-line :class:`compgen.params.ParameterError` naming it as ``what``."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise params.ParameterError(f"{path}: cannot read {what} ({type(e).__name__})") from None
+    if not isinstance(found, dict):
+        raise params.ParameterError(f"{path}: {what} must hold a JSON object, not {type(found).__name__}")
+    return found
+
+
 def stored_runs(store: Path) -> list[dict]:
     """Every run of ``store`` that recorded when it was stored: ``key`` (its file's stem), ``section``, ``config``,
     ``date`` (naive UTC), ``commit``, ``gemm`` (GFLOP/s or ``None``) and its seconds per part of :data:`RUN_PARTS`."""
     runs = []
     for sidecar in sorted(Path(store).glob("*/*.json")):
-        entry = json.loads(sidecar.read_text())
+        entry = _json(sidecar, "a results-store entry (`compgen-cli store` lists the store)")
         provenance = entry.get("provenance", {})
         if "date" in provenance:
             run = {"key": sidecar.stem, "section": sidecar.parent.name, "config": entry.get("config", {})}
@@ -513,7 +533,7 @@ def book_time(notebooks: Path, stored: list[dict]) -> list[dict]:
     parts counts in ``runs`` only."""
     rows = []
     for path in sorted(Path(notebooks).glob("*.ipynb")):
-        notebook = json.loads(path.read_text())
+        notebook = _json(path, "an executed notebook (run `make execute` again)")
         run = notebook.get("metadata", {}).get("papermill", {})
         if not run.get("start_time") or not run.get("end_time"):
             continue
@@ -546,7 +566,7 @@ def book_time_record(rows: list[dict], runs: list[dict]) -> dict:
         for key in row["trained"]
     ]
     commits = [r["commit"] for r in chapters if r["commit"]]
-    return {
+    record = {
         "record": "book_time",
         "date": max((row["end"] for row in rows), default="")[:10],
         "code": f"compgen@{max(set(commits), key=commits.count) if commits else 'unknown'}",
@@ -557,6 +577,7 @@ def book_time_record(rows: list[dict], runs: list[dict]) -> dict:
         ],
         "runs": chapters,
     }
+    return recordfile.stamp(record, code_fingerprint())
 
 
 def at_budget_machine(seconds: float, gemm: float) -> float:
@@ -658,8 +679,19 @@ def selected(only: str, kind: str) -> list:
     return [n for n in CASES if any(p in n for p in parts) and (kind == "cpu" or not n.endswith(SHARD_SUFFIX))]
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad option reported in one line (argparse prints its usage above it), exit status 2."""
+
+    def error(self, message):
+        print(f"error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line (see the module docstring)."""
+    parser = _Parser(
+        prog="python -m compgen.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--case", choices=sorted(CASES), help="run one case and print JSON")
     parser.add_argument(
         "--only", default="", help="run the cases whose name contains this text (or one of several, separated by |)"
@@ -679,7 +711,7 @@ def main(argv=None):
         help="write what was measured as a record under --records: the cases' step times (steps/), or with --book "
         "the book's time (book_time.json; only a build whose every chapter was measured)",
     )
-    parser.add_argument("--records", metavar="DIR", default=str(RECORDS), help=f"the records (default {RECORDS})")
+    parser.add_argument("--records", metavar="DIR", help=f"the records (default {RECORDS})")
     parser.add_argument("--note", default="", help="with --record: what a reader of the record should know of the run")
     parser.add_argument("--profile", choices=sorted(CASES), metavar="CASE", help="one case's XLA thunks, by kind")
     parser.add_argument(
@@ -688,40 +720,95 @@ def main(argv=None):
         help=f"at most this many outer steps in a timed chunk, which is otherwise the runner's (eval_every) up to "
         f"the case's default on a CPU and {ACCELERATOR_STEPS} on an accelerator",
     )
-    args = parser.parse_args(argv)
-    if args.profile:
-        print(profile_case(args.profile, args.steps))
-        return 0
-    records = step_records(args.records)
-    if args.book:
-        runs = stored_runs(Path(args.store or storage.results_root()))
-        rows = book_time(Path(args.book), runs)
-        if not rows:
-            print(f"no notebook executed by papermill in {args.book} (make execute)")
+    return parser
+
+
+def _folder_problem(option: str, path: Path, may_be_new: bool = False) -> str | None:
+    """What is wrong with folder ``path`` given as ``option``: a file, or (unless ``may_be_new``) nothing there."""
+    if path.exists() and not path.is_dir():
+        return f"{option} {path} is a file, not a folder"
+    if not path.exists() and not may_be_new:
+        return f"{option} {path}: no such folder"
+    return None
+
+
+def argument_problem(args) -> str | None:
+    """What makes the command line ``args`` check or run nothing it asks for, in words, or ``None``: a ``--steps``
+    below 1, an ``--only`` that names no case, ``--check-budget`` or ``--store`` without ``--book``, a ``--book`` or
+    store folder that is not there, a ``--records`` that is a file or (unless ``--record`` writes there) not there."""
+    if args.steps is not None and args.steps < 1:
+        return f"--steps must be a whole number >= 1 (outer steps in a timed chunk), got {args.steps}"
+    if args.only and not any(part in name for name in CASES for part in args.only.split("|")):
+        return f"--only {args.only!r} names no case (python -m compgen.bench --help lists them under --case)"
+    if not args.book and (args.check_budget or args.store):
+        option = "--check-budget" if args.check_budget else "--store"
+        return f"{option} reads an executed book: give --book DIR (`make execute` executes one into book/)"
+    records = Path(args.records or RECORDS)
+    found = _folder_problem("--records", records, may_be_new=args.record or not args.records)
+    if found or not args.book:
+        return found
+    store = Path(args.store or storage.results_root())
+    return _folder_problem("--book", Path(args.book)) or _folder_problem(
+        "--store" if args.store else "the results store (--store, default $COMPGEN_RESULTS)", store
+    )
+
+
+def main(argv=None):
+    command = parser()
+    args = command.parse_args(argv)
+    try:
+        problem = argument_problem(args)
+        if problem:
+            command.error(problem)
+        if args.profile:
+            print(profile_case(args.profile, args.steps))
             return 0
-        print(book_time_table(rows))
-        print(
-            "\nProcess minutes add up the worker processes, which train side by side (one per core), so they can "
-            "exceed the training cells' wall minutes. Compilation includes loading programs from JAX's cache."
-        )
-        exceeded, not_measured = budget_problems(rows)
-        if args.record:
-            if not_measured:
-                print(f"record: not written, not every chapter was measured ({not_measured[0]})")
-            else:
-                path = Path(args.records) / "book_time.json"
-                write_record({**book_time_record(rows, runs), "note": args.note}, path)
-                print(f"record: {path}")
-        if args.check_budget:  # exceeded: exit 1; not measured (runs loaded from the store): said, exit 0
-            for problem in exceeded + not_measured:
-                print(f"budget: {problem}")
-            verdict = "EXCEEDED" if exceeded else "not measured" if not_measured else "every chapter within it"
-            print(f"budget: {verdict}")
-            return 1 if exceeded else 0
+        if args.book:
+            return _book_command(args)
+        if args.case:
+            print(json.dumps(run_case(args.case, args.steps)))
+            return 0
+        return _table_command(args, argv)
+    except params.ParameterError as error:  # a damaged record, store entry or notebook, a bad environment variable
+        command.error(str(error))
+
+
+def _book_command(args) -> int:
+    """``--book``: where the executed book's time went; with ``--record`` its record, with ``--check-budget`` the
+    verdict (exit 1 when exceeded)."""
+    runs = stored_runs(Path(args.store or storage.results_root()))
+    rows = book_time(Path(args.book), runs)
+    if not rows:
+        message = f"no notebook executed by papermill in {args.book} (make execute)"
+        if args.check_budget:
+            raise params.ParameterError(f"--check-budget: nothing to check, {message}")
+        print(message)
         return 0
-    if args.case:
-        print(json.dumps(run_case(args.case, args.steps)))
-        return 0
+    print(book_time_table(rows))
+    print(
+        "\nProcess minutes add up the worker processes, which train side by side (one per core), so they can "
+        "exceed the training cells' wall minutes. Compilation includes loading programs from JAX's cache."
+    )
+    exceeded, not_measured = budget_problems(rows)
+    if args.record:
+        if not_measured:
+            print(f"record: not written, not every chapter was measured ({not_measured[0]})")
+        else:
+            path = Path(args.records or RECORDS) / "book_time.json"
+            write_record({**book_time_record(rows, runs), "note": args.note}, path)
+            print(f"record: {path}")
+    if args.check_budget:  # exceeded: exit 1; not measured (runs loaded from the store): said, exit 0
+        for problem in exceeded + not_measured:
+            print(f"budget: {problem}")
+        verdict = "EXCEEDED" if exceeded else "not measured" if not_measured else "every chapter within it"
+        print(f"budget: {verdict}")
+        return 1 if exceeded else 0
+    return 0
+
+
+def _table_command(args, argv) -> int:
+    """The cases' table (those of ``--only``), beside the records; with ``--record`` this run's step-time record."""
+    records = step_records(args.records)
     kind = device_kind()
     print(
         f"tasks sharded: {os.cpu_count()} host devices, allocator "
@@ -746,7 +833,7 @@ def main(argv=None):
         record = step_record(measured, kind, shlex.join(["python", "-m", "compgen.bench", *given]))
         record["how"] += f"; {args.note}" if args.note else ""
         name = f"compgen-{_slug(record['device'])}-{record['date']}-{record_commit(record)}.json"
-        path = Path(args.records) / "steps" / name
+        path = Path(args.records or RECORDS) / "steps" / name
         write_record(record, path)
         print(f"record: {path}")
     return 0

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from compgen import notebook, results
+from compgen import notebook, recordfile, results
 from compgen.figures import claims as C
 from compgen.figures import glance, records, twin
 
@@ -82,7 +82,8 @@ def test_the_second_set_and_the_pooled_column_are_judged_from_per_seed_numbers(s
     page = glance.page("smoke", second_set=path)
     assert "The training code of Teacher and student (§3.3) has changed since" in page and "(stale)" in page
     path.write_text(json.dumps(_second_set(second, preset="quick")))
-    assert "ours, 31–33" not in glance.page("smoke", second_set=path)
+    page = glance.page("smoke", second_set=path)
+    assert "ours, 31–33" not in page and "was made at preset `quick`; this page is at `smoke`" in page
     assert glance.load_second_set(tmp_path / "missing.json", "smoke") is None
 
 
@@ -95,7 +96,8 @@ def test_the_twin_columns_judge_both_codes_at_the_same_world(store, tmp_path, fa
     for seeds, disconnected in (([100], 0.8), ([31], 0.95)):
         for cfg in twin.claim_configs("teacher_student", "smoke", seeds)[1]["fig2c"]:
             value = 0.97 if cfg.expect_connected else disconnected
-            runs[twin.run_key(cfg, seeds[0], commit)] = {"seed": seeds[0], "final": {"alignment": value}}
+            run = {"seed": seeds[0], "final": {"alignment": value}, "row": {}, "wall_s": 1.0}
+            runs[twin.run_key(cfg, seeds[0], commit)] = {**run, "translation": {"unmatched": []}}
     record = {
         "chapter": "teacher_student",
         "preset": "smoke",
@@ -128,3 +130,88 @@ def test_the_paper_scale_column_judges_fig2c_from_its_record_at_build(store, tmp
     assert "<th>paper scale</th>" in page and "trained on NVIDIA H100 80GB HBM3" in page
     assert page.count('">+0.163 (3/3)</span>') == 2
     assert "(stale)" in page  # the hand-made record names no fingerprint or config: it cannot be current
+
+
+# ------------------------------------------------------------------------ damaged, stale and mismatched records
+
+
+@pytest.mark.parametrize(
+    "what, text, expected",
+    [
+        ("truncated", '{"preset": "smoke", "runs": {', "is not valid JSON"),
+        ("empty", "", "is empty"),
+        ("a list", "[]", "holds list"),
+        ("runs oops", '{"preset": "smoke", "seeds": [31], "runs": "oops"}', "runs must be an object, got 'oops'"),
+        ("verdicts", '{"preset": "smoke", "seeds": [31], "claims": []}', "the record has no 'runs'"),
+        ("future", '{"schema": 2, "preset": "smoke", "seeds": [31], "runs": {}}', "written by a newer compgen"),
+    ],
+)
+def test_a_damaged_second_set_stops_the_page_in_one_line_naming_it(what, text, expected, tmp_path):
+    path = tmp_path / "second_set.json"
+    path.write_text(text)
+    with pytest.raises(recordfile.RecordError) as error:
+        glance.page("smoke", second_set=path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: second-seed-set record") and expected in message and "\n" not in message
+    assert "tools/second_set.py" in message
+
+
+def test_damaged_twin_and_paper_scale_records_stop_the_page_in_one_line(tmp_path):
+    (tmp_path / "twin_goals_2.json").write_text('{"chapter": "goals", "preset": "smoke", "runs": {"k": {"seed": -1')
+    with pytest.raises(recordfile.RecordError, match=r"twin_goals_2\.json: twin record is not valid JSON"):
+        glance._twin_records(tmp_path, "smoke")
+    record = {"chapter": "nowhere", "preset": "smoke", "reference": {"commit": "c"}, "seed_sets": [], "runs": {}}
+    (tmp_path / "twin_goals_2.json").write_text(json.dumps(record))
+    with pytest.raises(recordfile.RecordError, match="chapter 'nowhere' is not one of"):
+        glance._twin_records(tmp_path, "smoke")
+    (tmp_path / "paper_fig2c.json").write_text('{"preset": "paper", "outer_steps": -60000}')
+    with pytest.raises(recordfile.RecordError, match=r"paper-scale record is damaged: outer_steps must be"):
+        glance._paper_scale_claims(tmp_path / "paper_fig2c.json")
+
+
+def test_a_second_set_without_fingerprints_is_flagged_never_current(runs_of, fake):
+    runs = runs_of("teacher_student", "smoke", lambda c: fake(c, {"eval/alignment": np.full(len(c.seeds), 0.5)}))
+    record = {**_second_set(runs), "fingerprints": {}}
+    assert glance.stale_chapters(record) == ["teacher_student"]
+    text = glance._second_set_summary(record, glance.stale_chapters(record), {})
+    assert "names no code fingerprint for Teacher and student (§3.3)" in text and "(stale)" in text
+    assert glance.stale_chapters(_second_set(runs)) == []
+    assert glance.stale_chapters(_second_set(runs, fingerprint="older")) == ["teacher_student"]
+
+
+def test_a_second_set_on_the_books_own_seeds_is_not_compared(runs_of, fake):
+    runs = runs_of("teacher_student", "smoke", lambda c: fake(c, {"eval/alignment": np.full(len(c.seeds), 0.5)}))
+    record = _second_set(runs)  # the book's seeds
+    assert list(glance.judged_sets("teacher_student", runs, record)) == [",".join(map(str, runs.seeds))]
+    text = glance._second_set_summary(record, [], {"teacher_student": runs})
+    assert "This build's seeds of Teacher and student (§3.3) are among the second set's" in text
+
+
+def test_a_smoke_second_set_whose_configs_follow_its_seeds_shows_not_run(store, tmp_path, fake):
+    """At smoke, the goals world's demonstration length follows the seeds: the book's seed and 31-33 give configs
+    that cannot be pooled, so the pooled column is not run (it once stopped the page)."""
+    sec, by_figure = notebook.chapter_configs("goals", "smoke", [31, 32, 33])
+
+    def output(cfg):
+        per_set = {n: np.full(len(cfg.seeds), 0.5) for n in cfg.eval_set_names()}
+        return fake(cfg, {"eval/acc": per_set, "eval/acc_all": per_set})
+
+    second = notebook.Runs(sec, "smoke", by_figure, {c: output(c) for cs in by_figure.values() for c in cs})
+    path = tmp_path / "second.json"
+    path.write_text(json.dumps(_second_set(second)))
+    record = glance.load_second_set(path, "smoke")
+    book = notebook.stored("goals", "smoke", None)
+    found = glance.judged_sets("goals", book, record)
+    assert found["31,32,33"] and {c.verdict for c in found["pooled"]} == {C.NOT_RUN}
+    page = glance.page("smoke", second_set=path)
+    assert "<th>ours, 31–33</th>" in page and "<th>pooled</th>" in page
+
+
+def test_twin_records_of_other_code_or_naming_none_are_said(tmp_path):
+    current = twin.code_fingerprint("goals")
+    record = {"chapter": "goals", "matched_world": {}}
+    assert "name no code fingerprint" in glance._twin_summary({"goals": [record]})
+    stale = glance._twin_summary({"goals": [{**record, "code_fingerprint": "0ld"}]})
+    assert "Our code of Compositional goals (§4.3) has changed since" in stale
+    fresh = glance._twin_summary({"goals": [{**record, "code_fingerprint": current}]})
+    assert "changed since" not in fresh and "fingerprint" not in fresh

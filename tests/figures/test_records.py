@@ -106,3 +106,30 @@ def test_configs_that_differ_only_in_their_seeds_stay_apart(runs_of, fake):
     assert keys[0] != keys[1]
     entries = records.entries(runs)
     assert sum(e["config"]["seeds"] == [100, 101] for e in entries) == 1
+
+
+def test_seed_sets_whose_configs_differ_pool_as_not_run(runs_of, fake):
+    """At smoke, the goals world's demonstration length follows the seeds (51 steps on the book's seed, 57 on 31-33):
+    the figure's configs cannot be paired, and its pooled claims are not run instead of stopping the page."""
+    from compgen import notebook
+
+    book = runs_of("goals", "smoke", lambda c: fake(c, {"eval/acc": np.full((len(c.seeds), 3), 0.5)}))
+    sec, by_figure = notebook.chapter_configs("goals", "smoke", [31, 32, 33])
+    assert [c.demo_length for c in by_figure["fig4ef"]] != [c.demo_length for c in book.figures["fig4ef"]]
+    second = notebook.Runs(sec, "smoke", by_figure, {c: None for cs in by_figure.values() for c in cs})
+    pooled = records.pool(book, second)
+    assert "fig4ef" in records.missing(pooled)
+    assert all(pooled.output(c) is None for c in pooled.configs("fig4ef"))
+    assert pooled.configs("fig4ef") == book.figures["fig4ef"]  # the book's configs, not run
+    with C.pooled_rule():
+        found = glance.CHAPTERS["goals"].claims(pooled)
+    assert {c.verdict for c in found if c.figure.startswith("Fig. 4E")} == {C.NOT_RUN}
+
+
+def test_an_entry_whose_config_the_code_no_longer_builds_is_not_run(runs_of):
+    runs = runs_of("teacher_student", "smoke", _outputs("teacher_student"))
+    recorded = records.entries(runs)
+    for e in recorded:
+        e["config"]["renamed_since"] = 3  # a field the config class does not have
+    again = records.runs_from_entries("teacher_student", "smoke", runs.seeds, recorded)
+    assert set(records.missing(again)) == set(runs.figures)

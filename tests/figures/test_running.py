@@ -1,8 +1,11 @@
 """The appendix "Running it yourself": its tables and verdicts follow the records they are drawn from."""
 
+import json
+import re
+
 import pytest
 
-from compgen import bench
+from compgen import bench, recordfile
 from compgen.figures import running
 
 
@@ -137,3 +140,60 @@ def test_the_paper_cost_counts_the_figures_configs_and_uses_our_step_time():
     assert cells[-1] == f"{hours:,.1f}"
     (row,) = [line for line in table.splitlines() if line.startswith("| hyperteacher | fig3b |")]
     assert row.endswith("| – |")  # no hyperteacher case in the record
+
+
+# ------------------------------------------------------------------------------ damaged records, and stale ones
+
+
+@pytest.mark.parametrize(
+    "what, text, expected",
+    [
+        ("truncated", '{"record": "book_time", "chapters": [', "is not valid JSON"),
+        ("empty", "", "is empty"),
+        ("a list", "[]", "holds list"),
+        ("negative minutes", None, r"chapters\[0\]\.wall must be a number >= 0, got -221490"),
+        ("future", "schema", "written by a newer compgen"),
+    ],
+)
+def test_a_damaged_book_time_record_stops_the_appendix_in_one_line_naming_it(what, text, expected, tmp_path):
+    """The appendix reads the committed record: a damaged one is a bug to fix, said in one line with the command
+    that rewrites it, never drawn (negative minutes once read "Within the budget ... −3692 minutes")."""
+    record = _book(_chapter("a", -3692.0))
+    text = {None: json.dumps(record), "schema": json.dumps({**_book(_chapter("a", 1.0)), "schema": 9})}.get(text, text)
+    path = tmp_path / "book_time.json"
+    path.write_text(text)
+    with pytest.raises(recordfile.RecordError) as error:
+        running.load(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: book-time record") and re.search(expected, message) and "\n" not in message
+    assert "python -m compgen.bench --book book --store <store> --record" in message
+    assert running.load(tmp_path / "none.json") is None  # no record: the page's note (NO_BUILD)
+
+
+def test_a_damaged_gpu_or_step_record_stops_the_appendix_in_one_line_naming_it(tmp_path):
+    (tmp_path / "gpu").mkdir()
+    (tmp_path / "gpu" / "x.json").write_text(json.dumps({"device": "H200", "date": "d", "code": "c", "steps": []}))
+    with pytest.raises(recordfile.RecordError, match=r"gpu/x\.json: GPU-check record is damaged: the record has no"):
+        running.gpu_records(tmp_path)
+    (tmp_path / "steps").mkdir()
+    negative = _steps("compgen", "cpu", {PLAIN: {"s_per_step": -31.1}}, gemm=[1.0, 2.0])
+    (tmp_path / "steps" / "y.json").write_text(json.dumps(negative))
+    with pytest.raises(recordfile.RecordError, match=r"s_per_step must be a number > 0, got -31\.1; rewrite it with"):
+        bench.step_records(tmp_path)
+
+
+def test_a_record_of_other_code_or_naming_none_says_so():
+    current = bench.code_fingerprint()
+    record = _book(_chapter("a", 1.0))
+    assert "names no code fingerprint" in running.book_cost(record).notes
+    assert "has changed since" in running.book_cost({**record, "code_fingerprint": "0ld"}).notes
+    notes = running.book_cost({**record, "code_fingerprint": current}).notes
+    assert "fingerprint" not in notes and "changed since" not in notes
+    gpu = {"device": "H200", "date": "d", "code": "compgen@abcdef9", "jax": "j", "flax": "f", "steps": []}
+    gpu["steps"] = [{"step": "device", "status": "ok", "seconds": 5}]
+    table = running.gpu_checks([gpu, {**gpu, "code_fingerprint": "0ld"}, {**gpu, "code_fingerprint": current}]).table
+    assert "| abcdef9 (code not recorded) |" in table and "| abcdef9 (code changed since) |" in table
+    assert "| abcdef9 |" in table
+    authors = _steps("authors", "cpu", {"hyperteacher anil": {"s_per_step": 8.0, "peak_gb": 8.6}}, gemm=[300.0, 400.0])
+    ours = _steps("compgen", "cpu", {PLAIN: {"s_per_step": 4.0, "peak_gb": 1.0}}, gemm=[350.0, 350.0])
+    assert "names no code fingerprint" in running.step_times([authors, ours]).notes

@@ -1,7 +1,12 @@
-"""The twin appendix's account of where the reference runs trained."""
+"""The twin appendix's account of where the reference runs trained; a twin record is read checked, and is stale
+by the fingerprint of our chapter's code."""
+
+import json
 
 import numpy as np
+import pytest
 
+from compgen import recordfile
 from compgen.figures import twin
 
 
@@ -111,3 +116,51 @@ def test_a_headline_output_lays_out_what_the_claims_read():
     assert out["eval/acc"].shape == (2, 1, len(cfg.eval_set_names()))
     assert np.allclose(out["eval/acc"][:, 0, ood], [0.8, 0.7]) and np.isnan(out["eval/acc"][:, 0, ood - 1]).all()
     assert np.allclose(twin.our_headline("goals", cfg, out)["optimal OOD episodes %"], [50.0, 40.0])
+
+
+def _checked(**extra):
+    run = {"seed": 31, "final": {"alignment": 0.9}, "row": {"figure": "fig2c"}, "wall_s": 60.0}
+    return {
+        "chapter": "teacher_student",
+        "preset": "quick",
+        "reference": {"repository": "smonsays/modular-hyperteacher", "commit": "c0ffee"},
+        "seed_sets": [[31]],
+        "runs": {"k": {**run, "translation": {"unmatched": []}}},
+        **extra,
+    }
+
+
+@pytest.mark.parametrize(
+    "what, record, expected",
+    [
+        ("runs oops", _checked(runs="oops"), "runs must be an object, got 'oops'"),
+        (
+            "negative wall",
+            _checked(runs={"k": {**_checked()["runs"]["k"], "wall_s": -60.0}}),
+            "wall_s must be a number",
+        ),
+        ("future", _checked(schema=3), "has schema 3, written by a newer compgen"),
+        ("unknown chapter", _checked(chapter="elsewhere"), "chapter 'elsewhere' is not one of"),
+        ("seed sets text", _checked(seed_sets="31"), "seed_sets must be a list"),
+    ],
+)
+def test_a_damaged_twin_record_is_one_line_naming_it(what, record, expected, tmp_path):
+    path = tmp_path / "twin_teacher_student.json"
+    path.write_text(json.dumps(record))
+    with pytest.raises(recordfile.RecordError) as error:
+        twin.load_twin(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: twin record") and expected in message and "\n" not in message
+    assert "make twin REFERENCE=<checkout> CHAPTER=<chapter>" in message
+    assert twin.load_twin(tmp_path / "none.json") is None
+
+
+def test_a_twin_record_carries_the_code_of_our_chapter_and_is_stale_by_it(tmp_path):
+    current = twin.code_fingerprint("teacher_student")
+    assert twin.staleness(_checked(code_fingerprint=current)) == ""
+    assert "fingerprint 0ld" in twin.staleness(_checked(code_fingerprint="0ld"))
+    assert "names no code fingerprint" in twin.staleness(_checked())
+    path = tmp_path / "twin_teacher_student.json"
+    path.write_text(json.dumps(_checked(matched_world={"fig2c": {"outer_steps": 7998}})))  # ours: the record's rows
+    text = twin.appendix(path, "quick", None, {}, {})
+    assert "Our side of the record may be out of date: it names no code fingerprint" in text

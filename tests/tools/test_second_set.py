@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compgen import notebook, results
+from compgen import notebook, recordfile, results
 from compgen.figures import glance
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +27,7 @@ def _record(path, **extra):
         "commits": {name: "0123456789abcdef" for name in glance.CHAPTERS},
         "fingerprints": {name: "old" for name in glance.CHAPTERS},
         "wall_s": {name: 1.0 for name in glance.CHAPTERS},
-        "runs": {name: [{"figures": ["x"], "config": {}, "finals": {}}] for name in glance.CHAPTERS},
+        "runs": {name: [{"figures": ["x"], "config": {"seeds": [31]}, "finals": {}}] for name in glance.CHAPTERS},
         **extra,
     }
     path.write_text(json.dumps(record))
@@ -45,6 +45,7 @@ def test_chapters_records_only_those_and_keeps_the_rest(store, tmp_path, monkeyp
                             "--chapters", "teacher_student"]) == 0  # fmt: skip
     new = json.loads(path.read_text())
     assert "claims" not in new and list(new["runs"]) == list(glance.CHAPTERS)  # chapters stay in order
+    assert new["schema"] == recordfile.SCHEMA and glance.load_second_set(path, "smoke") == new
     entries = new["runs"]["teacher_student"]
     assert len(entries) == len(set(c for cs in by_figure.values() for c in cs))
     assert all(e["finals"]["eval/alignment"] == [0.5] and e["config"]["seeds"] == [31] for e in entries)
@@ -57,15 +58,43 @@ def test_chapters_records_only_those_and_keeps_the_rest(store, tmp_path, monkeyp
     assert "Compositional goals (§4.3)" in text  # stale: recorded by other code
 
 
-def test_chapters_refuses_a_record_of_other_seeds_or_of_verdicts(store, tmp_path):
+def _one_line(argv, capsys) -> str:
+    """The one line ``second_set.main(argv)`` prints, having returned 2."""
+    assert second_set.main(argv) == 2
+    message = capsys.readouterr().err.strip()
+    assert message.startswith("error: ") and "\n" not in message, message
+    return message
+
+
+UPDATE = ["--preset", "smoke", "--no-train", "--chapters", "goals"]
+
+
+def test_chapters_refuses_a_record_of_other_seeds_or_of_verdicts(store, tmp_path, capsys):
     path = tmp_path / "second.json"
     _record(path)
-    with pytest.raises(SystemExit, match="seeds"):
-        second_set.main(["--preset", "smoke", "--seeds", "32", "--out", str(path), "--no-train",
-                         "--chapters", "goals"])  # fmt: skip
+    message = _one_line([*UPDATE, "--seeds", "32", "--out", str(path)], capsys)
+    assert "it is at preset 'smoke' and seeds [31]; --chapters can only update" in message
     record = _record(path)
     del record["runs"]
     path.write_text(json.dumps({**record, "claims": []}))
-    with pytest.raises(SystemExit, match="holds verdicts, not runs"):
-        second_set.main(["--preset", "smoke", "--seeds", "31", "--out", str(path), "--no-train",
-                         "--chapters", "goals"])  # fmt: skip
+    assert "the record has no 'runs'" in _one_line([*UPDATE, "--seeds", "31", "--out", str(path)], capsys)
+    missing = tmp_path / "none.json"
+    assert "there is none" in _one_line([*UPDATE, "--seeds", "31", "--out", str(missing)], capsys)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"preset": "smoke", "seeds": [31], "runs": {', "is not valid JSON"),
+        ("", "is empty"),
+        ('{"preset": "smoke", "seeds": [31], "runs": "oops"}', "runs must be an object, got 'oops'"),
+        ('{"schema": 2, "preset": "smoke", "seeds": [31], "runs": {}}', "written by a newer compgen"),
+        ('{"preset": "smoke", "seeds": [31], "runs": {}, "wall_s": {"goals": -5}}', "wall_s['goals'] must be"),
+    ],
+)
+def test_a_damaged_record_to_update_is_one_line_and_kept(text, expected, store, tmp_path, capsys):
+    """Nothing is trained and the record is left as it was: a person reads what is wrong and rewrites it."""
+    path = tmp_path / "second.json"
+    path.write_text(text)
+    message = _one_line([*UPDATE, "--seeds", "31", "--out", str(path)], capsys)
+    assert f"{path}: second-seed-set record" in message and expected in message and path.read_text() == text

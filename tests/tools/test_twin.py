@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from compgen import recordfile
 from compgen.figures import claims as C
 from compgen.figures import twin as twin_tables
 from compgen.notebook import chapter_configs
@@ -172,6 +173,8 @@ def test_the_tool_judges_the_chapters_claims_on_the_references_numbers(tmp_path,
     configs = set(c for cs in by_figure.values() for c in cs)
     assert len(record["runs"]) == 2 * len(configs)
     assert "claims" not in record  # no verdict is stored: the book judges the numbers
+    assert record["schema"] == recordfile.SCHEMA and twin_tables.staleness(record) == ""  # our code, current
+    assert record["code_fingerprint"] == twin_tables.code_fingerprint("hyperteacher")
     found = twin_tables.judged(record)
     assert set(found) == {"3", "4"} and found["3"]["ours"] is None  # the quick world: ours are the chapter's runs
     verdict = {c.claim: c.verdict for c in found["3"]["authors'"]}
@@ -328,3 +331,21 @@ def test_ours_at_the_matched_world_trains_only_the_chosen_models(monkeypatch):
     assert trained and {c.model for c in trained} == {"hnet_linear"}
     assert loaded and {c.model for c in loaded} == {"anil", "maml", "hnet_deepmlp"}  # the others only if stored
     assert len(found) == len(trained) + len(loaded)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"chapter": "goals", "runs": {', "is not valid JSON"),
+        ("[]", "holds list [], not a JSON object"),
+        ('{"schema": 5, "chapter": "goals"}', "has schema 5, written by a newer compgen"),
+    ],
+)
+def test_a_damaged_record_is_one_line_and_kept_untrained(text, expected, tmp_path, monkeypatch, capsys):
+    out, args = _goals_smoke_twin(tmp_path, monkeypatch)
+    monkeypatch.setattr(twin, "train_reference", lambda *a, **k: pytest.fail("trained on a damaged record"))
+    out.write_text(text)
+    assert twin.main(args) == 2
+    message = capsys.readouterr().err.strip()
+    assert message.startswith(f"error: {out}: twin record") and expected in message and "\n" not in message
+    assert out.read_text() == text

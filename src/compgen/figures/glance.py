@@ -15,17 +15,21 @@ the current claim code from numbers, never read as verdicts from a record:
 
 A claim's wording, criterion and numbers are one click away (a ``<details>`` element), so that the page reads at a
 glance in a 1,300-pixel-wide browser.
+
+Every record is read by :mod:`compgen.recordfile`: a damaged or newer-schema record stops the page with one line
+naming it and the command that rewrites it (the records are committed: a damaged one is a bug to fix). A missing
+record, or one made at another preset, leaves its column out with a note; a config the record lacks, or whose seed
+sets cannot be paired, is "not run"; a record made by other code than this build's, or naming none, is marked so.
 """
 
 from __future__ import annotations
 
 import datetime
 import html
-import json
 import re
 from pathlib import Path
 
-from compgen import catalog, results
+from compgen import catalog, recordfile, results
 from compgen.figures import claims as C
 from compgen.figures import goals, hyperteacher, incontext, preferences, records, teacher_student
 from compgen.figures import twin as twin_
@@ -57,13 +61,10 @@ def claims(preset="quick", seeds=None, chapters=None) -> dict:
 
 
 def load_second_set(path, preset) -> dict | None:
-    """The second-seed-set record at ``path`` (written by ``tools/second_set.py``) if it exists, holds runs (not
-    the verdicts of an older record) and was made at ``preset``, else ``None``."""
-    path = Path(path)
-    if not path.exists():
-        return None
-    record = json.loads(path.read_text())
-    return record if record.get("preset") == preset and "runs" in record else None
+    """The second-seed-set record at ``path`` (written by ``tools/second_set.py``, checked by
+    :func:`compgen.recordfile.read`) if it exists and was made at ``preset``, else ``None``."""
+    record = recordfile.read_if_there(path, "second_set")
+    return record if record is not None and record["preset"] == preset else None
 
 
 def code_fingerprints() -> dict:
@@ -80,9 +81,17 @@ def second_set_runs(record: dict | None, name: str):
 
 
 def stale_chapters(record: dict | None) -> list:
-    """The chapters of the record whose training code changed since it was recorded (their runs would differ)."""
-    current = code_fingerprints()
-    return [n for n, code in (record or {}).get("fingerprints", {}).items() if current.get(n, code) != code]
+    """The chapters of the record whose training code changed since it was recorded (their runs would differ), or
+    whose fingerprint it does not record (whether it changed cannot be told)."""
+    return [n for n in (record or {}).get("runs", {}) if n in CHAPTERS and _stale_why(record, n)]
+
+
+def _stale_why(record: dict, name: str) -> str:
+    """Why chapter ``name``'s runs in the second-set ``record`` may not be the current code's ("" if they are)."""
+    state = recordfile.code_state(record.get("fingerprints", {}).get(name), code_fingerprints()[name])
+    if state == recordfile.STALE:
+        return f"the training code of {TITLES[name]} changed since the record was made"
+    return "" if state == recordfile.CURRENT else f"the record names no code fingerprint for {TITLES[name]}"
 
 
 def judged_sets(name: str, runs, second_set: dict | None) -> dict:
@@ -91,7 +100,7 @@ def judged_sets(name: str, runs, second_set: dict | None) -> dict:
     module = CHAPTERS[name]
     found = {",".join(map(str, runs.seeds)): module.claims(runs)}
     second = second_set_runs(second_set, name)
-    if second is not None:
+    if second is not None and not set(second.seeds) & set(runs.seeds):  # sharing seeds, it is no second set
         found[",".join(map(str, second.seeds))] = module.claims(second)
         with C.pooled_rule():
             found["pooled"] = module.claims(records.pool(runs, second))
@@ -201,6 +210,12 @@ def page(preset="quick", seeds=None, second_set=None, twins=None, paper_scale=No
     parts = [_headline(preset, every, pooled, record)]
     if record:
         parts.append(_second_set_summary(record, stale, runs))
+    elif second_set and Path(second_set).exists():
+        other = recordfile.read(second_set, "second_set")["preset"]
+        parts.append(
+            f"The second-seed-set record (`{second_set}`) was made at preset `{other}`; this page is at `{preset}`, "
+            "so its columns are left out."
+        )
     twin_records = _twin_records(twins, preset) if twins else {}
     if twins:
         parts.append(_twin_summary(twin_records))
@@ -214,7 +229,7 @@ def page(preset="quick", seeds=None, second_set=None, twins=None, paper_scale=No
         columns = [(f"ours, {_seeds_label(book).removeprefix('seeds ')}", [_cell(c) for c in group], "seeds")]
         if record:
             second = next((k for k in found if k not in (book, "pooled")), None)
-            why = f"the training code of {TITLES[name]} changed since the record was made" if name in stale else ""
+            why = _stale_why(record, name) if name in stale else ""
             cells = [_cell(twin_._find(found.get(second), c), why) for c in group]
             label = _seeds_label(second or ",".join(map(str, record["seeds"]))).removeprefix("seeds ")
             columns.append((f"ours, {label}", cells, "seeds"))
@@ -270,11 +285,21 @@ def _second_set_summary(record: dict, stale: list, runs: dict) -> str:
         "judged by the same claims code as the book's column. **pooled** judges each claim on both sets' seeds "
         "together; each cell's count is the number of seeds."
     )
-    if stale:
+    recorded = record.get("fingerprints", {})
+    changed, unknown = [TITLES[n] for n in stale if recorded.get(n)], [TITLES[n] for n in stale if not recorded.get(n)]
+    if changed:
         text += (
-            f" The training code of {', '.join(TITLES[n] for n in stale)} has changed since that record was made, so "
+            f" The training code of {', '.join(changed)} has changed since that record was made, so "
             "its cells, marked (stale), show the older code's runs."
         )
+    if unknown:
+        text += (
+            f" The record names no code fingerprint for {', '.join(unknown)}, so whether its code changed since cannot "
+            "be told: its cells are marked (stale)."
+        )
+    overlap = [TITLES[n] for n, r in runs.items() if set(record["seeds"]) & set(r.seeds)]
+    if overlap:
+        text += f" This build's seeds of {', '.join(overlap)} are among the second set's, so those are not compared."
     if missing:
         text += f" Configs of {', '.join(missing)} changed since the record was made; theirs show as not run."
     return text
@@ -323,7 +348,7 @@ NOT_TWINNED = {
 
 
 def _twin_summary(records: dict) -> str:
-    """What the twin-world columns show, and for which chapters a twin record exists."""
+    """What the twin-world columns show, for which chapters a twin record exists, and which are stale."""
     worlds = {
         name: "the quick world" if not rs[0].get("matched_world") else "the nearest world the authors' code expresses"
         for name, rs in records.items()
@@ -336,16 +361,30 @@ def _twin_summary(records: dict) -> str:
         "seed both records hold, each linked to the chapter's twin table. Where the authors' code cannot express the "
         f"preset's world, both run at the nearest world it does. Twin worlds: {done}. ✓ holds, ✗ not reproduced, – "
         "not run, n/e not expressible in the authors' code, n/a no twin to run (hover for why)."
-    )
+    ) + _twin_staleness(records)
+
+
+def _twin_staleness(records: dict) -> str:
+    """A sentence per kind of staleness of the twin records (:func:`compgen.figures.twin.staleness`), or ""."""
+    changed = [n for n, rs in records.items() if any(r.get("code_fingerprint") and twin_.staleness(r) for r in rs)]
+    unknown = [n for n, rs in records.items() if any(not r.get("code_fingerprint") for r in rs)]
+    text = ""
+    if changed:
+        text += f" Our code of {', '.join(TITLES[n] for n in changed)} has changed since its twin records were made."
+    if unknown:
+        text += (
+            f" The twin records of {', '.join(TITLES[n] for n in unknown)} name no code fingerprint, so whether our "
+            "code changed since they were made cannot be told."
+        )
+    return text
 
 
 def _paper_scale_claims(path) -> dict | None:
     """``{"claims": [Claim], "stale": [why], "record": record}`` of the record of ``tools/paper_fig2c.py`` at
     ``path``, judged now by the chapter's claim code; ``None`` if there is none."""
-    path = Path(path)
-    if not path.exists():
+    record = recordfile.read_if_there(path, "paper_fig2c")
+    if record is None:
         return None
-    record = json.loads(path.read_text())
     return {
         "claims": teacher_student.paper_scale(record).claims,
         "stale": teacher_student.paper_scale_staleness(record),

@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from compgen import results
+from compgen import params, results
 from compgen.notebook import Runs
 
 
@@ -62,11 +62,17 @@ def entries(runs: Runs) -> list:
 
 def runs_from_entries(section_name: str, preset: str, seeds, recorded: list) -> Runs:
     """The chapter's runs at ``preset`` on ``seeds`` (its configs as the current code builds them), their outputs
-    taken from ``recorded`` entries (:func:`entries`) where a config's fields match one, else ``None`` (not run)."""
+    taken from ``recorded`` entries (:func:`entries`) where a config's fields match one, else ``None`` (not run). An
+    entry whose config the current code no longer builds (a field renamed or removed since) matches none."""
     from compgen.notebook import chapter_configs
 
     sec, by_figure = chapter_configs(section_name, preset, list(seeds))
-    by_key = {config_key(sec.config_from_dict(e["config"])): e for e in recorded}
+    by_key = {}
+    for e in recorded:
+        try:
+            by_key[config_key(sec.config_from_dict(e["config"]))] = e
+        except (params.ParameterError, TypeError):  # TypeError: a field the config class no longer has
+            continue
     outputs = {}
     for configs in by_figure.values():
         for cfg in configs:
@@ -81,36 +87,50 @@ def missing(runs: Runs) -> list:
     return [f for f, configs in runs.figures.items() if any(runs.output(c) is None for c in configs)]
 
 
+def _same_but_seeds(a, b) -> bool:
+    return {**results.config_dict(a), "seeds": 0} == {**results.config_dict(b), "seeds": 0}
+
+
+def _joined(cfg, parts):
+    """``cfg`` on the seeds of ``parts`` (its pair in every set, in order), or ``None`` where there is no pair or
+    the current code refuses the config on those seeds."""
+    if parts is None:
+        return None
+    try:
+        return dataclasses.replace(cfg, seeds=tuple(s for c in parts for s in c.seeds))
+    except params.ParameterError:
+        return None
+
+
 def pool(*sets: Runs) -> Runs:
     """``sets`` (runs of the same chapter and preset on disjoint seed sets) as one set of runs over all their seeds:
     each figure's configs paired in grid order (their fields but the seeds must agree), their final values joined
-    seed after seed; a config any set lacks is not run. Only final evaluations are kept (what the claims read)."""
+    seed after seed; a config any set lacks is not run, and so is every config of a figure whose configs differ
+    between the sets (a field derived from the seeds, or a record made at other configs): it keeps the first set's
+    config, without an output. Only final evaluations are kept (what the claims read)."""
     first = sets[0]
     seeds = [s for runs in sets for s in runs.seeds]
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"pool: the seed sets overlap ({seeds})")
-    same = lambda a, b: {**results.config_dict(a), "seeds": 0} == {**results.config_dict(b), "seeds": 0}
     figures, outputs = {}, {}
     for figure, configs in first.figures.items():
         others = [runs.figures.get(figure, []) for runs in sets]
-        if any(len(o) != len(configs) for o in others):
-            raise ValueError(f"pool: figure {figure} has different configs in the seed sets")
-        pooled = []
+        paired = all(len(o) == len(configs) for o in others) and all(
+            _same_but_seeds(cfg, o[i]) for o in others for i, cfg in enumerate(configs)
+        )
+        figures[figure] = []
         for i, cfg in enumerate(configs):
-            parts = [o[i] for o in others]
-            if not all(same(cfg, c) for c in parts):
-                raise ValueError(f"pool: the configs of figure {figure} differ between the seed sets")
-            together = dataclasses.replace(cfg, seeds=tuple(s for c in parts for s in c.seeds))
-            found = [runs.output(c) for runs, c in zip(sets, parts)]
-            pooled.append(together)
-            outputs[together] = None
+            parts = [o[i] for o in others] if paired else None
+            together = _joined(cfg, parts)
+            figures[figure].append(cfg if together is None else together)
+            outputs[figures[figure][-1]] = None
+            found = [None] if together is None else [runs.output(c) for runs, c in zip(sets, parts)]
             if all(f is not None for f in found):
                 outputs[together] = {
                     k: np.concatenate([np.asarray(f[k], float)[:, -1:] for f in found])
                     for k in found[0]
                     if k.startswith("eval/")
                 }
-        figures[figure] = pooled
     return Runs(first.section, first.preset, figures, outputs)
 
 

@@ -8,6 +8,11 @@ built (never typed into the page).
   (:func:`compgen.bench.step_records`; ``python -m compgen.bench --record`` writes ours);
 - ``gpu/*.json``: the steps ``tools/gpu_check.sh`` ran on a GPU machine, their status and seconds, with the device,
   the versions and what they found.
+
+Each is read by :mod:`compgen.recordfile`: a damaged record stops the page with one line naming it and the command
+that rewrites it (the records are committed: a damaged one is a bug to fix); a missing ``book_time.json`` is a note.
+A record of ours made by other code than this build's (:func:`compgen.bench.code_fingerprint`), or naming none, says
+so beside what it draws (:func:`code_note`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import bench
+from compgen import bench, recordfile
 from compgen.experiments.fewshot import MODEL_LABELS
 from compgen.figures import FigureResult, plots
 
@@ -29,14 +34,32 @@ SERIES_COLOURS = {"authors": "#bdbdbd", "ours": "#1b9e77", "ours, tasks sharded"
 
 
 def load(path) -> dict | None:
-    """The JSON record at ``path``, or ``None`` where there is none."""
-    path = Path(path)
-    return json.loads(path.read_text()) if path.exists() else None
+    """The book-time record at ``path`` (checked, :func:`compgen.recordfile.read`), or ``None`` where there is none."""
+    return recordfile.read_if_there(path, "book_time")
 
 
 def gpu_records(folder) -> list[dict]:
-    """The GPU-check records under ``folder``/gpu, oldest first."""
-    return bench.read_records(Path(folder, "gpu"))
+    """The GPU-check records under ``folder``/gpu, each checked, oldest first."""
+    return bench.read_records(Path(folder, "gpu"), "gpu")
+
+
+CODE_STATES = {recordfile.STALE: "code changed since", recordfile.NOT_RECORDED: "code not recorded"}
+
+
+def code_state(record) -> str:
+    """Whether ``record`` was made by this build's code (:func:`compgen.bench.code_fingerprint`): one of
+    :data:`compgen.recordfile.CURRENT`, ``STALE``, ``NOT_RECORDED``."""
+    return recordfile.code_state(record.get("code_fingerprint"), bench.code_fingerprint())
+
+
+def code_note(record) -> str:
+    """A sentence saying that ``record`` shows other code than this build's, or that it names none ("" if current)."""
+    state = code_state(record)
+    if state == recordfile.STALE:
+        return "The timed code has changed since this record was made: its figures are the older code's."
+    if state == recordfile.NOT_RECORDED:
+        return "The record names no code fingerprint, so whether the timed code changed since cannot be told."
+    return ""
 
 
 # --------------------------------------------------------------------------------------------- the quick book's time
@@ -93,6 +116,7 @@ def book_cost(record) -> FigureResult:
         "Process minutes add up the worker processes, which train side by side (one per core), so they can exceed "
         "the training cells' wall minutes; compilation includes loading programs from JAX's cache. "
         + budget_verdict(record)
+        + (f" {code_note(record)}" if code_note(record) else "")
     )
     return FigureResult(figure=fig, caption=caption, table=bench.book_time_table(rows), notes=notes)
 
@@ -233,6 +257,7 @@ def step_times(records) -> FigureResult:
         else:
             notes.append(
                 f"**Ours on {ours['device']}** (commit {bench.record_commit(ours)}, {ours['date']}): {ours['how']}."
+                + (f" {code_note(ours)}" if code_note(ours) else "")
             )
     fig.tight_layout()
     caption = (
@@ -258,15 +283,18 @@ def gpu_checks(records) -> FigureResult:
     ]
     for record in records:
         versions = f"{record['jax']}, {record['flax']}"
+        state = CODE_STATES.get(code_state(record))
+        commit = bench.record_commit(record) + (f" ({state})" if state else "")
         for i, step in enumerate(record["steps"]):
-            first = (record["date"], record["device"], versions, bench.record_commit(record)) if i == 0 else ("",) * 4
+            first = (record["date"], record["device"], versions, commit) if i == 0 else ("",) * 4
             seconds = "" if step.get("seconds") is None else f"{step['seconds']:.0f}"
             lines.append(
                 f"| {' | '.join(first)} | {step['step']} | {step['status']} | {seconds} | {step.get('found', '')} |"
             )
     caption = (
         "What was checked on a GPU machine, one block per session (`book/records/gpu/`): each step of "
-        "`tools/gpu_check.sh` (or, before it existed, of the session's checks), its status, seconds and findings."
+        "`tools/gpu_check.sh` (or, before it existed, of the session's checks), its status, seconds and findings; "
+        "beside the commit, whether the code has changed since, or the record does not say."
     )
     return FigureResult(caption=caption, table="\n".join(lines))
 

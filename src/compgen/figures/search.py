@@ -3,27 +3,53 @@
 A search record (``book/search/<section>.json``) lists every regime tried for the chapter's claims: the world,
 the budget, the model and split, the seeds, the metric per seed and the CPU time, each record made from a run
 of the results store. :func:`search_table` groups the records by regime so that a reader sees every world and
-budget that was tried, not only the one the preset keeps.
+budget that was tried, not only the one the preset keeps, and says how many of them were made by other code than the
+current (:func:`code_states`). A damaged search record stops the chapter with one line naming it
+(:func:`compgen.recordfile.read`).
 """
 
 from __future__ import annotations
 
-import json
-from collections import defaultdict
-from pathlib import Path
+from collections import Counter, defaultdict
 
 import numpy as np
+
+from compgen import recordfile
 
 SPLIT_SHORT = {"random": "r", "non_compositional": "nc", "connected": "c", "disconnected": "d"}
 
 
 def load_search(path) -> dict:
-    """The search record at ``path``: ``{"section", "metric", "source", "records": [...]}``."""
-    record = json.loads(Path(path).read_text())
-    for name in ("metric", "records"):
-        if name not in record:
-            raise ValueError(f"{path}: a search record needs a {name!r} entry")
-    return record
+    """The search record at ``path``: ``{"section", "metric", "source", "records": [...]}``, checked
+    (:func:`compgen.recordfile.read`)."""
+    return recordfile.read(path, "search")
+
+
+def code_states(record: dict) -> Counter:
+    """How many of the search ``record``'s entries were made by the section's current code, by other code, or name
+    none (:func:`compgen.recordfile.code_state`; an entry's ``code_fingerprint`` is its run's)."""
+    from compgen import catalog
+
+    section = record.get("section")
+    current = catalog.get(section).fingerprint if section in catalog.SECTIONS else None
+    return Counter(
+        recordfile.code_state(r.get("code_fingerprint"), current) if current else recordfile.NOT_RECORDED
+        for r in record["records"]
+    )
+
+
+def _code_sentence(record: dict) -> str:
+    """What :func:`code_states` found, as a sentence ("" when every entry is the current code's)."""
+    states, total = code_states(record), len(record["records"])
+    parts = []
+    if states[recordfile.STALE]:
+        parts.append(f"{states[recordfile.STALE]} of its {total} runs were made by other code than this build's")
+    if states[recordfile.NOT_RECORDED]:
+        parts.append(
+            f"{states[recordfile.NOT_RECORDED]} of its {total} runs name no code fingerprint, so whether the code "
+            "changed since cannot be told"
+        )
+    return f" {'; '.join(parts)}." if parts else ""
 
 
 def _describe(values: dict, skip=()) -> str:
@@ -87,7 +113,8 @@ def search_table(
     return "\n".join(
         [
             f"{record['metric']} (mean over the seeds{unit}){legend}. {record.get('source', '')}"
-            + (f" Every regime's world has {_describe(shared)}; the world column gives the rest." if shared else ""),
+            + (f" Every regime's world has {_describe(shared)}; the world column gives the rest." if shared else "")
+            + _code_sentence(record),
             "",
             header,
             *rows,

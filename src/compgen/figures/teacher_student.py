@@ -436,9 +436,11 @@ def paper_scale(record) -> FigureResult:
 
 def paper_scale_section(path):
     """What the chapter shows of Fig. 2C at the paper's scale: :func:`paper_scale` of the record at ``path`` (with
-    a note when it is stale, :func:`paper_scale_staleness`), or a note that it has not been run."""
-    import json
+    a note when it is stale, :func:`paper_scale_staleness`), or a note that it has not been run. A damaged record
+    stops the chapter with one line naming it (:func:`compgen.recordfile.read`)."""
     from pathlib import Path
+
+    from compgen import recordfile
 
     path = Path(path)
     if not path.exists():
@@ -447,7 +449,7 @@ def paper_scale_section(path):
             "`tools/gpu_check.sh` trains it there (its `fig2c` step, resumable across calls) and writes the record "
             f"`{path.name}` that this section reads; no such record is in the repository yet.\n:::"
         )
-    record = json.loads(path.read_text())
+    record = recordfile.read(path, "paper_fig2c")
     result = paper_scale(record)
     stale = paper_scale_staleness(record)
     if stale:

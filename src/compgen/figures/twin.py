@@ -8,6 +8,11 @@ reference cannot express the preset's world, ours trained at the nearest world i
 final numbers per seed of every config (``ours_matched_rows``). No verdict is stored: :func:`judged` lays both
 codes' numbers out as runs (:func:`reference_runs`, :func:`ours_runs`) and judges them with the chapter's own
 ``claims``, the current claim code. Building the book needs no reference checkout.
+
+A record is read by :func:`load_twin` (:mod:`compgen.recordfile`): a damaged one stops the page with one line naming
+it and the command that rewrites it. It carries the fingerprint of our chapter's code (``code_fingerprint``: the
+translation of its configs, and ours at the matched world); :func:`staleness` says when that code changed since, or
+when the record names none.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from compgen import recordfile
 from compgen.figures import claims as C
 
 SHORT = {C.HOLDS: "✅", C.NOT_REPRODUCED: "❌", C.NOT_RUN: "–"}  # markdown tables
@@ -59,9 +65,26 @@ ADDED_FIELDS = {"fused_inner": None}
 
 
 def load_twin(path) -> dict | None:
-    """The twin record at ``path``, or ``None`` if there is none."""
-    path = Path(path)
-    return json.loads(path.read_text()) if path.exists() else None
+    """The twin record at ``path``, checked (:func:`compgen.recordfile.read`, its chapter one of
+    :data:`CLAIM_FIGURES`), or ``None`` if there is none."""
+    return recordfile.read_if_there(path, "twin", _known_chapter)
+
+
+def _known_chapter(record: dict) -> None:
+    if record["chapter"] not in CLAIM_FIGURES:
+        raise ValueError(f"chapter {record['chapter']!r} is not one of {sorted(CLAIM_FIGURES)}")
+
+
+def code_fingerprint(chapter: str) -> str:
+    """The fingerprint of our code a twin record of ``chapter`` depends on: the chapter's section's."""
+    from compgen import catalog
+
+    return catalog.get(chapter).fingerprint
+
+
+def staleness(record: dict) -> str:
+    """Why the twin ``record`` may not show what our current code computes, as words ("" where it is current)."""
+    return recordfile.stale(record, code_fingerprint(record["chapter"]))
 
 
 def seed_sets(record: dict) -> list:
@@ -536,9 +559,12 @@ def appendix(path, preset: str, runs, ours: dict, labels: dict) -> str:
             f"The twin record (`{path}`) was made at preset `{record.get('preset')}`; this build is at `{preset}`, "
             "so the two are not compared here."
         )
+    stale = staleness(record)
     lines = [
-        f"Reference: `{record['reference']['repository']}` at commit `{record['reference']['commit'][:12]}`; "
-        f"{len(record['runs'])} runs, {_where_trained(record['runs'].values())}.",
+        f"Reference: `{record['reference'].get('repository', 'the reference')}` at commit "
+        f"`{record['reference']['commit'][:12]}`; {len(record['runs'])} runs, "
+        f"{_where_trained(record['runs'].values())}."
+        + (f" Our side of the record may be out of date: {stale}." if stale else ""),
         "",
         claims_table(record, ours),
         "",

@@ -1,0 +1,309 @@
+"""One checked reader for the JSON records the book draws, and their staleness by code fingerprint.
+
+A record is a JSON object written by a tool or the bench (:data:`KINDS`: what each kind is, the command that rewrites
+it and the shape of the fields the book reads). :func:`read` returns it, or raises :class:`RecordError`, one line
+naming the file, what is wrong and that command, for a record that is unreadable, empty, truncated, not an object,
+of a newer schema than :data:`SCHEMA` (a record without ``schema`` is version 1), of the wrong shape, or holding an
+impossible value (a negative time, count or number of minutes). The book stops on such a record rather than draw a
+page from it: every record it reads is committed, so a damaged one is a bug to fix; a missing record is absent, with
+the note its page gives.
+
+Writers add ``schema`` (:data:`SCHEMA`) and the fingerprint of the code that produced the record
+(:mod:`compgen.fingerprint`); :func:`code_state` compares it with the current code's, so a record made by other code,
+or by code it does not name, is never shown as current.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from compgen import params
+
+SCHEMA = 1  # the record format every writer writes; a reader refuses a higher one
+CURRENT, STALE, NOT_RECORDED = "current", "stale", "code not recorded"  # code_state's answers
+
+
+class RecordError(params.ParameterError):
+    """A record the book cannot draw: one line naming its file, what is wrong and the command that rewrites it."""
+
+
+# ----------------------------------------------------------------------------------------------- shapes
+# A shape is a scalar word (SCALARS), {field: shape} for an object (a field ending in "?" may be absent), [shape] for
+# a list of such items, ("map", shape) for an object whose every value has that shape, ("none or", shape), ("pair",
+# shape) for a list of two, or ("one of", (values)).
+def _is_int(value) -> bool:
+    return params._is_int(value)
+
+
+def _is_number(value) -> bool:
+    return params._is_number(value) and math.isfinite(value)
+
+
+def _numbers(value) -> bool:
+    """A number, NaN or null (a metric undefined for a seed), or a list of such, nested."""
+    if isinstance(value, list):
+        return all(map(_numbers, value))
+    return value is None or params._is_number(value)
+
+
+SCALARS = {
+    "text": ("a text", lambda v: isinstance(v, str)),
+    "count": ("a whole number >= 0", lambda v: _is_int(v) and v >= 0),
+    "positive count": ("a whole number >= 1", lambda v: _is_int(v) and v >= 1),
+    "time": ("a number >= 0", lambda v: _is_number(v) and v >= 0),
+    "positive": ("a number > 0", lambda v: _is_number(v) and v > 0),
+    "number": ("a finite number", _is_number),
+    "numbers": ("numbers (lists of numbers, nested)", _numbers),
+    "object": ("an object", lambda v: isinstance(v, dict)),
+    "any": ("anything", lambda v: True),
+}
+
+
+def _describe(shape) -> str:
+    if isinstance(shape, str):
+        return SCALARS[shape][0]
+    if isinstance(shape, dict):
+        return "an object"
+    if isinstance(shape, list):
+        return "a list"
+    kind, inner = shape
+    if kind == "none or":
+        return f"null or {_describe(inner)}"
+    if kind == "pair":
+        return f"a list of two, each {_describe(inner)}"
+    return "an object" if kind == "map" else f"one of {list(inner)}"
+
+
+def problem(value, shape, where="the record") -> str | None:
+    """What is wrong with ``value`` against ``shape`` (see the comment above), naming where, or ``None``."""
+    wrong = lambda: f"{where} must be {_describe(shape)}, got {params._short(value, 60)}"  # noqa: E731
+    if isinstance(shape, str):
+        return None if SCALARS[shape][1](value) else wrong()
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return wrong()
+        for name, inner in shape.items():
+            key = name.rstrip("?")
+            if key not in value:
+                if not name.endswith("?"):
+                    return f"{where} has no {key!r}"
+                continue
+            found = problem(value[key], inner, f"{key}" if where == "the record" else f"{where}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return wrong()
+        return next(filter(None, (problem(v, shape[0], f"{where}[{i}]") for i, v in enumerate(value))), None)
+    kind, inner = shape
+    if kind == "none or":
+        return None if value is None else problem(value, inner, where)
+    if kind == "one of":
+        return None if value in inner else wrong()
+    if not (isinstance(value, dict) if kind == "map" else isinstance(value, list) and len(value) == 2):
+        return wrong()
+    items = value.items() if kind == "map" else enumerate(value)
+    return next(filter(None, (problem(v, inner, f"{where}[{k!r}]") for k, v in items)), None)
+
+
+SEEDS = ["count"]
+_RUN_SECONDS = {"compile": "time", "setup": "time", "train": "time", "evaluate": "time"}
+BOOK_TIME = {
+    "date": "text",
+    "code": "text",
+    "preset": ("none or", "text"),
+    "cores": "positive count",
+    "chapters": [
+        {"chapter": "text", "wall": "time", "training_cells": "time", "runs": "count", "gemm": ("none or", "time")}
+        | _RUN_SECONDS
+    ],
+    "runs": [{"section": "text", "chapter": "text", "config": "object"} | _RUN_SECONDS],
+}
+STEP_ROW = {
+    "s_per_step": "positive",
+    "peak_gb?": ("none or", "time"),
+    "runs?": "positive count",
+    "chunk_steps?": "positive count",
+    "compile_s?": "time",
+    "gemm_gflops?": ("none or", "time"),
+}
+STEPS = {
+    "who": ("one of", ("authors", "compgen")),
+    "device": "text",
+    "date": "text",
+    "code": "text",
+    "how": "text",
+    "gemm_gflops": ("none or", ("pair", "positive")),
+    "rows": ("map", STEP_ROW),
+}
+GPU = {
+    "device": "text",
+    "date": "text",
+    "code": "text",
+    "jax": "text",
+    "flax": "text",
+    "steps": [{"step": "text", "status": "text", "seconds?": ("none or", "time"), "found?": "text"}],
+}
+SECOND_SET = {
+    "preset": "text",
+    "seeds": SEEDS,
+    "commits?": ("map", "text"),
+    "fingerprints?": ("map", "text"),
+    "wall_s?": ("map", "time"),
+    "runs": ("map", [{"figures": ["text"], "config": {"seeds": SEEDS}, "finals": ("map", "numbers")}]),
+}
+TWIN = {
+    "chapter": "text",
+    "preset": "text",
+    "reference": {"commit": "text", "repository?": "text"},
+    "seed_sets": [SEEDS],
+    "matched_world?": "object",
+    "not_expressible?": "object",
+    "runs": (
+        "map",
+        {
+            "seed": "count",
+            "final": "object",
+            "row": "object",
+            "wall_s": "time",
+            "translation": {"unmatched": [("pair", "text")]},
+        },
+    ),
+    "ours_matched_rows?": [{"row": "object", "seeds": SEEDS, "values": ("map", "numbers")}],
+}
+SEARCH = {
+    "metric": "text",
+    "section?": "text",
+    "records": [
+        {
+            "regime": "text",
+            "world": "object",
+            "budget": "object",
+            "seeds": SEEDS,
+            "values": ["number"],
+            "cpu_s?": "time",
+            "code_fingerprint?": ("none or", "text"),
+        }
+    ],
+}
+PAPER_FIG2C = {
+    "preset": "text",
+    "outer_steps": "positive count",
+    "device": "text",
+    "jax_version": "text",
+    "commit": "text",
+    "fingerprint?": "text",
+    "configs": [{"column": "positive count", "seeds": SEEDS, "alignment": "any", "provenance": "object"}],
+}
+
+# kind: (what it is, the command that rewrites it, its shape)
+KINDS = {
+    "second_set": (
+        "second-seed-set record",
+        "COMPGEN_RESULTS=<store> python tools/second_set.py --preset quick --seeds 31 32 33",
+        SECOND_SET,
+    ),
+    "twin": ("twin record", "make twin REFERENCE=<checkout> CHAPTER=<chapter> (tools/twin.py)", TWIN),
+    "book_time": ("book-time record", "python -m compgen.bench --book book --store <store> --record", BOOK_TIME),
+    "steps": ("step-time record", "python -m compgen.bench --record", STEPS),
+    "gpu": ("GPU-check record", "tools/gpu_check.sh", GPU),
+    "search": ("search record", "tools/search_from_store.py <section> <figure> --seeds ... --regime ...", SEARCH),
+    "paper_fig2c": ("paper-scale record", "tools/paper_fig2c.py", PAPER_FIG2C),
+}
+
+
+# ----------------------------------------------------------------------------------------------- reading
+
+
+def error(path, kind: str, what: str) -> RecordError:
+    """The one-line error of a ``kind`` record at ``path``: what is wrong and the command that rewrites it."""
+    name, command, _ = KINDS[kind]
+    return RecordError(f"{path}: {name} {what}; rewrite it with `{command}`")
+
+
+def parse(text: str, path, kind: str):
+    """The JSON value of ``text`` (the file ``path`` of a ``kind`` record), or a :class:`RecordError`."""
+    if not text.strip():
+        raise error(path, kind, "is empty")
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as e:
+        where = f" at line {e.lineno} column {e.colno}" if isinstance(e, json.JSONDecodeError) else ""
+        raise error(path, kind, f"is not valid JSON (truncated or damaged{where})") from None
+
+
+def check(record, path, kind: str) -> dict:
+    """``record`` (the parsed file ``path`` of a ``kind`` record), checked: its schema version and the shape of the
+    fields the book reads; else a :class:`RecordError`."""
+    if not isinstance(record, dict):
+        raise error(path, kind, f"holds {type(record).__name__} {params._short(record, 40)}, not a JSON object")
+    schema = record.get("schema", 1)
+    if not (_is_int(schema) and schema >= 1):
+        raise error(path, kind, f"has schema {params._short(schema, 40)}, not a whole number >= 1")
+    if schema > SCHEMA:
+        raise error(path, kind, f"has schema {schema}, written by a newer compgen (this one reads up to {SCHEMA})")
+    found = problem(record, KINDS[kind][2])
+    if found:
+        raise error(path, kind, f"is damaged: {found}")
+    return record
+
+
+def read(path, kind: str, deep=None) -> dict:
+    """The ``kind`` record (:data:`KINDS`) at ``path``, checked (:func:`check`); ``deep(record)`` may check more and
+    raise a :class:`ValueError` (or :class:`KeyError`, :class:`TypeError`) saying what is wrong, which becomes the
+    same one-line :class:`RecordError`."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+        raise error(path, kind, f"cannot be read ({why})") from None
+    record = check(parse(text, path, kind), path, kind)
+    if deep is not None:
+        try:
+            deep(record)
+        except RecordError:
+            raise
+        except (ValueError, KeyError, TypeError) as e:
+            raise error(path, kind, f"is damaged: {e}") from None
+    return record
+
+
+def read_if_there(path, kind: str, deep=None) -> dict | None:
+    """:func:`read`, or ``None`` where ``path`` does not exist."""
+    return read(path, kind, deep) if Path(path).exists() else None
+
+
+def read_folder(folder, kind: str) -> list[dict]:
+    """Every ``kind`` record (``*.json``) in ``folder``, each :func:`read`, oldest first by ``date``; none where the
+    folder does not exist."""
+    return sorted((read(p, kind) for p in sorted(Path(folder).glob("*.json"))), key=lambda r: r["date"])
+
+
+def stamp(record: dict, fingerprint: str | None = None) -> dict:
+    """``record`` with the current :data:`SCHEMA` first and, if given, the ``code_fingerprint`` of what made it."""
+    extra = {} if fingerprint is None else {"code_fingerprint": fingerprint}
+    return {"schema": SCHEMA, **{k: v for k, v in record.items() if k != "schema"}, **extra}
+
+
+# ----------------------------------------------------------------------------------------------- staleness
+
+
+def code_state(recorded: str | None, current: str) -> str:
+    """:data:`CURRENT` where the fingerprint ``recorded`` in a record is the ``current`` code's, :data:`STALE` where it
+    differs, :data:`NOT_RECORDED` where the record names none."""
+    if not recorded:
+        return NOT_RECORDED
+    return CURRENT if recorded == current else STALE
+
+
+def stale(record: dict, fingerprint: str, field: str = "code_fingerprint") -> str:
+    """Why ``record`` may not show what the code of ``fingerprint`` computes, as words ("" where it is current)."""
+    state = code_state(record.get(field), fingerprint)
+    if state == CURRENT:
+        return ""
+    if state == STALE:
+        return f"made by other code (fingerprint {record[field]}, this code's {fingerprint})"
+    return "it names no code fingerprint, so whether the code changed since cannot be told"

@@ -1,0 +1,218 @@
+"""The one checked reader of the book's records: every damaged, impossible or newer record is one line naming its
+file, what is wrong and the command that rewrites it; the committed records load; staleness is by fingerprint."""
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from compgen import params, recordfile
+
+ROOT = Path(__file__).resolve().parents[1]
+
+STEPS = {
+    "who": "compgen",
+    "device": "cpu",
+    "date": "2026-01-01",
+    "code": "compgen@abc",
+    "how": "timed",
+    "gemm_gflops": [100.0, 120.0],
+    "rows": {"case": {"s_per_step": 0.5, "peak_gb": 1.0, "runs": 1}},
+}
+CHAPTER = {"chapter": "goals", "wall": 60.0, "training_cells": 50.0, "runs": 2, "gemm": 250.0}
+SECONDS = {"compile": 1.0, "setup": 0.0, "train": 4.0, "evaluate": 1.0}
+BOOK_TIME = {
+    "date": "2026-01-01",
+    "code": "compgen@abc",
+    "preset": "quick",
+    "cores": 2,
+    "chapters": [{**CHAPTER, **SECONDS}],
+    "runs": [{"section": "goals", "chapter": "goals", "config": {}, **SECONDS}],
+}
+GPU = {
+    "device": "H200",
+    "date": "2026-01-01",
+    "code": "compgen@abc",
+    "jax": "0.1",
+    "flax": "0.1",
+    "steps": [{"step": "device", "status": "ok", "seconds": 5, "found": ""}],
+}
+ENTRY = {"figures": ["fig2c"], "config": {"seeds": [31]}, "finals": {"eval/alignment": [0.5]}}
+SECOND_SET = {"preset": "quick", "seeds": [31], "fingerprints": {"goals": "abc"}, "runs": {"goals": [ENTRY]}}
+RUN = {"seed": 31, "final": {}, "row": {}, "wall_s": 5.0, "translation": {"unmatched": [["x", "why"]]}}
+TWIN = {
+    "chapter": "goals",
+    "preset": "quick",
+    "reference": {"commit": "c0ffee"},
+    "seed_sets": [[31]],
+    "runs": {"k": RUN},
+}
+SEARCH = {"metric": "ood acc", "records": [{"regime": "a", "world": {}, "budget": {}, "seeds": [1], "values": [0.5]}]}
+
+
+def _with(record, path, value):
+    """``record`` with the field at ``path`` (keys and indices) set to ``value`` (a copy)."""
+    record = json.loads(json.dumps(record))
+    *parents, last = path
+    target = record
+    for key in parents:
+        target = target[key]
+    target[last] = value
+    return record
+
+
+# (what, kind, the file's text, what the one line must say besides the file and the command)
+BAD_RECORDS = [
+    ("empty", "second_set", "", "is empty"),
+    ("blanks only", "twin", "  \n", "is empty"),
+    ("truncated", "book_time", json.dumps(BOOK_TIME)[:50], "is not valid JSON .*line 1 column"),
+    ("a list", "steps", "[1, 2]", "holds list .*not a JSON object"),
+    ("a number", "gpu", "3", "holds int 3, not a JSON object"),
+    ("future schema", "second_set", json.dumps({**SECOND_SET, "schema": 2}), "schema 2, written by a newer compgen"),
+    ("schema text", "twin", json.dumps({**TWIN, "schema": "two"}), "schema 'two', not a whole number"),
+    ("runs oops", "second_set", json.dumps({**SECOND_SET, "runs": "oops"}), "runs must be an object, got 'oops'"),
+    ("no runs", "second_set", json.dumps({"preset": "quick", "seeds": [31]}), "the record has no 'runs'"),
+    ("seeds text", "second_set", json.dumps({**SECOND_SET, "seeds": "31"}), "seeds must be a list"),
+    (
+        "finals text",
+        "second_set",
+        json.dumps(_with(SECOND_SET, ["runs", "goals", 0, "finals", "eval/alignment"], "high")),
+        r"runs\['goals'\]\[0\]\.finals\['eval/alignment'\] must be numbers",
+    ),
+    (
+        "negative minutes",
+        "book_time",
+        json.dumps(_with(BOOK_TIME, ["chapters", 0, "training_cells"], -3692 * 60)),
+        r"chapters\[0\]\.training_cells must be a number >= 0, got -221520",
+    ),
+    (
+        "negative runs",
+        "book_time",
+        json.dumps(_with(BOOK_TIME, ["chapters", 0, "runs"], -1)),
+        "runs must be a whole number >= 0, got -1",
+    ),
+    ("no cores", "book_time", json.dumps({**BOOK_TIME, "cores": 0}), "cores must be a whole number >= 1"),
+    (
+        "negative compile",
+        "book_time",
+        json.dumps(_with(BOOK_TIME, ["runs", 0, "compile"], -1.0)),
+        r"runs\[0\]\.compile must be a number >= 0",
+    ),
+    (
+        "negative step time",
+        "steps",
+        json.dumps(_with(STEPS, ["rows", "case", "s_per_step"], -31.1)),
+        r"rows\['case'\]\.s_per_step must be a number > 0, got -31.1",
+    ),
+    ("zero step time", "steps", json.dumps(_with(STEPS, ["rows", "case", "s_per_step"], 0)), "must be a number > 0"),
+    ("NaN step time", "steps", json.dumps(_with(STEPS, ["rows", "case", "s_per_step"], float("nan"))), "got nan"),
+    ("runs as true", "steps", json.dumps(_with(STEPS, ["rows", "case", "runs"], True)), "runs must be a whole number"),
+    (
+        "one GEMM reading",
+        "steps",
+        json.dumps({**STEPS, "gemm_gflops": [100.0]}),
+        "gemm_gflops must be a list of two, each a number > 0",
+    ),
+    ("who else", "steps", json.dumps({**STEPS, "who": "them"}), "who must be one of"),
+    ("rows a list", "steps", json.dumps({**STEPS, "rows": []}), "rows must be an object"),
+    ("negative GPU seconds", "gpu", json.dumps(_with(GPU, ["steps", 0, "seconds"], -5)), r"steps\[0\]\.seconds"),
+    ("twin runs oops", "twin", json.dumps({**TWIN, "runs": "oops"}), "runs must be an object"),
+    (
+        "twin negative wall",
+        "twin",
+        json.dumps(_with(TWIN, ["runs", "k", "wall_s"], -1)),
+        "wall_s must be a number >= 0",
+    ),
+    ("twin negative seed", "twin", json.dumps(_with(TWIN, ["runs", "k", "seed"], -3)), "seed must be a whole number"),
+    ("twin no reference", "twin", json.dumps({**TWIN, "reference": {}}), "reference has no 'commit'"),
+    ("search no metric", "search", json.dumps({"records": []}), "has no 'metric'"),
+    ("search values", "search", json.dumps(_with(SEARCH, ["records", 0, "values"], "x")), "values must be a list"),
+    ("search cpu", "search", json.dumps(_with(SEARCH, ["records", 0, "cpu_s"], -2)), "cpu_s must be a number >= 0"),
+    ("paper record", "paper_fig2c", json.dumps({"preset": "paper", "outer_steps": -1}), "outer_steps must be"),
+]
+
+
+@pytest.mark.parametrize("what, kind, text, expected", BAD_RECORDS, ids=[row[0] for row in BAD_RECORDS])
+def test_a_bad_record_is_one_line_naming_its_file_and_the_command_that_rewrites_it(
+    what, kind, text, expected, tmp_path
+):
+    path = tmp_path / f"{kind}.json"
+    path.write_text(text)
+    start = time.perf_counter()
+    with pytest.raises(recordfile.RecordError) as error:
+        recordfile.read(path, kind)
+    message = str(error.value)
+    assert isinstance(error.value, params.ParameterError) and "\n" not in message and len(message) < 600, message
+    assert message.startswith(f"{path}: {recordfile.KINDS[kind][0]} ") and re.search(expected, message), message
+    assert message.endswith(f"rewrite it with `{recordfile.KINDS[kind][1]}`")
+    assert error.value._render_traceback_() == [f"RecordError: {message}"]  # one line in a notebook too
+    assert time.perf_counter() - start < 30 and path.read_text() == text  # nothing written
+
+
+def test_an_unreadable_or_missing_record(tmp_path):
+    (tmp_path / "folder.json").mkdir()
+    with pytest.raises(recordfile.RecordError, match=r"folder\.json: GPU-check record cannot be read"):
+        recordfile.read(tmp_path / "folder.json", "gpu")
+    (tmp_path / "latin.json").write_bytes(b'{"a": "\xe9"}')
+    with pytest.raises(recordfile.RecordError, match="cannot be read"):
+        recordfile.read(tmp_path / "latin.json", "gpu")
+    assert recordfile.read_if_there(tmp_path / "none.json", "twin") is None
+    assert recordfile.read_folder(tmp_path / "none", "steps") == []
+
+
+def test_a_deeper_check_says_its_problem_in_the_same_line(tmp_path):
+    path = tmp_path / "twin.json"
+    path.write_text(json.dumps(TWIN))
+
+    def deep(record):
+        raise ValueError("chapter 'goals' is not expected here")
+
+    with pytest.raises(recordfile.RecordError, match=r"twin record is damaged: chapter 'goals' is not expected here"):
+        recordfile.read(path, "twin", deep)
+
+
+@pytest.mark.parametrize(
+    "record, kind",
+    [(STEPS, "steps"), (BOOK_TIME, "book_time"), (GPU, "gpu"), (SECOND_SET, "second_set"), (TWIN, "twin")],
+)
+def test_good_records_load_with_or_without_a_schema(record, kind, tmp_path):
+    path = tmp_path / "r.json"
+    for version in ({}, {"schema": 1}):
+        path.write_text(json.dumps({**record, **version}))
+        assert recordfile.read(path, kind) == {**record, **version}
+
+
+def _kind(path: Path) -> str:
+    folder, name = path.parent.name, path.stem
+    if folder in ("steps", "gpu"):
+        return folder
+    if name == "book_time":
+        return "book_time"
+    return "second_set" if name == "second_set" else "twin" if name.startswith("twin_") else "search"
+
+
+COMMITTED = sorted([*ROOT.glob("book/search/*.json"), *ROOT.glob("book/records/**/*.json")])
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=[str(p.relative_to(ROOT)) for p in COMMITTED])
+def test_every_committed_record_loads(path):
+    """The records the book draws are version 1 (no ``schema``) or the current one."""
+    kind = "paper_fig2c" if path.stem == "paper_fig2c" else _kind(path)
+    assert recordfile.read(path, kind).get("schema", 1) <= recordfile.SCHEMA
+
+
+def test_staleness_is_by_fingerprint_and_a_record_naming_none_is_never_current():
+    assert recordfile.code_state("abc", "abc") == recordfile.CURRENT
+    assert recordfile.code_state("old", "abc") == recordfile.STALE
+    assert recordfile.code_state(None, "abc") == recordfile.NOT_RECORDED == recordfile.code_state("", "abc")
+    assert recordfile.stale({"code_fingerprint": "abc"}, "abc") == ""
+    assert "fingerprint old, this code's abc" in recordfile.stale({"code_fingerprint": "old"}, "abc")
+    assert "names no code fingerprint" in recordfile.stale({}, "abc")
+
+
+def test_a_written_record_carries_the_schema_first_and_its_fingerprint():
+    stamped = recordfile.stamp({"a": 1, "schema": 0}, "f00")
+    assert list(stamped) == ["schema", "a", "code_fingerprint"] and stamped["schema"] == recordfile.SCHEMA
+    assert recordfile.stamp({"a": 1}) == {"schema": recordfile.SCHEMA, "a": 1}
