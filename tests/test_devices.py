@@ -9,7 +9,7 @@ import textwrap
 import jax
 import pytest
 
-from compgen import devices
+from compgen import devices, params
 
 # A few steps of the hyperteacher (smoke preset, meta-batch 4) trained with the meta-batch on one device and
 # sharded over two; prints the largest relative difference of the meta-parameters and of the step losses.
@@ -218,3 +218,50 @@ def test_huge_pages_follow_the_config_size_on_a_cpu_and_reach_the_worker_that_tr
             workers._start(sec, [cfg], 0, results.Store.default(), print, None)
     assert allocator.has_huge_pages(started[0])
     assert started[1].get("GLIBC_TUNABLES") == os.environ.get("GLIBC_TUNABLES")  # a quick worker's is left alone
+
+
+XLA_GOOD = [
+    "",
+    devices.host_devices_flag(2),
+    "  --xla_cpu_enable_fast_math=false\t--xla_backend_optimization_level=1 ",
+    '--xla_dump_to="/tmp/a b" --xla_cpu_enable_fast_math',  # a quoted value, a bare boolean flag
+    "--xla_gpu_autotune_level=0 --xla_gpu_deterministic_ops=true",  # a GPU's flags are known on a CPU too
+]
+XLA_BAD = [
+    ("garbage", "XLA_FLAGS must be flags such as .*or the name of a file of flags.*neither"),
+    (" \t", "XLA_FLAGS is blank"),
+    ("--xla_backend_optimization_level 2", "got '2' in"),
+    ("--xla_dump_to=/tmp/x -v", "got '-v' in"),
+    ('--xla_dump_to="/tmp/a b', r"got '--xla_dump_to=\"/tmp/a b'"),
+    ("--xla_cpu_enable_fast_math=maybe", "refused by XLA: Couldn't interpret value maybe for flag xla_cpu_enable_fast"),
+    ("--xla_force_host_platform_device_count=two", "Couldn't interpret value two for flag xla_force_host_platform"),
+    ("--xla_no_such_flag=1", "refused by XLA: Unknown flag in XLA_FLAGS: --xla_no_such_flag=1; fix or unset it$"),
+]
+
+
+@pytest.mark.parametrize("flags", XLA_GOOD)
+def test_xla_flags_that_xla_takes_pass(flags, tmp_path):
+    devices.check_xla_flags({"XLA_FLAGS": flags})
+    flag_file = tmp_path / "flags"  # XLA also reads its flags from a file named by XLA_FLAGS
+    flag_file.write_text(flags or "--xla_cpu_enable_fast_math=false")
+    devices.check_xla_flags({"XLA_FLAGS": str(flag_file)})
+
+
+@pytest.mark.parametrize("flags, expected", XLA_BAD, ids=[flags for flags, _ in XLA_BAD])
+def test_xla_flags_that_xla_refuses_are_one_line_before_the_backend_starts(flags, expected):
+    """XLA ends the process on such flags, printing its list of ~90 flags: refused here in one line instead, by XLA's
+    own reading of them in a child process that starts no backend."""
+    with pytest.raises(params.ParameterError, match=expected) as error:
+        devices.check_xla_flags({"XLA_FLAGS": flags})
+    assert "\n" not in str(error.value) and len(str(error.value)) < 600
+
+
+def test_the_backend_is_asked_for_after_the_flags_are_checked(monkeypatch):
+    jax.devices()  # started here: XLA_FLAGS no longer matters to this process, and is not read again
+    monkeypatch.setenv("XLA_FLAGS", "garbage")
+    assert devices.default_backend() == jax.default_backend()
+    monkeypatch.setattr(devices, "_backend_started", lambda: False)
+    with pytest.raises(params.ParameterError, match="XLA_FLAGS must be flags"):
+        devices.default_backend()
+    with pytest.raises(params.ParameterError, match="XLA_FLAGS must be flags"):
+        devices.huge_pages(None, None)

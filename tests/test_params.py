@@ -155,15 +155,60 @@ def test_integers_are_decimal_strings_stay_text_and_values_are_normalised_before
     assert results.config_hash(zero, "f") == results.config_hash(minus_zero, "f")
 
 
-def test_environment_values_are_read_alike_and_blanks_refused(monkeypatch):
+def test_environment_values_are_read_alike_and_blanks_refused(monkeypatch, tmp_path):
+    """One rule for every COMPGEN_* variable (params.env_text): blanks around a value ignored (COMPGEN_LANES ignored
+    them, COMPGEN_MATMUL_PRECISION and COMPGEN_RESULTS refused them), blanks only refused; ~ expanded in a folder."""
+    from compgen import precision
+
     monkeypatch.setenv("COMPGEN_WORKERS", " 2 ")
     monkeypatch.setenv("COMPGEN_SHARD_TASKS", " 1")
+    monkeypatch.setenv("COMPGEN_LANES", "0\t")
+    monkeypatch.setenv("COMPGEN_MATMUL_PRECISION", " highest ")
+    monkeypatch.setenv("COMPGEN_RESULTS", " ~/store ")
+    monkeypatch.setenv("HOME", str(tmp_path))
     assert workers.default_workers(10) == 2 and params.env_flag("COMPGEN_SHARD_TASKS") is True
+    assert params.env_flag("COMPGEN_LANES") is False and precision.requested() == "highest"
+    assert params.env_path("COMPGEN_RESULTS") == str(tmp_path / "store")
     for name in params.ENVIRONMENT:
         monkeypatch.setenv(name, "   ")
         with pytest.raises(params.ParameterError, match=f"{name} is blank"):
             params.check_environment_names()
+        with pytest.raises(params.ParameterError, match=f"{name} is blank"):
+            params.env_text(name)
         monkeypatch.delenv(name)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "teacher_student", "fig2c", "--preset", "smoke"],
+        ["sweep", "SWEEP", "--dry-run"],  # a hyperteacher config starts JAX's backend when it is built
+        ["sweep", "SWEEP"],
+        ["run", "hyperteacher", "fig3b", "--preset", "smoke"],  # its config starts the backend: checked first
+        ["show", "hyperteacher", "fig3b", "--preset", "smoke"],
+    ],
+    ids=["run", "sweep --dry-run", "sweep", "run hyperteacher", "show hyperteacher"],
+)
+def test_bad_xla_flags_are_one_line_in_a_fresh_process(argv, tmp_path):
+    """XLA_FLAGS garbage printed XLA's 94-line flag list and ended the process: refused before the backend starts."""
+    import os
+    import subprocess
+    import sys
+
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('section = "hyperteacher"\npreset = "smoke"\n[grid]\nmax_hot = [1, 2]\n')
+    env = {**os.environ, "XLA_FLAGS": XLA_MATH + "maybe", "COMPGEN_RESULTS": str(tmp_path / "store")}
+    start = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-m", "compgen", *(str(sweep) if a == "SWEEP" else a for a in argv)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2 and out.stdout == "" and out.stderr.count("\n") == 1, out.stderr[-2000:]
+    assert out.stderr.startswith("error: XLA_FLAGS='--xla_cpu_enable_fast_math=maybe' is refused by XLA: Couldn't")
+    assert time.perf_counter() - start < 30 and not (tmp_path / "store").exists()
 
 
 SWEEP = 'section = "{section}"\npreset = "smoke"\n'
@@ -221,6 +266,7 @@ def test_configs_validate_types_on_construction():
 # ------------------------------------------------------------------------------------- every bad input, one table
 # (id, command line, environment, what the one-line message must say). Each must exit 2 before anything compiles.
 FULLWIDTH = "\uff10;\uff11;\uff10\uff11"  # full-width digits: not module indices
+XLA_MATH, XLA_LEVEL = "--xla_cpu_enable_fast_math=", "--xla_backend_optimization_level="
 BAD_INPUTS = [
     ("model not in the figure", ["hyperteacher", "fig3cd", "model=anil"], {}, "model must be one of the experiment's"),
     ("model of a section without", ["teacher_student", "fig2c", "model=anil"], {}, r"unknown field\(s\) \['model'\]"),
@@ -272,7 +318,24 @@ BAD_INPUTS = [
     ("typo SHARD_TASK", ["hyperteacher", "fig3b"], {"COMPGEN_SHARD_TASK": "0"}, "did you mean COMPGEN_SHARD_TASKS"),
     ("typo PINWORKERS", ["goals", "fig4ef"], {"COMPGEN_PINWORKERS": "0"}, "did you mean COMPGEN_PIN_WORKERS"),
     ("workers 10**20", ["teacher_student", "fig2c"], {"COMPGEN_WORKERS": "99999999999999999999"}, "at most 1024"),
-    ("blanks around a store", ["goals", "fig4ef"], {"COMPGEN_RESULTS": " /tmp/x"}, "without blanks around it"),
+    ("home of no user", ["goals", "fig4ef"], {"COMPGEN_RESULTS": "~no_such_user_7/x"}, "~no_such_user_7 names no user"),
+    ("blank LANES", ["teacher_student", "fig2c"], {"COMPGEN_LANES": " \t "}, "COMPGEN_LANES is blank"),
+    ("blank PRECISION", ["teacher_student", "fig2c"], {"COMPGEN_MATMUL_PRECISION": "  "}, "MATMUL_PRECISION is blank"),
+    ("LANES yes", ["teacher_student", "fig2c"], {"COMPGEN_LANES": " yes "}, "COMPGEN_LANES must be 0 .off. or 1"),
+    # XLA_FLAGS: XLA ended the process printing its list of ~90 flags; refused in one line before its backend starts
+    ("XLA_FLAGS a word", ["teacher_student", "fig2c"], {"XLA_FLAGS": "garbage"}, "XLA_FLAGS must be flags such as"),
+    ("XLA_FLAGS blank", ["teacher_student", "fig2c"], {"XLA_FLAGS": "   "}, "XLA_FLAGS is blank"),
+    ("XLA_FLAGS stray word", ["teacher_student", "fig2c"], {"XLA_FLAGS": XLA_LEVEL + " 2"}, "got '2' in"),
+    ("XLA_FLAGS open quote", ["teacher_student", "fig2c"], {"XLA_FLAGS": '--xla_dump_to="/tmp/a b'}, "got '--xla_dump"),
+    (
+        "XLA_FLAGS bad value",
+        ["teacher_student", "fig2c"],
+        {"XLA_FLAGS": XLA_MATH + "maybe"},
+        "Couldn't interpret value",
+    ),
+    ("XLA_FLAGS bad int", ["teacher_student", "fig2c"], {"XLA_FLAGS": XLA_LEVEL + "abc"}, "refused by XLA: Couldn't"),
+    ("XLA_FLAGS unknown", ["teacher_student", "fig2c"], {"XLA_FLAGS": "--xla_no_such=1"}, "Unknown flag in XLA_FLAGS"),
+    ("XLA_FLAGS no file", ["teacher_student", "fig2c"], {"XLA_FLAGS": "/no/such/flags"}, "a file of flags.*neither"),
 ]
 
 

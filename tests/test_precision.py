@@ -37,7 +37,7 @@ def test_a_precision_asked_for_is_jax_default_in_every_process_that_imports_comp
     assert out.returncode == 0 and out.stdout.split() == [repr(value)], out.stderr
 
 
-@pytest.mark.parametrize("value", ["HIGHEST", "tf32", "float32", " highest", "1"])
+@pytest.mark.parametrize("value", ["HIGHEST", "tf32", "float32", "high est", "1"])
 def test_a_bad_value_is_a_one_line_error_naming_the_variable(value):
     with pytest.raises(params.ParameterError) as error:
         precision.requested({precision.ENV: value})
@@ -55,6 +55,22 @@ def test_a_bad_value_is_a_one_line_error_naming_the_variable(value):
         timeout=120,
     )
     assert out.returncode == 2 and out.stderr.strip() == f"error: {message}", out.stderr
+
+
+def test_blanks_follow_the_rule_of_every_compgen_variable(monkeypatch):
+    """Blanks around a value were refused here but ignored in COMPGEN_LANES: now one rule (params.env_text) reads
+    both, blanks around a value ignored and blanks only refused."""
+    assert precision.requested({precision.ENV: " highest\t"}) == "highest"
+    assert precision.requested({precision.ENV: " default "}) is None
+    monkeypatch.setenv("COMPGEN_LANES", " 1 ")
+    assert params.env_flag("COMPGEN_LANES", False) is True
+    with pytest.raises(params.ParameterError, match=f"^{precision.ENV} is blank"):
+        precision.requested({precision.ENV: " \t"})
+    monkeypatch.setenv("COMPGEN_LANES", " \t")
+    with pytest.raises(params.ParameterError, match="^COMPGEN_LANES is blank"):
+        params.env_flag("COMPGEN_LANES")
+    out = _python(SHOW, **{precision.ENV: " highest "})  # applied at import alike
+    assert out.returncode == 0 and out.stdout.split() == ["'highest'"], out.stderr
 
 
 def test_a_contradicting_jax_variable_is_refused():

@@ -83,6 +83,45 @@ def test_the_store_is_a_value_and_the_environment_only_picks_the_default(tmp_pat
     assert _load(tmp_path / "mine") is not None and not (tmp_path / "env").exists()
 
 
+def test_a_store_under_the_home_folder_is_found_there(tmp_path, monkeypatch):
+    """COMPGEN_RESULTS='~/store' (quoted, so the shell left the ~) made a folder named ~ in the working directory."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COMPGEN_RESULTS", "~/store")
+    monkeypatch.setenv("COMPGEN_CHECKPOINTS", " ~/ckpt ")  # blanks around a value are ignored, as everywhere
+    store = results.Store.default()
+    assert store.root == tmp_path / "home" / "store" and store.checkpoints == tmp_path / "home" / "ckpt"
+    _save(store.root)
+    assert _load(tmp_path / "home" / "store") is not None and not (tmp_path / "~").exists()
+
+
+def test_a_full_disk_is_one_line_naming_the_store_file_and_the_stored_run_is_kept(tmp_path, monkeypatch, capsys):
+    """A full disk printed "the results store  could not be written" (no path); the run stored before stays."""
+    import errno
+
+    from compgen import cli, dispatch, storage
+    from compgen.experiments import teacher_student as ts
+    from compgen.section import figure_configs
+
+    monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path / "store"))
+    monkeypatch.setenv("COMPGEN_WORKERS", "1")
+    config = figure_configs(ts.SECTION, "fig2c", "smoke")[0]
+    store = results.Store.default()
+    store.save(ts.SECTION, config, {"loss": np.ones(2)}, 1.0)
+    entry = store.paths(ts.SECTION, config)[0]
+    before = entry.read_bytes()
+
+    def train_or_load(section, configs, *args, **kwargs):  # a run finishes, and its store is full
+        monkeypatch.setattr(storage.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space")))
+        results.Store.default().save(section, configs[0], {"loss": np.zeros(2)}, 1.0)
+
+    monkeypatch.setattr(dispatch, "train_or_load", train_or_load)
+    assert cli.main(["run", "teacher_student", "fig2c", "--preset", "smoke", "--force"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: the results store {entry} could not be written: No space", err
+    assert entry.read_bytes() == before and not [p for p in entry.parent.iterdir() if p.name.endswith(".tmp")]
+
+
 @pytest.mark.parametrize("damage", ["truncate", "flip", "empty", "garbage", "no_entry"])
 def test_a_damaged_entry_is_reported_once_moved_aside_and_treated_as_missing(tmp_path, damage):
     _save(tmp_path)

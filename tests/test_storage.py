@@ -28,3 +28,51 @@ def test_compressed_archives_read_back(tmp_path):
     storage.write_arrays(tmp_path / "c", {"z": np.zeros((100, 100))}, compress=True)
     assert (tmp_path / "c").stat().st_size < 10_000
     assert storage.read_arrays(tmp_path / "c")["z"].shape == (100, 100)
+
+
+def _disk_full_at(monkeypatch, writes_left=0):
+    """Make the disk fill up: every ``os.fsync`` of a file after ``writes_left`` raises ENOSPC with no file name, as a
+    failed write or flush does (folders still sync)."""
+    import errno
+    import os
+    import stat
+
+    real, left = os.fsync, [writes_left]
+
+    def fsync(fd):
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            left[0] -= 1
+            if left[0] < 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+def test_a_full_disk_names_the_file_and_keeps_what_was_there(tmp_path, monkeypatch):
+    """A full disk's error left the store's path blank ("the results store  could not be written"): it names the file
+    now, and the file written before is intact, with no temporary file beside it."""
+    path = tmp_path / "a.arrays"
+    storage.write_arrays(path, {"x": np.arange(3.0)})
+    before = path.read_bytes()
+    _disk_full_at(monkeypatch)
+    with pytest.raises(OSError) as error:
+        storage.write_arrays(path, {"x": np.zeros(1000)})
+    assert error.value.filename == str(path) and f"No space left on device: '{path}'" in str(error.value)
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["a.arrays"]
+
+
+def test_a_checkpoint_on_a_full_disk_keeps_the_previous_ones(tmp_path, monkeypatch):
+    from compgen import checkpoint
+
+    saver = checkpoint.Checkpointer(tmp_path, keep=2, log=lambda _: None)
+    progress = lambda done: {"done": done, "steps": [], "evals": [], "eval_steps": []}
+    for done in (1, 2):
+        saver.save({"w": np.full(3, float(done))}, progress(done))
+    _disk_full_at(monkeypatch)
+    with pytest.raises(OSError, match="No space left on device: .*step-0000000003.ckpt"):
+        saver.save({"w": np.full(3, 3.0)}, progress(3))
+    assert [p.name for p in saver.paths()] == ["step-0000000002.ckpt", "step-0000000001.ckpt"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+    _, restored = saver.restore({"w": np.zeros(3)})
+    assert restored["done"] == 2

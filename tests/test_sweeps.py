@@ -1,8 +1,10 @@
 """Sweep files and their backends: expansion, skipping stored runs, failures, devices and Ray."""
 
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jax
@@ -110,6 +112,124 @@ def test_experiment_sweeps_and_dry_run(tmp_path, capsys, monkeypatch):
     assert len(sweeps.expand(sweeps.load(path))) == 7  # the Table A9 columns
     assert cli.main(["sweep", str(path), "--dry-run"]) == 0
     assert "7 config(s), 7 runs" in capsys.readouterr().out
+
+
+def _cli_error(argv, capsys) -> str:
+    """The one line ``compgen-cli ARGV`` prints when it refuses ARGV with exit status 2, within 30 s."""
+    start = time.perf_counter()
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    message = capsys.readouterr().err.strip()
+    assert exit_info.value.code == 2 and message.count("\n") == 0 and len(message) < 2_000, message[:3000]
+    assert time.perf_counter() - start < 30, argv
+    return message
+
+
+def _values(n):
+    return "[" + ", ".join(str(i + 1) for i in range(n)) + "]"
+
+
+TS = 'section = "teacher_student"\npreset = "smoke"\n'
+ODD_FILES = [  # (what, file name, its bytes, what the one line says besides the file's name)
+    (
+        "a 100 x 100 x 100 grid",
+        "big.toml",
+        f"{TS}[grid]\nn_in = {_values(100)}\nteacher_hidden = {_values(100)}\nn_out = {_values(100)}\n",
+        r"the grid has 1,000,000 points \(100 n_in x 100 teacher_hidden x 100 n_out\); a sweep may have at most 10,000",
+    ),
+    (
+        "cases x grid",
+        "cases.toml",
+        TS + "[grid]\nn_in = " + _values(5001) + "\n" + '[[cases]]\nmasks = "0;1"\n' * 2,
+        r"10,002 points \(2 cases x 5001 n_in\)",
+    ),
+    (
+        "101 exclude rules",
+        "exclude.toml",
+        TS + "exclude = [" + ", ".join(f"{{n_in = {i}}}" for i in range(101)) + "]\n[grid]\nn_in = [1]\n",
+        "101 exclude rules; a sweep may have at most 100",
+    ),
+    ("5,000 nested lists", "deep.toml", TS + "[grid]\nn_in = " + "[" * 5000 + "]" * 5000 + "\n", "nest too deep"),
+    ("5,000 nested tables", "tables.toml", TS + "fixed = " + "{a = " * 5000 + "1" + "}" * 5000, "nest too deep"),
+    ("5,000 dotted keys", "keys.toml", TS + "grid" + ".a" * 5000 + " = 1\n", "nest more than 10 deep"),
+    ("20 nested lists", "deep20.toml", TS + "[grid]\nn_in = " + "[" * 20 + "]" * 20 + "\n", "nest more than 10"),
+    (
+        "5,000 nested JSON lists",
+        "deep.json",
+        '{"section": "teacher_student", "grid": {"n_in": ' + "[" * 5000 + "]" * 5000 + "}}",
+        "nest too deep for the JSON reader",
+    ),
+    ("binary", "binary.toml", b"\xff\xfe\x00\x01 garbage", r"not TOML text \(not UTF-8 at byte 0\)"),
+    ("2 MB", "huge.toml", TS + "# " + "x" * 2_000_000 + "\n", "larger than 1,000,000 bytes"),
+    ("a list as section", "list.toml", 'section = ["teacher_student"]\n', "section must be one of"),
+    ("a table as preset", "preset.toml", TS.replace('"smoke"', "{a = 1}"), "preset must be one of"),
+]
+
+
+@pytest.mark.parametrize("what, name, text, expected", ODD_FILES, ids=[row[0] for row in ODD_FILES])
+def test_odd_and_oversized_sweep_files_are_one_line_naming_the_file(what, name, text, expected, tmp_path, capsys):
+    """A 100 x 100 x 100 grid printed nothing for minutes, a file nested 5,000 deep a 3,000-line RecursionError."""
+    path = tmp_path / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    for extra in (["--dry-run"], []):
+        message = _cli_error(["sweep", str(path), *extra], capsys)
+        assert message.startswith(f"error: {path}") and re.search(expected, message), message
+
+
+def test_a_pipe_is_not_a_sweep_file(tmp_path, capsys):
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)  # reading it would wait for a writer forever
+    assert "is not a regular file" in _cli_error(["sweep", str(fifo), "--dry-run"], capsys)
+
+
+def test_the_largest_grid_allowed_streams_its_dry_run(tmp_path, monkeypatch):
+    """A dry run prints each point as soon as its config is built: the first line comes after one config, not after
+    the whole grid (10,000 points, the most a sweep may have)."""
+    monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path / "store"))
+    path = tmp_path / "s.toml"
+    path.write_text(f"{TS}[grid]\nn_in = {_values(100)}\nteacher_hidden = {_values(100)}\n")
+    sweep = sweeps.load(path)
+    assert len(sweeps.grid_points(sweep, "smoke")) == sweeps.MAX_POINTS
+    built, original = [], sweeps.make_config
+    monkeypatch.setattr(sweeps, "make_config", lambda *a, **k: built.append(1) or original(*a, **k))
+
+    class Enough(Exception):
+        pass
+
+    def out(line):
+        assert line == "n_in=1, teacher_hidden=1: to train" and len(built) == 1
+        raise Enough
+
+    start = time.perf_counter()
+    with pytest.raises(Enough):
+        sweeps.dry_run(sweep, out=out)
+    assert time.perf_counter() - start < 2, time.perf_counter() - start  # within a second, with a margin
+
+
+RAY_OPTIONS = [
+    (["--ray-gpus", "-1"], "--ray-gpus must be a finite number >= 0 per Ray task: .* got -1.0"),
+    (["--ray-gpus", "nan"], "--ray-gpus must be a finite number >= 0 .* got nan"),
+    (["--ray-gpus", "1e999"], "--ray-gpus must be a finite number >= 0 .* got inf"),
+    (["--ray-gpus", "1.5"], r"--ray-gpus .*a fraction below 1 \(such as 0.5\) or a whole number, got 1.5"),
+    (["--ray-gpus", "abc"], "argument --ray-gpus: invalid float value: 'abc'"),
+    (["--ray-address", "garbage"], "--ray-address must be auto, local, host:port or ray://host:port"),
+    (["--ray-address", "head 6379"], "--ray-address must be auto, local, host:port"),
+]
+
+
+@pytest.mark.parametrize("options, expected", RAY_OPTIONS, ids=[" ".join(o) for o, _ in RAY_OPTIONS])
+def test_bad_ray_options_are_refused_before_ray_starts(options, expected, tmp_path, capsys, monkeypatch):
+    """--ray-gpus -1 started Ray, then failed in Ray's traceback."""
+    from compgen.backends import ray as ray_backend
+
+    monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path / "store"))
+    monkeypatch.setattr(ray_backend, "train_on_ray", lambda *a, **k: pytest.fail("Ray was started"))
+    path = _tiny(tmp_path, 'masks = ["0;1"]\n')
+    for extra in (["--backend", "ray"], ["--backend", "ray", "--dry-run"], []):
+        assert re.search(expected, _cli_error(["sweep", str(path), *extra, *options], capsys))
+    with pytest.raises(params.ParameterError, match="ray_cpus must be a finite number >= 0"):
+        sweeps.run_sweep(path, "ray", ray_cpus=-2)
+    assert not (tmp_path / "store").exists()
 
 
 # A teacher-student sweep small enough to compile in seconds (3 chunks of 2 steps, 3 seeds per config).

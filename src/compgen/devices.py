@@ -30,7 +30,11 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import os
+import re
+import subprocess
+import sys
 import threading
 
 import jax
@@ -66,7 +70,7 @@ def shard_count(section, cfg, cores=None, backend=None) -> int:
     number of cores if the backend is a CPU with several, the config costs at least :data:`SHARD_MIN_FLOP` per seed
     and step, its ``meta_batch`` is a multiple of the cores and ``$COMPGEN_SHARD_TASKS`` is not ``0``; else 1."""
     cores = (os.cpu_count() or 1) if cores is None else cores
-    backend = jax.default_backend() if backend is None else backend
+    backend = default_backend() if backend is None else backend
     meta_batch = getattr(cfg, "meta_batch", 0)
     if (
         not params.env_flag(SHARD_ENV)
@@ -118,7 +122,7 @@ def resolve(section, cfg, backend=None):
 
     A forced value (not ``None``) is kept. The choices change float32 round-off at most, never the science, so the
     results store keys a run by the config as given."""
-    backend = jax.default_backend() if backend is None else backend
+    backend = default_backend() if backend is None else backend
     fields = {f.name for f in dataclasses.fields(cfg)}
     choice = {}
     if "xla_opt_level" in fields and cfg.xla_opt_level is None and backend == "cpu":
@@ -139,7 +143,7 @@ def huge_pages(section, cfg, backend=None) -> bool:
     """Whether a process that trains ``cfg`` uses glibc's transparent huge pages (:mod:`compgen.allocator`): on a
     CPU, for a config of at least :data:`SHARD_MIN_FLOP` per seed and step (the paper's sizes; at quick sizes they
     made the linear hypernetwork 1-11 % slower)."""
-    backend = jax.default_backend() if backend is None else backend
+    backend = default_backend() if backend is None else backend
     return backend == "cpu" and paper_sized(section, cfg)
 
 
@@ -149,7 +153,7 @@ def lighter(cfg, given, most: int = 6, backend=None) -> list:
     the user gave it) left each knob to the device. None on a CPU, whose chunk is measured (:func:`train_chunk`): the
     memory estimate is a lower bound, too weak to size a chunk by (a meta-batch of 10⁸ "fitted" 25 GB 3·10⁶ tasks at a
     time, and XLA then asked for 173 GB)."""
-    backend = jax.default_backend() if backend is None else backend
+    backend = default_backend() if backend is None else backend
     if backend == "cpu":
         return []
     out, fields = [], {f.name for f in dataclasses.fields(cfg)}
@@ -183,11 +187,85 @@ def train_chunk(meta_batch: int, chosen=None, backend=None, mesh=None) -> int | 
     (all at once). Like sharding, it changes float32 round-off only."""
     if chosen is not None:
         return chosen
-    backend = jax.default_backend() if backend is None else backend
+    backend = default_backend() if backend is None else backend
     if backend != "cpu" or meta_batch < CPU_CHUNK_MIN_BATCH:
         return None
     share = meta_batch // (1 if mesh is None else mesh.size)
     return max(c for c in range(1, CPU_TRAIN_CHUNK + 1) if share % c == 0)
+
+
+XLA_FLAG = re.compile(r'--[A-Za-z0-9_]+(?:=(?:"[^"]*"|[^\s"])*)?')  # --name or --name=value (a value may be quoted)
+XLA_MESSAGE = re.compile(r"(?:parse_flags_from_env|command_line_flags)\.cc:\d+\] (.*)")  # XLA's own complaint
+
+
+def check_xla_flags(env=None) -> None:
+    """Refuse a ``$XLA_FLAGS`` of ``env`` (default: this process's environment) that XLA would refuse, in one
+    :class:`compgen.params.ParameterError`, before JAX's backend starts (XLA then ends the process, printing a line or
+    its list of ~90 flags). In this process: blanks only, and a token that is not ``--name`` or ``--name=value`` (XLA
+    ignores a stray word; a value with blanks is quoted, ``--xla_dump_to="a b"``); text that does not start with
+    ``--`` is the name of a file of flags for XLA, which must exist. Then every flag's name and value are read by XLA
+    itself in a child process that builds XLA's compile options only (no backend, no device; about 0.3 s, once per
+    value of ``XLA_FLAGS``): an unknown flag or a value of the wrong type is refused with XLA's own message."""
+    env = os.environ if env is None else env
+    text = env.get("XLA_FLAGS", "")
+    if not text:
+        return
+    shown = params._short(text)
+    if not text.strip():
+        raise params.ParameterError(
+            f"XLA_FLAGS is blank ({shown}); unset it, or set it to flags such as --xla_cpu_enable_fast_math=false"
+        )
+    if text.lstrip().startswith("--"):
+        for token in re.findall(r'(?:[^\s"]|"[^"]*"?)+', text):
+            if not XLA_FLAG.fullmatch(token):
+                raise params.ParameterError(
+                    "XLA_FLAGS must be flags such as --xla_force_host_platform_device_count=2 separated by blanks "
+                    f"(--name or --name=value, a value with blanks in double quotes), got {params._short(token)} "
+                    f"in {shown}"
+                )
+    elif not os.path.isfile(text):
+        raise params.ParameterError(
+            "XLA_FLAGS must be flags such as --xla_force_host_platform_device_count=2 (or the name of a file of "
+            f"flags), got {shown}, which is neither"
+        )
+    refusal = _xla_refusal(text)
+    if refusal:
+        raise params.ParameterError(f"XLA_FLAGS={shown} is refused by XLA: {refusal}; fix or unset it")
+
+
+@functools.lru_cache(maxsize=16)
+def _xla_refusal(flags: str) -> str | None:
+    """What XLA says of the flags ``flags`` when it reads them (in a child process that builds its compile options:
+    no backend starts), or ``None`` if it takes them, or if the child could not tell (it did not finish in a minute,
+    or failed otherwise)."""
+    code = "from jaxlib import xla_client; xla_client.CompileOptions()"
+    child_env = {**os.environ, "XLA_FLAGS": flags}
+    try:
+        child = subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if child.returncode == 0:
+        return None
+    said = [m.group(1).strip() for m in map(XLA_MESSAGE.search, child.stderr.splitlines()) if m]
+    said = [line for line in said if not line.startswith("Check failed")] or said
+    return said[0].rstrip(".")[:300] if said else None
+
+
+def default_backend() -> str:
+    """``jax.default_backend()``, with ``$XLA_FLAGS`` checked first (:func:`check_xla_flags`) if JAX's backend has not
+    started yet: a bad flag is then refused in one line instead of ending the process."""
+    if not _backend_started():
+        check_xla_flags()
+    return jax.default_backend()
+
+
+def _backend_started() -> bool:
+    try:
+        from jax._src import xla_bridge
+
+        return bool(xla_bridge.backends_are_initialized())
+    except (ImportError, AttributeError):  # another JAX: check every time (the check of one value is cached)
+        return False
 
 
 def host_devices_flag(n: int) -> str:

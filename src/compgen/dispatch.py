@@ -20,18 +20,21 @@ import jax
 
 from compgen import cores, devices, models, params, precision, results, runner, timing
 from compgen.backends.ray import train_on_ray
-from compgen.backends.workers import balance, default_workers, run_workers
+from compgen.backends.workers import MAX_WORKERS, balance, default_workers, run_workers
 
 BACKENDS = ("local", "workers", "devices", "ray")
 
 
 def check_environment() -> None:
-    """Refuse a bad ``COMPGEN_*`` environment variable before anything is loaded or trained."""
+    """Refuse a bad ``COMPGEN_*`` environment variable (each read by :func:`compgen.params.env_text`'s rule) or a bad
+    ``XLA_FLAGS`` (:func:`compgen.devices.check_xla_flags`) before anything is loaded or trained; JAX's backend does not
+    start here."""
     params.check_environment_names()
+    devices.check_xla_flags()
     params.env_path("COMPGEN_RESULTS")
     params.env_path("COMPGEN_CHECKPOINTS")
     runner.checkpoint_interval()
-    default_workers(1)
+    params.env_int("COMPGEN_WORKERS", None, ge=1, le=MAX_WORKERS, meaning=" (training processes at once)")
     params.env_flag(devices.SHARD_ENV)
     params.env_flag(cores.PIN_ENV)
     params.env_flag(runner.LANES_ENV)

@@ -17,10 +17,11 @@ from :func:`field` metadata (``ge``, ``gt``, ``le``, ``lt``, ``choices``). Valid
 * a string is at most :data:`MAX_TEXT` characters, and a field with ``choices`` takes one of them.
 
 A :class:`ValueError` raised by a config's cross-field rules (:meth:`Config.check`) becomes a
-:class:`ParameterError` too. The environment variables the library reads are parsed here as well
-(:func:`env_int`, :func:`env_flag`), as strictly: ASCII digits only, blanks around a value ignored, a value of
-blanks only refused; :func:`check_environment_names` refuses a ``COMPGEN_*`` variable the library does not read
-(:data:`ENVIRONMENT`), naming the nearest one it does.
+:class:`ParameterError` too. The environment variables the library reads are parsed here as well, every one by the
+same rule (:func:`env_text`): unset or empty is the default, blanks around a value are ignored, a value of blanks
+only is refused; then as strictly as a field (:func:`env_int`: ASCII digits only; :func:`env_flag`: 0 or 1;
+:func:`env_path`: a folder, ``~`` expanded). :func:`check_environment_names` refuses a ``COMPGEN_*`` variable the
+library does not read (:data:`ENVIRONMENT`), naming the nearest one it does.
 
 Every error is a :class:`ParameterError` naming the field, what is allowed and what was given.
 """
@@ -167,26 +168,43 @@ ENVIRONMENT = {
 def check_environment_names(env=None) -> None:
     """Refuse a ``COMPGEN_*`` variable of ``env`` (default: this process's environment) that the library does not
     read (a typo would otherwise be ignored), naming the nearest one it does, and a variable it reads whose value is
-    blanks only (unset it instead)."""
+    blanks only (:func:`env_text`)."""
     env = os.environ if env is None else env
     for name in sorted(env):
         if name.upper().startswith("COMPGEN_") and name not in ENVIRONMENT:
             near = difflib.get_close_matches(name.upper(), ENVIRONMENT, n=1, cutoff=0.6)
             hint = f"did you mean {near[0]}? " if near else ""
             raise ParameterError(f"unknown environment variable {name}: {hint}compgen reads {', '.join(ENVIRONMENT)}")
-        if name in ENVIRONMENT and env[name] and not env[name].strip():
-            raise ParameterError(f"{name} is blank ({env[name]!r}); unset it, or set it to {ENVIRONMENT[name]}")
+        if name in ENVIRONMENT:
+            env_text(name, env)
 
 
-def env_path(name, env=None):
-    """The folder named by environment variable ``name``, or ``None`` if it is unset or empty; a value of blanks
-    only, or with blanks around it, is a :class:`ParameterError` (a folder named "   " is never what was meant)."""
+def env_text(name, env=None) -> str | None:
+    """The value of environment variable ``name`` in ``env`` (default: this process's environment) with the blanks
+    around it removed, or ``None`` if it is unset or empty; a value of blanks only is a :class:`ParameterError`. The
+    one rule by which every ``COMPGEN_*`` variable is read."""
     text = (os.environ if env is None else env).get(name, "")
     if not text:
         return None
-    if text != text.strip():
-        raise ParameterError(f"{name} must name a folder without blanks around it, got {_short(text)}")
-    return text
+    if not text.strip():
+        what = ENVIRONMENT.get(name, "a value")
+        raise ParameterError(f"{name} is blank ({_short(text)}); unset it, or set it to {what}")
+    return text.strip()
+
+
+def env_path(name, env=None):
+    """The folder named by environment variable ``name`` (:func:`env_text`), with a leading ``~`` or ``~user``
+    expanded as a shell does, or ``None`` if it is unset or empty; a ``~user`` that names no user is a
+    :class:`ParameterError` (a folder literally named ``~`` is never what was meant)."""
+    text = env_text(name, env)
+    if text is None:
+        return None
+    folder = os.path.expanduser(text)
+    if folder.startswith("~"):
+        raise ParameterError(
+            f"{name}={_short(text)}: {text.split(os.sep)[0]} names no user's home folder; give the folder's full path"
+        )
+    return folder
 
 
 def _ascii_int(text):
@@ -197,10 +215,10 @@ def _ascii_int(text):
 
 
 def env_int(name, default, ge=0, le=None, meaning=""):
-    """The integer in environment variable ``name`` (ASCII digits, blanks around them ignored, at least ``ge`` and at
-    most ``le``), ``default`` if it is unset or empty; else a :class:`ParameterError` naming the variable."""
-    text = os.environ.get(name, "")
-    if not text:
+    """The integer in environment variable ``name`` (:func:`env_text`; ASCII digits, at least ``ge`` and at most
+    ``le``), ``default`` if it is unset or empty; else a :class:`ParameterError` naming the variable."""
+    text = env_text(name)
+    if text is None:
         return default
     try:
         value = _ascii_int(text)
@@ -209,19 +227,19 @@ def env_int(name, default, ge=0, le=None, meaning=""):
     if value is None or value < ge or (le is not None and value > le):
         what = {0: "a non-negative integer", 1: "a positive integer"}.get(ge, f"an integer >= {ge}")
         what += f" of at most {le}" if le is not None else ""
-        raise ParameterError(f"{name} must be {what}{meaning}, got {_short(text)}")
+        raise ParameterError(f"{name} must be {what}{meaning}, got {_short(os.environ[name])}")
     return value
 
 
 def env_flag(name, default=True):
-    """The switch in environment variable ``name``: "1" on, "0" off (blanks around it ignored), unset or empty the
-    default; anything else is a :class:`ParameterError`."""
-    text = os.environ.get(name, "")
-    if not text:
+    """The switch in environment variable ``name`` (:func:`env_text`): "1" on, "0" off, unset or empty the default;
+    anything else is a :class:`ParameterError`."""
+    text = env_text(name)
+    if text is None:
         return default
-    if text.strip() not in ("0", "1"):
-        raise ParameterError(f"{name} must be 0 (off) or 1 (on), got {_short(text)}")
-    return text.strip() == "1"
+    if text not in ("0", "1"):
+        raise ParameterError(f"{name} must be 0 (off) or 1 (on), got {_short(os.environ[name])}")
+    return text == "1"
 
 
 BOOLEAN_WORDS = {"true": True, "1": True, "false": False, "0": False}

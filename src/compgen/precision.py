@@ -6,7 +6,8 @@ GPU from Ampere on in TensorFloat-32 (10 bits of mantissa in the products, sums 
 
 ``COMPGEN_MATMUL_PRECISION`` asks for another one, for every process that imports compgen (the engine's worker
 processes, the benchmark's cases and a notebook's kernel inherit the environment, so they run alike; a
-``jax.config.update`` in code reaches only the process that calls it, not the workers):
+``jax.config.update`` in code reaches only the process that calls it, not the workers). Blanks around the value are
+ignored and a value of blanks only is refused, as for every ``COMPGEN_*`` variable (:func:`compgen.params.env_text`):
 
 * unset, empty or ``default``: JAX's setting is left as it is (the backend's default, or what JAX's own
   ``JAX_DEFAULT_MATMUL_PRECISION`` or ``jax.config`` set);
@@ -36,17 +37,20 @@ def requested(env=None) -> str | None:
     ``None`` when it is unset, empty or ``default`` (JAX's setting stays), else ``"high"`` or ``"highest"``.
     Anything else is a :class:`compgen.params.ParameterError`."""
     env = os.environ if env is None else env
-    text = env.get(ENV, "")
-    if text in ("", "default"):
+    if not env.get(ENV):
         return None
     from compgen import params
 
+    text = params.env_text(ENV, env)  # the rule of every COMPGEN_* variable: blanks around it ignored
+    if text == "default":
+        return None
     if text not in CHOICES:
         raise params.ParameterError(
-            f"{ENV} must be one of {', '.join(CHOICES)} (or unset: the backend's default), got {params._short(text)}"
+            f"{ENV} must be one of {', '.join(CHOICES)} (or unset: the backend's default), "
+            f"got {params._short(env[ENV])}"
         )
     theirs = env.get(JAX_ENV, "")
-    if theirs and theirs != text:
+    if theirs and theirs.strip() != text:
         raise params.ParameterError(
             f"{ENV}={text} contradicts {JAX_ENV}={params._short(theirs)}; set one of them, or both alike"
         )

@@ -30,9 +30,10 @@ _TRAILER = len(MAGIC) + 8 + 32  # magic, payload length (uint64), sha256
 
 
 def results_root() -> Path:
-    """The results store's folder: ``$COMPGEN_RESULTS`` if set, else ``results/`` at the top of the repository
-    (found by walking up from the working directory to ``pyproject.toml`` beside ``src/compgen``), else
-    ``~/.cache/compgen/results``. Checkpoints live in its ``checkpoints/`` unless ``$COMPGEN_CHECKPOINTS`` is set."""
+    """The results store's folder: ``$COMPGEN_RESULTS`` if set (``~`` expanded, :func:`compgen.params.env_path`), else
+    ``results/`` at the top of the repository (found by walking up from the working directory to ``pyproject.toml``
+    beside ``src/compgen``), else ``~/.cache/compgen/results``. Checkpoints live in its ``checkpoints/`` unless
+    ``$COMPGEN_CHECKPOINTS`` is set."""
     from compgen import params
 
     folder = params.env_path("COMPGEN_RESULTS")
@@ -49,7 +50,9 @@ class CorruptFile(ValueError):
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a flushed temporary file and an atomic rename."""
+    """Write ``data`` to ``path`` through a flushed temporary file and an atomic rename. A failure (a full disk)
+    leaves ``path`` as it was and no temporary file, and its :class:`OSError` names ``path`` (a failed write or
+    flush names no file by itself)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -58,8 +61,10 @@ def write_atomic(path: Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:  # an error or a stop (SystemExit, KeyboardInterrupt) mid-write leaves no temporary file
+    except BaseException as error:  # an error or a stop (SystemExit, KeyboardInterrupt) mid-write: no temporary file
         tmp.unlink(missing_ok=True)
+        if isinstance(error, OSError) and (error.filename is None or str(error.filename) == str(tmp)):
+            error.filename, error.filename2 = str(path), None  # "No space left on device: '<path>'"
         raise
     folder = os.open(path.parent, os.O_RDONLY)
     try:

@@ -9,10 +9,12 @@ backend runs.
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import tempfile
 from pathlib import Path
 
-from compgen import catalog, results, runner, storage
+from compgen import catalog, params, results, runner, storage
 
 
 def _train_remote(section_name: str, config: dict, checkpoint_every, checkpoints: str) -> dict:
@@ -45,16 +47,55 @@ def store_returned(section, config, files: dict, store, log=print) -> None:
         storage.write_atomic(expected[name], files[name])
 
 
+def check_resource(name: str, value) -> float:
+    """``value`` as the number of GPUs or CPUs a Ray task asks for (the option ``name``, e.g. ``--ray-gpus``): a finite
+    number >= 0, a fraction only below 1 (Ray's rule: 0.5 shares a device, 1.5 is refused); else a
+    :class:`compgen.params.ParameterError` naming ``name`` and what is allowed, before Ray starts."""
+    ok = params._is_number(value) and math.isfinite(float(value)) and float(value) >= 0
+    if not ok or (float(value) > 1 and not float(value).is_integer()):
+        raise params.ParameterError(
+            f"{name} must be a finite number >= 0 per Ray task: a fraction below 1 (such as 0.5) or a whole number, "
+            f"got {params._short(value)}"
+        )
+    return float(value)
+
+
+RAY_ADDRESS = r"auto|local|ray://\S+|(?:\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):[0-9]{1,5}"  # what ray.init takes
+
+
+def check_address(name: str, address) -> str | None:
+    """``address`` as a Ray cluster's address (the option ``name``): ``None`` (``$RAY_ADDRESS``, else a local
+    cluster), ``auto``, ``local``, ``host:port`` or ``ray://host:port``; else a :class:`compgen.params.ParameterError`
+    before Ray starts."""
+    if address is None:
+        return None
+    if not isinstance(address, str) or not re.fullmatch(RAY_ADDRESS, address):
+        raise params.ParameterError(
+            f"{name} must be auto, local, host:port or ray://host:port (a Ray cluster's address), got "
+            f"{params._short(address)}"
+        )
+    return address
+
+
 def train_on_ray(section, todo, store, every, log, address=None, num_gpus=0, num_cpus=1):
     """Train the configs ``todo`` as Ray tasks on the cluster at ``address`` (default: ``$RAY_ADDRESS`` or a local
-    one, unless Ray is running already), each with ``num_gpus`` and ``num_cpus``, checkpointing every ``every``
-    evaluations, and store what they return in ``store``: ``[(config, error)]`` for the configs that failed."""
+    one, unless Ray is running already), each with ``num_gpus`` and ``num_cpus`` (:func:`check_resource`, checked
+    before Ray starts), checkpointing every ``every`` evaluations, and store what they return in ``store``:
+    ``[(config, error)]`` for the configs that failed."""
+    num_gpus, num_cpus = check_resource("num_gpus", num_gpus), check_resource("num_cpus", num_cpus)
+    address = check_address("address", address)
     try:
         import ray
     except ImportError:
         raise RuntimeError("the ray backend needs Ray: pip install 'compgen[cluster]' (or pip install ray)") from None
     if not ray.is_initialized():
-        ray.init(address=address)
+        try:
+            ray.init(address=address)
+        except (ConnectionError, ValueError, RuntimeError) as error:
+            lines = str(error).strip().splitlines() or [type(error).__name__]
+            raise RuntimeError(
+                f"Ray could not start or reach the cluster at {address or 'its default address'}: {lines[0]}"
+            ) from None
     task = ray.remote(_train_remote).options(num_gpus=num_gpus, num_cpus=num_cpus)
     checkpoints = str(store.checkpoints)
     pending = {task.remote(section.name, dataclasses.asdict(c), every, checkpoints): c for c in todo}
