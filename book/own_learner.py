@@ -33,8 +33,11 @@
 # #   compgen-cli run hyperteacher fig3b --set model=mypackage.learners:build_mine
 # ```
 #
-# Its parameter count and FLOPs per step are derived from its code (`jax.eval_shape`, XLA's cost analysis), and its
-# runs are stored under a key that holds its code: editing it retrains its runs and no other.
+# It is checked when a config names it (a failure is one line naming it), its parameter count and FLOPs per step are
+# derived from its code (`jax.eval_shape`, XLA's cost analysis), and its runs are stored under a key that holds what
+# it computes: the programs its functions lower to at the config's shapes, constants and helpers included. Editing
+# what it computes retrains its runs and no other; a comment does not. A name is registered once: pass
+# `replace=True` to register another learner under it (the library's names are never replaced).
 # `compgen.figures.compare.compare(learner, section, figure, preset)` does what this chapter does for any of
 # the comparisons: Fig. 3B and 3C/D (hyperteacher), Fig. 4C (preferences), Fig. 4E/F (goals).
 
@@ -124,7 +127,7 @@ chosen = learner or "mixture"
 # that does not depend on the fast parameters, is computed once per task outside the inner loop, as for ANIL: eight
 # experts cost one forward pass per task, not one per inner step. Nothing else is declared: the number of
 # meta-parameters comes from the shapes `init` returns, the FLOPs from XLA's count of `features` and `mix` at one
-# and two points, and the results store keys the runs by the source of `mixture_of_experts` and what it calls.
+# and two points, and the results store keys the runs by the programs it lowers to (so `EXPERTS` is in the key).
 #
 # What each learner costs at this preset on Fig. 3B's tasks, derived from its code: the meta-parameters from their
 # shapes, the FLOPs of one outer step (a meta-batch of tasks, inner loop and meta-gradient) from XLA's count of its

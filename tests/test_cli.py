@@ -1,3 +1,4 @@
+import importlib
 import os
 import shutil
 import subprocess
@@ -113,8 +114,8 @@ def test_store_lists_current_and_stale_runs_and_removes_the_stale_ones(store, ca
     stale = results.Store(store).save(old_code, cfg, {"x": np.zeros(1)}, 1.0)
     assert cli.main(["store", "--verbose"]) == 0
     out = capsys.readouterr().out
-    assert "teacher_student: 1 current, 1 stale" in out and f"{stale.stem}  fingerprint 0123456789ab" in out
-    assert "hyperteacher: 0 current, 0 stale" in out
+    assert "teacher_student: 1 current, 1 stale, 0 unknown" in out and f"{stale.stem}  fingerprint 0123456789ab" in out
+    assert "hyperteacher: 0 current, 0 stale, 0 unknown" in out
     assert cli.main(["store", "--remove-stale"]) == 0
     assert "removed 1 stale run(s)" in capsys.readouterr().out
     assert not stale.exists() and results.Store(store).load(sec, cfg) is not None
@@ -205,3 +206,52 @@ def test_a_store_that_cannot_take_the_result_is_one_line_and_keeps_nothing(store
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "could not be written: File too large" in err, err
     assert not list((store / "teacher_student").glob("*.result"))
+
+
+def test_remove_stale_keeps_runs_whose_learner_this_process_cannot_resolve(store, capsys, monkeypatch, tmp_path):
+    """A learner registered by a script, or named by an import path this process cannot import: its runs are
+    "unknown" (their fingerprint cannot be computed here), listed with how to resolve them, and never removed."""
+    import shutil
+    from pathlib import Path
+
+    from compgen import catalog, models, results
+    from compgen.models import learners
+    from compgen.section import make_config
+
+    shutil.copy(Path(__file__).parent / "own_learner.py", tmp_path / "elsewhere_learner.py")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sec, tiny = catalog.get("hyperteacher"), dict(hidden=8, num_hidden=2, seeds=[3])
+    script = importlib.import_module("elsewhere_learner")
+    models.register("scripted", script.gated_heads, replace=True)
+    saved = [
+        results.Store(store).save(sec, make_config(sec, "smoke", model, **tiny), {"x": np.zeros(1)}, 1.0)
+        for model in ("scripted", "elsewhere_learner:gated_heads")
+    ]
+    assert cli.main(["store"]) == 0 and "hyperteacher: 2 current, 0 stale, 0 unknown" in capsys.readouterr().out
+    monkeypatch.delitem(learners._REGISTRY, "scripted")  # the command line's process: neither is known there
+    monkeypatch.delitem(sys.modules, "elsewhere_learner")
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)])
+    assert cli.main(["store", "--remove-stale"]) == 0
+    out = capsys.readouterr().out
+    assert "hyperteacher: 0 current, 0 stale, 2 unknown" in out and "kept 2 unknown run(s)" in out
+    assert "got 'scripted'" in out and "cannot import elsewhere_learner" in out and "PYTHONPATH" in out
+    assert all(path.exists() for path in saved)
+
+
+@pytest.mark.parametrize(
+    "assignment, expected",
+    [
+        ("model=", "model must be one of .* got ''"),
+        ("model=os:system", "model 'os:system': system must be a Learner or a build\\(cfg\\) function defined in os"),
+        ("model=builtins:print", "print must be a Learner or a build\\(cfg\\) function defined in builtins"),
+        ("model=a b", "got 'a b'"),
+    ],
+)
+def test_a_model_that_is_not_a_learner_is_one_line_and_nothing_is_called(assignment, expected, capsys):
+    with pytest.raises(SystemExit) as status:
+        cli.main(["show", "hyperteacher", "fig3b", "--preset", "smoke", "--set", assignment])
+    err = capsys.readouterr().err
+    assert status.value.code == 2 and len(err.strip().splitlines()) == 1
+    import re
+
+    assert re.search(expected, err)

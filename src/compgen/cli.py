@@ -10,7 +10,7 @@ runs the same.
     compgen-cli run hyperteacher fig3b --preset paper --set seeds=[2020]
     compgen-cli run hyperteacher fig3b --preset paper --set seeds=[2020] --shard-tasks   # every run here, on every core
     compgen-cli sweep sweeps/hyperteacher/compositional.toml --backend devices --checkpoint-every 10
-    compgen-cli store                  # stored runs per section: current (this code's) or stale
+    compgen-cli store                  # stored runs per section: current (this code's), stale or unknown
     compgen-cli store --remove-stale   # delete the stale ones
 
 A notebook that asks for the same config afterwards loads the stored result instead of training. A run at the
@@ -101,7 +101,8 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="print the configs as a JSON list of field dicts")
     store = sub.add_parser(
         "store",
-        help="list the results store's runs per section: current (computed by this code) or stale (by other code)",
+        help="list the results store's runs per section: current (this code's), stale (other code's) or unknown "
+        "(a learner this process cannot resolve; never removed)",
     )
     store.add_argument("--remove-stale", action="store_true", help="delete the stale runs (and their checkpoints)")
     store.add_argument("--verbose", action="store_true", help="list every stale run (label, fingerprint, date)")
@@ -124,6 +125,7 @@ def parser() -> argparse.ArgumentParser:
     _add_checkpoint_every(sweep)
     sweep.add_argument("--ray-address", default=None, help="Ray cluster address (default: $RAY_ADDRESS or local)")
     sweep.add_argument("--ray-gpus", type=float, default=0, help="GPUs per Ray task (default 0)")
+    sweep.add_argument("--ray-cpus", type=float, default=1, help="CPUs per Ray task (default 1)")
     return top
 
 
@@ -153,9 +155,10 @@ def _show(args):
     import dataclasses
     import json
 
-    from compgen import results, section
+    from compgen import devices, results, section
 
     try:
+        devices.check_xla_flags()  # before a config starts JAX's backend, which reads XLA_FLAGS
         sec, configs = _configs(args)
     except params.ParameterError as error:
         raise _fail(error) from None
@@ -189,9 +192,9 @@ def _run(args):
     from compgen.figures import summary_table
 
     try:
+        dispatch.check_environment()  # first: building a config may start JAX's backend, which reads XLA_FLAGS
         sec, configs = _configs(args)
         runner.checkpoint_interval(args.checkpoint_every)
-        dispatch.check_environment()
     except params.ParameterError as error:
         raise _fail(error) from None
     if args.restart:
@@ -229,18 +232,37 @@ def _run(args):
     return 0
 
 
-def _expected(sec, meta) -> str:
-    """The fingerprint a stored run of ``sec`` should carry: its learner's (:meth:`Section.code_fingerprint`), or
-    the section's where the learner cannot be found in this process."""
+UNKNOWN_HINT = (
+    "its learner is not known in this process: for an import path put its package on PYTHONPATH; a name registered "
+    "by a notebook or script is known there only (check from it: compgen.cli.main(['store']) after registering)"
+)
+
+
+def run_status(sec, meta) -> tuple:
+    """``(status, why)`` of a stored run of ``sec`` whose sidecar reads ``meta``: ``"current"`` (this code computes
+    its numbers), ``"stale"`` (other code did: its fingerprint differs, or its sidecar is unreadable) or
+    ``"unknown"`` (its learner cannot be resolved here, so its fingerprint cannot be computed: never removed)."""
+    from compgen import models
+
+    stored = ((meta or {}).get("provenance") or {}).get("code_fingerprint")
+    config = (meta or {}).get("config")
+    if not isinstance(config, dict):
+        return "stale", "its sidecar cannot be read"
+    model = config.get("model")
     try:
-        return sec.code_fingerprint(((meta or {}).get("config") or {}).get("model"))
-    except params.ParameterError:
-        return sec.fingerprint
+        if model is None or models.is_library(models.get(model)):
+            expected = sec.fingerprint
+        else:
+            expected = sec.fingerprint_of(sec.config_from_dict(config))
+    except (params.ParameterError, TypeError) as error:
+        return "unknown", f"{' '.join(str(error).split())}; {UNKNOWN_HINT}"
+    return ("current", "") if stored == expected else ("stale", f"fingerprint {stored}")
 
 
 def _store(args):
-    """Per section: how many stored runs this code would load (current) and how many it never will (stale:
-    computed by other code, whose fingerprint differs), and, with ``--remove-stale``, delete the stale ones."""
+    """Per section: how many stored runs this code would load (current), how many it never will (stale: computed by
+    other code, whose fingerprint differs) and how many it cannot tell (unknown: their learner is not known in this
+    process), and, with ``--remove-stale``, delete the stale ones (never an unknown one)."""
     from compgen import catalog, dispatch, results
 
     try:
@@ -253,22 +275,23 @@ def _store(args):
     print(f"results store {store.root}")
     for name in catalog.SECTIONS:
         sec = catalog.get(name)
-        fingerprint = sec.fingerprint
-        entries = store.entries(name)
-        stale = [
-            (e, m) for e, m in entries if (m or {}).get("provenance", {}).get("code_fingerprint") != _expected(sec, m)
-        ]
-        print(
-            f"  {name}: {len(entries) - len(stale)} current, {len(stale)} stale (this code's fingerprint {fingerprint})"
-        )
-        for entry, meta in stale if args.verbose else ():
-            prov = (meta or {}).get("provenance", {})
-            print(f"    {entry.stem}  fingerprint {prov.get('code_fingerprint')}  {prov.get('date', 'no description')}")
+        by_status = {"current": [], "stale": [], "unknown": []}
+        for entry, meta in store.entries(name):
+            status, why = run_status(sec, meta)
+            by_status[status].append((entry, meta, why))
+        counts = ", ".join(f"{len(found)} {status}" for status, found in by_status.items())
+        print(f"  {name}: {counts} (this code's fingerprint {sec.fingerprint})")
+        for entry, meta, why in by_status["stale"] if args.verbose else ():
+            print(f"    {entry.stem}  {why}  {((meta or {}).get('provenance') or {}).get('date', 'no description')}")
+        for entry, _, why in by_status["unknown"]:
+            print(f"    unknown {entry.stem}: {why}")
         if args.remove_stale:
-            for entry, _ in stale:
+            for entry, _, _ in by_status["stale"]:
                 store.remove(name, entry)
-            if stale:
-                print(f"    removed {len(stale)} stale run(s)")
+            if by_status["stale"]:
+                print(f"    removed {len(by_status['stale'])} stale run(s)")
+            if by_status["unknown"]:
+                print(f"    kept {len(by_status['unknown'])} unknown run(s)")
     return 0
 
 

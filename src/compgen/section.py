@@ -134,8 +134,8 @@ class Section:
     * ``base_fields(preset, model, overrides) -> dict``: fields taken over from another section (in-context
       learners share the task stream of the section they run on);
     * ``keep_params``: store each run's final meta-parameters too;
-    * ``learner_code(model) -> str | None``: the code of a learner defined outside the library
-      (:func:`compgen.models.code_of`), which joins the fingerprint of that learner's runs.
+    * ``learner_code(cfg) -> str | None``: what ``cfg``'s learner computes where it is defined outside the library
+      (:func:`compgen.models.code_of`), which joins the fingerprint of its runs.
     """
 
     name: str
@@ -153,7 +153,7 @@ class Section:
     base_fields: Callable | None = None
     keep_params: bool = False
     experiment_fields: tuple = ("seeds",)  # fields that pick an experiment, never "differences from the paper"
-    learner_code: Callable | None = None  # model name -> the code of a learner defined outside the library, or None
+    learner_code: Callable | None = None  # cfg -> what its learner computes, where defined outside the library, or None
 
     def __post_init__(self):
         if self.presets["paper"].common:  # one source for the paper's values
@@ -170,15 +170,11 @@ class Section:
         (:func:`compgen.fingerprint.of_section`), computed once per process."""
         return fingerprint.of_section(self.module)
 
-    def code_fingerprint(self, model: str | None = None) -> str:
-        """The fingerprint of ``model``'s runs: :attr:`fingerprint`, joined by the code of the learner where it is
-        defined outside the library (editing a user's learner retrains its runs and no other)."""
-        code = self.learner_code(model) if self.learner_code and model is not None else None
-        return self.fingerprint if code is None else fingerprint.joined(self.fingerprint, code)
-
     def fingerprint_of(self, cfg) -> str:
-        """The fingerprint ``cfg``'s run is stored under (:meth:`code_fingerprint` of its learner)."""
-        return self.code_fingerprint(getattr(cfg, "model", None))
+        """The fingerprint ``cfg``'s run is stored under: :attr:`fingerprint`, joined by what its learner computes
+        where the learner is defined outside the library (editing a user's learner retrains its runs and no other)."""
+        code = self.learner_code(cfg) if self.learner_code and getattr(cfg, "model", None) is not None else None
+        return self.fingerprint if code is None else fingerprint.joined(self.fingerprint, code)
 
     def cost(self, cfg) -> float:
         """FLOPs of training every seed of ``cfg``: :attr:`flops_per_step` x outer steps x seeds."""
@@ -257,7 +253,7 @@ def make_config(section: Section, preset: str = "quick", model: str | None = Non
     """The config of ``model`` (None: the section's first model, or a section without models) at ``preset``."""
     p, paper = section.preset(preset), section.presets["paper"]
     if section.models:  # a learner outside the section's own (a user's) is checked by the config
-        model = model or section.models[0]
+        model = section.models[0] if model is None else model
     params.check_overrides(section.config, {k: v for k, v in overrides.items() if k != "model"}, "override")
     fields = dict(section.base_fields(preset, model, overrides)) if section.base_fields else {}
     fields.update(paper.per_model.get(model, {}))

@@ -52,3 +52,23 @@ def test_compare_names_what_it_can_compare():
         compare("maml", "theory", "fig3b")
     with pytest.raises(ParameterError, match="figure must be one of"):
         compare("maml", "hyperteacher", "fig3e")
+
+
+@pytest.mark.parametrize(
+    "overrides, expected",
+    [
+        ({"outer_steps": 2}, "compare: outer_steps is not a learner's field .*hidden, num_hidden, inner_steps"),
+        ({"meta_batch": 1, "eval_every": 1}, "compare: eval_every, meta_batch are not a learner's field"),
+        ({"model": "anil"}, "compare: model is not a learner's field"),
+    ],
+)
+def test_compare_keeps_the_paper_learners_budget_for_the_learner(store, importable, overrides, expected):
+    with pytest.raises(ParameterError, match=expected) as error:
+        compare("own_learner:gated_heads", "hyperteacher", "fig3b", "smoke", store=results.Store(store), **overrides)
+    assert "\n" not in str(error.value) and not list(store.glob("**/*.result"))
+
+
+def test_compare_at_the_paper_preset_on_a_cpu_is_refused_with_its_estimate(store, importable):
+    with pytest.raises(ParameterError, match="compare: the \\d+ runs to train need at least [\\d,]+ hours on a CPU"):
+        compare("own_learner:gated_heads", "hyperteacher", "fig3b", "paper", store=results.Store(store))
+    assert not list(store.glob("**/*.result"))

@@ -128,7 +128,7 @@ class FewshotConfig(MetaConfig):
 
     def check(self):
         super().check()
-        self.build_model()  # the learner exists and takes these sizes (its ValueError becomes a ParameterError)
+        models.model_of(self, "fewshot")  # the learner exists and takes these sizes (one line where it does not)
 
     def build_model(self) -> models.Model:
         return models.get(self.model, "fewshot").build(self)

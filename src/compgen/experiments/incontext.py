@@ -98,7 +98,7 @@ class InContextConfig(fewshot.MetaConfig, goals.WorldFields):
                     f"{name} must be {size} (or None) for environment='goals', got {getattr(self, name)!r}"
                 )
         try:
-            self.build_model()  # the learner exists and takes these sizes
+            models.model_of(self, "incontext")  # the learner exists and takes these sizes
             if self.environment == "goals":
                 if self.split not in gl.SPLITS:
                     raise ValueError(f"split must be one of {gl.SPLITS} for environment='goals', got {self.split!r}")

@@ -61,6 +61,20 @@ def cost_table(learner: str, section: str, preset: str, **overrides) -> str:
     return "\n".join(lines)
 
 
+def _check_duration(sec, to_train, allow_long) -> None:
+    """Refuse, in one line with the estimate, to train ``to_train`` on a CPU when it would take more than
+    :data:`LONG_HOURS` at :data:`REFERENCE_GFLOPS` (a lower bound: small products run below a GEMM's speed)."""
+    import jax
+
+    hours = sum(sec.cost(c) for c in to_train) / (REFERENCE_GFLOPS * 1e9) / 3600
+    if hours > LONG_HOURS and jax.default_backend() == "cpu" and not params.parse_bool(allow_long, "allow_long"):
+        raise params.ParameterError(
+            f"compare: the {len(to_train)} runs to train need at least {hours:,.0f} hours on a CPU "
+            f"({sum(sec.cost(c) for c in to_train) / 1e15:,.1f} PFLOP at {REFERENCE_GFLOPS:.0f} GFLOP/s); "
+            "run it on a GPU, or pass allow_long=True"
+        )
+
+
 @dataclass
 class Comparison:
     """The claims of ``learner`` on one figure's ``runs`` at ``preset`` (:func:`compare`), and ``reference``: the
@@ -94,16 +108,38 @@ class Comparison:
         )
 
 
+# The speed a CPU's training is estimated at before a long comparison starts: the quick book's reference machine
+REFERENCE_GFLOPS = 250.0
+LONG_HOURS = 1.0  # a comparison whose runs to train are estimated above this on a CPU needs allow_long=True
+
+
 def compare(
-    learner, section, figure, preset="quick", seeds=None, store=None, force=False, log=print, **overrides
+    learner,
+    section,
+    figure,
+    preset="quick",
+    seeds=None,
+    store=None,
+    force=False,
+    log=print,
+    allow_long=False,
+    **overrides,
 ) -> Comparison:
-    """Train (or load) ``learner``'s runs of ``figure`` at ``preset`` with ``overrides`` (its own hyper-parameters:
-    the paper's learners keep the preset's), and the paper's learners' runs of the figures the claims read, on
-    ``seeds`` (default: the preset's); judge the figure's claims for the learner and for the paper's hypernetworks.
-    ``force``: train the learner's runs again (the paper's are loaded where stored).
+    """Train (or load) ``learner``'s runs of ``figure`` at ``preset`` with ``overrides`` (its own hyper-parameters,
+    :data:`LEARNER_FIELDS`: the budget and seeds are the paper's learners'), and the paper's learners' runs of the
+    figures the claims read, on ``seeds`` (default: the preset's); judge the figure's claims for the learner and for
+    the paper's hypernetworks. ``force``: train the learner's runs again (the paper's are loaded where stored).
+    On a CPU, runs to train estimated above :data:`LONG_HOURS` at :data:`REFERENCE_GFLOPS` are refused unless
+    ``allow_long``.
 
     ``learner``: a registered name or an import path (:mod:`compgen.models.learners`); ``section``: one of
     :data:`COMPARISONS`' sections; ``figure``: one of that section's comparisons."""
+    not_learners = sorted(set(overrides) - set(LEARNER_FIELDS))
+    if not_learners:
+        raise params.ParameterError(
+            f"compare: {', '.join(not_learners)} {'is' if len(not_learners) == 1 else 'are'} not a learner's field "
+            f"(the budget and seeds are the paper's learners'); a learner's fields are {', '.join(LEARNER_FIELDS)}"
+        )
     if section not in COMPARISONS:
         raise params.ParameterError(f"section must be one of {tuple(COMPARISONS)}, got {section!r}")
     if figure not in COMPARISONS[section]:
@@ -122,6 +158,9 @@ def compare(
         by_figure[name] = paper + [c for c in own if c not in paper]
     configs = list(dict.fromkeys(c for cs in by_figure.values() for c in cs))
     force, own = params.parse_bool(force, "force"), [c for c in configs if c.model == learner]
+    _check_duration(
+        sec, [c for c in configs if (force and c in own) or not store.paths(sec, c)[0].exists()], allow_long
+    )
     outputs = {}
     for group, again in ((own, force), ([c for c in configs if c not in own], False)):
         outputs.update(zip(group, dispatch.train_or_load(sec, group, store, force=again, log=log)))

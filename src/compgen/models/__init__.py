@@ -8,25 +8,30 @@ from compgen.models import hypernetwork, incontext, mlp
 from compgen.models.base import Model, count_params
 from compgen.models.learners import (
     Learner,
+    check,
     code_of,
     get,
     is_library,
     known_elsewhere,
     label,
+    model_of,
     names,
     param_count,
     register,
+    seal_library,
 )
 
 __all__ = [
     "Learner",
     "Model",
+    "check",
     "code_of",
     "count_params",
     "get",
     "is_library",
     "known_elsewhere",
     "label",
+    "model_of",
     "names",
     "param_count",
     "register",
@@ -50,3 +55,4 @@ register("transformer", lambda cfg: incontext.transformer(cfg.spec()), label="Tr
 register(
     "bottleneck", lambda cfg: incontext.bottleneck(cfg.spec()), label="Bottleneck transformer + hnet", **_IN_CONTEXT
 )
+seal_library()  # the names above are the library's: never registered again, keyed by the library's code

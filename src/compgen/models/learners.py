@@ -5,13 +5,16 @@ section's config: a :class:`compgen.models.Model` (``kind="fewshot"``: adapted b
 :class:`compgen.models.incontext.InContextModel` (``kind="incontext"``: reads the support set in its forward pass).
 A config's ``model`` field names one, in either of two ways:
 
-* a registered name (:func:`register`): the paper's four and the in-context three are registered by the library,
-  and a notebook or a script registers its own the same way;
-* an import path ``package.module:attribute`` whose attribute is a :class:`Learner` or a ``build`` function: it
-  works in every process that can import it (worker processes and Ray tasks included) and needs no registration.
+* a registered name (:func:`register`): the paper's four and the in-context three are registered by the library
+  (:func:`is_library`; their names cannot be registered again), and a notebook or a script registers its own the
+  same way;
+* an import path ``package.module:attribute`` whose attribute is a :class:`Learner` or a ``build`` function defined
+  in that module: it works in every process that can import it (worker processes and Ray tasks included) and needs
+  no registration.
 
-A learner defined outside the library has its code in the results store's key (:func:`code_of`): editing it
-retrains its runs and no other.
+A learner defined outside the library is checked when a config names it (:func:`check`: every failure is one
+:class:`ParameterError` line naming the learner) and keyed in the results store by what it computes
+(:func:`code_of`): the programs its functions lower to at the config's shapes.
 """
 
 from __future__ import annotations
@@ -19,14 +22,15 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
-import sys
-import types
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import jax
+import jax.numpy as jnp
 
-from compgen.models.base import count_params
+from compgen.models.base import Model, count_params
+from compgen.models.incontext import InContextModel
 from compgen.params import ParameterError
 
 # kind -> how errors name one learner of the kind, and several
@@ -34,6 +38,9 @@ KINDS = {
     "fewshot": ("an inner-loop learner", "inner-loop learners"),
     "incontext": ("an in-context learner", "in-context learners"),
 }
+MODEL_TYPES = {"fewshot": Model, "incontext": InContextModel}  # what a learner of each kind builds
+PROBE_POINTS = (3, 2)  # support and query points of the shapes a user's learner is checked and keyed at
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")  # a registered name: no blanks, no ':' (import paths have one)
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,7 @@ class Learner:
     ``hidden``, ``num_hidden``, ``n_templates``, ... and raises ``ValueError`` for sizes it cannot take);
     ``label`` names it in tables and figures; ``sized_by``: the config fields that size it (besides ``n_in`` and
     ``n_out``), listed in run labels; its FLOPs per step are derived once per learner and values of these fields.
+    Each field is checked on construction (one :class:`ParameterError` line).
     """
 
     name: str
@@ -53,24 +61,61 @@ class Learner:
     sized_by: tuple = ("hidden", "num_hidden")
 
     def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ParameterError(f"a learner's name must be a non-empty string, got {self.name!r}")
         if self.kind not in KINDS:
-            raise ValueError(f"Learner kind must be one of {tuple(KINDS)}, got {self.kind!r}")
+            raise ParameterError(f"learner {self.name!r}: kind must be one of {tuple(KINDS)}, got {self.kind!r}")
+        if not callable(self.build):
+            raise ParameterError(f"learner {self.name!r}: build must be a function build(cfg), got {self.build!r}")
+        if not isinstance(self.label, str):
+            raise ParameterError(f"learner {self.name!r}: label must be a string, got {self.label!r}")
+        if not (isinstance(self.sized_by, tuple) and all(isinstance(f, str) for f in self.sized_by)):
+            raise ParameterError(
+                f"learner {self.name!r}: sized_by must be a tuple of field names, got {self.sized_by!r}"
+            )
         if not self.label:
             object.__setattr__(self, "label", self.name)
 
 
 _REGISTRY: dict = {}
+_LIBRARY: dict = {}  # name -> the Learner the library registered under it (:func:`seal_library`)
 
 
-def register(name_or_learner, build: Callable | None = None, **fields) -> Learner:
+def register(name_or_learner, build: Callable | None = None, *, replace: bool = False, **fields) -> Learner:
     """Register a learner: ``register(Learner(...))`` or ``register(name, build, kind=..., label=...)``.
 
-    Registering a name again replaces it (a notebook cell run twice). Returns the learner."""
+    A name is letters, digits, ``_``, ``.`` and ``-`` (no blanks, no ``:``). A name that is registered already is
+    refused unless ``replace=True`` or its ``build`` is a new definition of the same function (a notebook cell
+    run twice: same module and qualified name); the library's names never. Returns the learner."""
     found = name_or_learner if isinstance(name_or_learner, Learner) else Learner(name_or_learner, build, **fields)
-    if ":" in found.name:
-        raise ValueError(f"a registered learner's name must not contain ':' (import paths do), got {found.name!r}")
+    if not NAME.fullmatch(found.name):
+        raise ParameterError(
+            f"a registered learner's name is letters, digits, '_', '.' and '-' (no blanks; ':' marks an import "
+            f"path), got {found.name!r}"
+        )
+    if found.name in _LIBRARY:
+        raise ParameterError(
+            f"learner {found.name!r} is the library's and cannot be registered again; choose another name"
+        )
+    old = _REGISTRY.get(found.name)
+    if old is not None and not replace and _definition(old.build) != _definition(found.build):
+        raise ParameterError(
+            f"learner {found.name!r} is registered already (build {_definition(old.build)[1]}); "
+            "pass replace=True to replace it, or choose another name"
+        )
     _REGISTRY[found.name] = found
     return found
+
+
+def seal_library() -> None:
+    """Mark every learner registered so far as the library's (called once, by :mod:`compgen.models`)."""
+    _LIBRARY.update(_REGISTRY)
+
+
+def _definition(build) -> tuple:
+    """Where ``build`` (under its ``functools.partial`` layers) is defined: (module, qualified name)."""
+    function = _function(build)
+    return getattr(function, "__module__", None), getattr(function, "__qualname__", repr(function))
 
 
 def names(kind: str = "fewshot") -> tuple:
@@ -81,6 +126,9 @@ def names(kind: str = "fewshot") -> tuple:
 def get(name: str, kind: str | None = None) -> Learner:
     """The learner ``name`` names: a registered name or an import path ``package.module:attribute`` (module
     docstring); ``kind`` checks what kind it is. Every failure is one :class:`ParameterError` line."""
+    if not isinstance(name, str) or not name.strip():
+        known = names(kind) if kind else tuple(_REGISTRY)
+        raise ParameterError(f"model must be one of {known} or an import path package.module:learner, got {name!r}")
     if ":" in name:
         found = _imported(name)
     elif name in _REGISTRY:
@@ -98,20 +146,31 @@ def get(name: str, kind: str | None = None) -> Learner:
 
 def _imported(path: str) -> Learner:
     module_name, _, attribute = path.partition(":")
-    if not module_name or not attribute:
+    if not module_name or not attribute or ":" in attribute:
         raise ParameterError(f"model import path must be package.module:learner, got {path!r}")
     try:
         module = importlib.import_module(module_name)
+    except SystemExit as error:  # a module that exits on import is the user's module, said in one line
+        raise ParameterError(f"model {path!r}: importing {module_name} exited (SystemExit {error.code!r})") from None
     except Exception as error:  # noqa: BLE001 - any failure to import is the user's module, said in one line
-        raise ParameterError(f"model {path!r}: cannot import {module_name} ({type(error).__name__}: {error})") from None
+        raise ParameterError(f"model {path!r}: cannot import {module_name} ({_said(error)})") from None
     found = getattr(module, attribute, None)
     if found is None:
         raise ParameterError(f"model {path!r}: module {module_name} has no attribute {attribute!r}")
     if isinstance(found, Learner):
         return Learner(path, found.build, found.kind, found.label, found.sized_by)
-    if not callable(found):
-        raise ParameterError(f"model {path!r}: {attribute} is neither a Learner nor a build(cfg) function")
+    if not (inspect.isfunction(found) and found.__module__ == module.__name__):
+        raise ParameterError(
+            f"model {path!r}: {attribute} must be a Learner or a build(cfg) function defined in {module_name}"
+        )
     return Learner(path, found, label=attribute)
+
+
+def _said(error: BaseException) -> str:
+    """An exception as one short line: ``Type: first line of its message``."""
+    lines = str(error).strip().splitlines()
+    text = f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def label(name: str) -> str:
@@ -120,12 +179,12 @@ def label(name: str) -> str:
 
 
 def is_library(found: Learner) -> bool:
-    """Whether ``found`` is defined inside this library (its code is in the sections' own fingerprint)."""
-    return getattr(_function(found.build), "__module__", "").split(".")[0] == "compgen"
+    """Whether ``found`` is one the library registered (its code is in the sections' own fingerprint)."""
+    return _LIBRARY.get(found.name) is found
 
 
 def _function(build):
-    """The function under ``build``'s ``functools.partial`` layers (a partial's own module is ``functools``)."""
+    """The function under ``build``'s ``functools.partial`` layers."""
     while isinstance(build, functools.partial):
         build = build.func
     return build
@@ -137,71 +196,122 @@ def known_elsewhere(name: str | None) -> bool:
     return name is None or ":" in name or is_library(get(name))
 
 
-def code_of(name: str) -> str | None:
-    """The code that defines learner ``name`` when it lives outside the library (None inside it): the source of
-    its module and of the modules of the same top-level package that it imports; for a learner defined in a
-    notebook or script (``__main__``), the source of its ``build`` and of every function and class of that
-    namespace it reaches by name."""
-    found = get(name)
+# --------------------------------------------------------------------------------------------- a user's learner
+
+
+def model_of(cfg, kind: str):
+    """``cfg``'s learner built for ``cfg`` (``cfg.model`` of ``kind``). A learner outside the library is checked
+    (:func:`check`); any failure is one :class:`ParameterError` line naming the learner."""
+    found = get(cfg.model, kind)
+    if is_library(found):
+        return found.build(cfg)
+    check(found, cfg)
+    return found.build(cfg)
+
+
+def check(found: Learner, cfg) -> None:
+    """Build ``found`` for ``cfg`` and trace its functions at the config's shapes (:func:`probes`): the model is
+    of its kind's type, its parameters and outputs are floating point and its outputs are ``(points, n_out)``.
+    Whatever it raises or returns otherwise is one :class:`ParameterError` line naming the learner."""
+    model = _built(found, cfg)
+    probes(found, model, cfg)
+
+
+def _built(found: Learner, cfg):
+    try:
+        model = found.build(cfg)
+    except ParameterError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a user's build may raise anything: one line naming it
+        raise ParameterError(f"model {found.name!r}: build(cfg) raised {_said(error)}") from None
+    wanted = MODEL_TYPES[found.kind]
+    if not isinstance(model, wanted):
+        raise ParameterError(
+            f"model {found.name!r}: build(cfg) must return a {wanted.__module__}.{wanted.__name__}, "
+            f"got {type(model).__name__}"
+        )
+    return model
+
+
+def probes(found: Learner, model, cfg) -> dict:
+    """``{name: (function, *argument shapes)}``: the functions of ``model`` (built by ``found`` for ``cfg``) at the
+    config's shapes with :data:`PROBE_POINTS` points, and the gradient of the summed outputs with respect to the
+    parameters (it holds any custom derivative rule). Checks what :func:`check` says, in one line."""
+    n_support, n_query = PROBE_POINTS
+
+    def shape_of(what, fn, *args):
+        try:
+            return jax.eval_shape(fn, *args)
+        except Exception as error:  # noqa: BLE001 - a user's function may raise anything: one line naming it
+            raise ParameterError(f"model {found.name!r}: {what} raised {_said(error)}") from None
+
+    def floating(what, tree):
+        bad = [leaf.dtype for leaf in jax.tree.leaves(tree) if not jnp.issubdtype(leaf.dtype, jnp.floating)]
+        if bad or not jax.tree.leaves(tree):
+            got = f"dtype {bad[0]}" if bad else "nothing"
+            raise ParameterError(f"model {found.name!r}: {what} must be floating-point arrays, got {got}")
+
+    key = jax.random.key(0)
+    x_s = jax.ShapeDtypeStruct((n_support, cfg.n_in), jnp.float32)
+    if found.kind == "fewshot":
+        meta = shape_of("init(key)", model.init, key)
+        floating("the meta-parameters init(key)", meta)
+        fast = shape_of("fast_init(meta)", model.fast_init, meta)
+        floating("the fast parameters fast_init(meta)", fast)
+        features = shape_of("features(meta, x)", model.features, meta, x_s)
+        output = shape_of("head(meta, fast, features)", model.head, meta, fast, features)
+        loss = lambda meta, fast, x: jnp.sum(model.apply(meta, fast, x))
+        found_probes = {
+            "init": (model.init, key),
+            "fast_init": (model.fast_init, meta),
+            "features": (model.features, meta, x_s),
+            "head": (model.head, meta, fast, features),
+            "gradient": (jax.grad(loss, argnums=(0, 1)), meta, fast, x_s),
+        }
+        points = n_support
+    else:
+        params_ = shape_of("init(key)", model.init, key)
+        floating("the parameters init(key)", params_)
+        y_s = jax.ShapeDtypeStruct((n_support, cfg.n_out), jnp.float32)
+        x_q = jax.ShapeDtypeStruct((n_query, cfg.n_in), jnp.float32)
+        output = shape_of("apply(params, x_s, y_s, x_q)", model.apply, params_, x_s, y_s, x_q)
+        shape_of("task_representation(params, x_s, y_s)", model.task_representation, params_, x_s, y_s)
+        loss = lambda p, a, b, c: jnp.sum(model.apply(p, a, b, c))
+        found_probes = {
+            "init": (model.init, key),
+            "apply": (model.apply, params_, x_s, y_s, x_q),
+            "task_representation": (model.task_representation, params_, x_s, y_s),
+            "gradient": (jax.grad(loss), params_, x_s, y_s, x_q),
+        }
+        points = n_query
+    if not isinstance(output, jax.ShapeDtypeStruct) or output.shape != (points, cfg.n_out):
+        got = getattr(output, "shape", type(output).__name__)
+        raise ParameterError(
+            f"model {found.name!r}: outputs must have shape (points, n_out) = {(points, cfg.n_out)}, got {got}"
+        )
+    floating("its outputs", output)
+    return found_probes
+
+
+def code_of(cfg) -> str | None:
+    """What ``cfg``'s learner computes, as text, where it is defined outside the library (None inside it, whose code
+    is in the section's fingerprint): the StableHLO of each of its :func:`probes`, lowered for a CPU, without
+    source locations, at JAX's default matmul precision, with the module's name dropped.
+
+    It holds everything the programs compute from: constants (a module's ``EXPERTS = 8``), ``functools.partial``
+    arguments, helpers from any module or package, custom derivative rules. It cannot hold what no program shows:
+    ``label`` and ``sized_by`` (presentation only) and the learner's behaviour at other shapes; it changes with a
+    function's name inside a program, a parameter's key, the JAX version, and (for host callbacks) every process."""
+    found = get(cfg.model)
     if is_library(found):
         return None
-    build = _function(found.build)
-    module = sys.modules.get(getattr(build, "__module__", "") or "")
-    if module is None or getattr(module, "__file__", None) is None or module.__name__ == "__main__":
-        return _namespace_source(build)
-    return _package_source(module)
-
-
-def _package_source(module) -> str:
-    top, seen, todo, parts = module.__name__.split(".")[0], set(), [module], []
-    while todo:
-        current = todo.pop()
-        if current.__name__ in seen:
-            continue
-        seen.add(current.__name__)
-        parts.append(f"{current.__name__}\n{inspect.getsource(current)}")
-        for value in vars(current).values():
-            owner = value if isinstance(value, types.ModuleType) else sys.modules.get(getattr(value, "__module__", ""))
-            name = getattr(owner, "__name__", "")
-            if isinstance(owner, types.ModuleType) and name.split(".")[0] == top and name != "__main__":
-                todo.append(owner)
-    return "\n".join(sorted(parts))
-
-
-def _namespace_source(obj) -> str:
-    """Source of ``obj`` and of the functions and classes of its own namespace that it names, transitively."""
-    namespace = getattr(obj, "__globals__", None) or vars(sys.modules.get(obj.__module__, types.ModuleType("x")))
-    seen, todo, parts = set(), [obj], []
-    while todo:
-        current = todo.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        try:
-            parts.append(inspect.getsource(current))
-        except (OSError, TypeError):
-            parts.append(repr(current))
-        for name in _names_used(current):
-            value = namespace.get(name)
-            if inspect.isfunction(value) or inspect.isclass(value):
-                if getattr(value, "__module__", None) == getattr(obj, "__module__", None):
-                    todo.append(value)
+    parts = []
+    with jax.default_matmul_precision(None):
+        for name, (fn, *shapes) in probes(found, _built(found, cfg), cfg).items():
+            lowered = jax.jit(fn).trace(*shapes).lower(lowering_platforms=("cpu",))
+            text = re.sub(r"^module @\S+", "module", lowered.as_text(debug_info=False), count=1)
+            parts.append(f"{name}\n{text}")
     return "\n".join(parts)
-
-
-def _names_used(obj) -> set:
-    """Global names the code of function ``obj`` (or of a class's methods) refers to, nested functions included."""
-    codes = (
-        [obj.__code__]
-        if hasattr(obj, "__code__")
-        else [v.__code__ for v in vars(obj).values() if hasattr(v, "__code__")]
-    )
-    found = set()
-    while codes:
-        code = codes.pop()
-        found.update(code.co_names)
-        codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-    return found
 
 
 def param_count(cfg) -> int:
