@@ -404,7 +404,13 @@ except Exception as error:  # the record still says which steps ran
     device, versions = f"unknown ({error})", ("unknown", "unknown")
 steps = [dict(zip(("step", "status", "seconds"), line.rstrip("\n").split("\t"))) for line in sys.stdin]
 steps = [{**s, "seconds": float(s["seconds"]), "found": ""} for s in steps]
-record = {"device": device, "date": datetime.date.today().isoformat(), "code": "compgen@" + os.environ["COMMIT"],
+try:  # the code the check ran, as the appendix compares it (compgen.recordfile)
+    from compgen import bench, recordfile
+    schema, fingerprint = recordfile.SCHEMA, bench.code_fingerprint()
+except Exception:  # the record still says which steps ran; the appendix then says its code is not recorded
+    schema, fingerprint = 1, None
+record = {"schema": schema, "device": device, "date": datetime.date.today().isoformat(),
+          "code": "compgen@" + os.environ["COMMIT"], "code_fingerprint": fingerprint,
           "jax": versions[0], "flax": versions[1], "how": "`tools/gpu_check.sh` in one call", "steps": steps}
 print(json.dumps(record, indent=1))' >"$OUT/gpu_check.json" 2>"$WORK/record.log" || echo "gpu_check.json: not written ($WORK/record.log)"
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import dispatch, results, section
+from compgen import dispatch, recordfile, results, section
 from compgen.experiments import teacher_student as ts
 from compgen.figures import records
 from compgen.tasks import support
@@ -94,6 +94,7 @@ def main(argv=None) -> int:
         ts.SECTION, [c for _, c in chosen], store, backend="local", checkpoint_every=args.checkpoint_every, log=stamp
     )
     record = {
+        "schema": recordfile.SCHEMA,
         "what": "Fig. 2C (Table A9 columns) trained at the preset; per-seed numbers, verdicts computed at build",
         "preset": args.preset,
         "configs": [],

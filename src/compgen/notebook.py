@@ -64,6 +64,7 @@ def chapter_configs(section_name: str, preset: str, seeds=None, figures=None, **
     string holding one, as papermill passes ``-p seeds '[2020]'``) replaces every config's seeds."""
     from compgen import params
 
+    dispatch.check_environment()  # first: building a config may start JAX's backend, which reads XLA_FLAGS
     sec = catalog.get(section_name)
     seeds = params.seeds_parameter(seeds)
     if seeds is not None:
