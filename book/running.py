@@ -95,12 +95,12 @@ figures.show(running.compile_times(_book_time))
 # ## Our outer step against the authors' code
 #
 # The authors' implementation (`smonsays/modular-hyperteacher`, in JAX with Haiku) and ours were timed at the
-# paper's configurations on the same machines: this project's 2-core CPU, alternating case by case, and one H100
-# in one session. An outer step includes drawing its meta-batch of tasks (theirs is sampled by a data loader
-# outside their jitted step, ours inside), adapting every task and the meta-gradient. On a CPU both depend on how
-# fast the machine multiplies matrices, so where two sessions' GEMM readings disagree the ratio is scaled by them
-# and marked as the estimate it is. `make bench` prints the same comparison for the machine it runs on and, with
-# `--record`, adds its own reading to `book/records/steps/`.
+# paper's configurations on the same machines: this project's 2-core CPU and one H100. An outer step includes
+# drawing its meta-batch of tasks (theirs is sampled by a data loader outside their jitted step, ours inside),
+# adapting every task and the meta-gradient. A ratio is given only where both codes were timed in one session on
+# one machine: a machine's speed drifts between sessions (on a CPU with its load and its clock), so figures of
+# different sessions stay in the table with their dates and are not divided. `make bench` prints the same
+# comparison for the machine it runs on and, with `--record`, adds its own reading to `book/records/steps/`.
 #
 # Two choices of ours matter most on a CPU: a meta-batch of 64 tasks or more is adapted a chunk of tasks at a time
 # (`compgen.devices.train_chunk`), so that one chunk's inner loops stay in the caches, and a paper-sized run splits

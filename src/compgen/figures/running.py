@@ -181,13 +181,12 @@ def _ours(record, key: str, sharded: bool):
     return None
 
 
-def _gemm(record) -> float | None:
-    """A CPU record's GEMM reading: the median of its rows' (robust to one reading taken while the machine was
-    busy), else the middle of its range; ``None`` for an accelerator's record."""
-    if record is None or record.get("gemm_gflops") is None:
-        return None
-    rows = [row["gemm_gflops"] for row in record["rows"].values() if row.get("gemm_gflops")]
-    return float(np.median(rows)) if rows else float(np.mean(record["gemm_gflops"]))
+def same_session(authors: dict, ours: dict) -> bool:
+    """Whether two step-time records were timed in one session on one machine: the same ``session`` where both name
+    one, else the same device (the authors' record names its kind: "H100", "cpu") and the same date."""
+    if authors.get("session") and ours.get("session"):
+        return authors["session"] == ours["session"]
+    return authors["device"].lower() in ours["device"].lower() and authors["date"] == ours["date"]
 
 
 def _label(key: str) -> str:
@@ -202,9 +201,8 @@ def _gb(row) -> str:
 def step_times(records) -> FigureResult:
     """Seconds per outer step at the paper's configurations, the authors' code against ours, one panel per device
     the authors' code was measured on (its records, :func:`compgen.bench.step_records`), beside our newest record on
-    that device: bars on a log scale, and a table with peak memory and the ratio. On a CPU whose GEMM reading is not
-    comparable to the authors' session's (:func:`compgen.bench.comparable`) the ratio is scaled by the two readings
-    and marked as the estimate it is."""
+    that device: bars on a log scale, and a table with peak memory and the ratio, only where the two were timed in
+    one session (:func:`same_session`); figures of different sessions are shown with their dates, never divided."""
     theirs = [r for r in records if r["who"] == "authors"]
     fig, axes = plots.subplots(1, len(theirs), figsize=(plots.COLUMN_WIDTH, 3.6), squeeze=False)
     lines = [
@@ -235,15 +233,16 @@ def step_times(records) -> FigureResult:
         ax.set_title(authors["device"], fontsize=9)
         ax.set_ylabel("seconds per outer step")
         ax.legend(fontsize=6, loc="upper left", ncol=len(series))
-        gemm = _gemm(ours)
+        together = ours is not None and same_session(authors, ours)
         for k, p, s in zip(keys, plain, split):
             row = authors["rows"][k]
             fastest = min((o["s_per_step"] for o in (p, s) if o is not None), default=None)
-            ratio = "–" if fastest is None else f"{row['s_per_step'] / fastest:.1f}×"
-            if fastest is not None and authors.get("gemm_gflops") is not None and not bench.comparable(gemm, authors):
-                # another machine's speed: the ratio at equal GEMM readings, an estimate (as the budget scales time)
-                ours_there = fastest * gemm / _gemm(authors)  # our time on their machine
-                ratio = f"≈ {row['s_per_step'] / ours_there:.1f}× (scaled)"
+            if fastest is None:
+                ratio = "–"
+            elif together:
+                ratio = f"{row['s_per_step'] / fastest:.1f}×"
+            else:
+                ratio = "– (two sessions)"
             cells = [f"{o['s_per_step']:.3g}{_gb(o)}" if o else "–" for o in (p, s)]
             lines.append(
                 f"| {authors['device']} | {_label(k)} | {row['s_per_step']:.3g}{_gb(row)} | {cells[0]} | {cells[1]} "
@@ -264,9 +263,9 @@ def step_times(records) -> FigureResult:
         "Seconds per outer step at the paper's configurations (preset `paper`, one seed per case; the hyperteacher at "
         "M = 4, K = 2), the authors' code "
         "against ours, each device in its own panel (log scale; a missing bar: not measured). The ratio uses our "
-        "faster variant; on a CPU whose GEMM read more than "
-        f"{bench.COMPARABLE:.0%} away from the machine of the authors' figures it is scaled by the two readings, "
-        "an estimate marked '(scaled)'. Records: `book/records/steps/`."
+        "faster variant and is given only where both codes were timed in one session on one machine; figures of "
+        "different sessions are not divided ('two sessions'; their dates in the notes below). Records: "
+        "`book/records/steps/`."
     )
     return FigureResult(figure=fig, caption=caption, table="\n".join(lines), notes="\n\n".join(notes))
 
