@@ -104,13 +104,7 @@ def step_records(folder=None) -> list[dict]:
     else ``None``) and ``rows``: ``{key: {"s_per_step", "peak_gb", ...}}``, keyed by the bench's case name (ours) or
     by "section model" (:func:`figure_key`, the authors'); ours also ``code_fingerprint`` (:func:`code_fingerprint`).
     A damaged record is a one-line :class:`compgen.recordfile.RecordError`."""
-    return read_records(Path(RECORDS if folder is None else folder) / "steps")
-
-
-def read_records(folder: Path, kind: str = "steps") -> list[dict]:
-    """The ``kind`` records (:data:`compgen.recordfile.KINDS`) in ``folder``, each checked, oldest first (by their
-    ``date``)."""
-    return recordfile.read_folder(folder, kind)
+    return recordfile.read_folder(Path(RECORDS if folder is None else folder) / "steps", "steps")
 
 
 def code_fingerprint() -> str:
@@ -760,6 +754,7 @@ def main(argv=None):
         problem = argument_problem(args)
         if problem:
             command.error(problem)
+        args.records = Path(args.records or RECORDS)
         if args.profile:
             print(profile_case(args.profile, args.steps))
             return 0
@@ -794,7 +789,7 @@ def _book_command(args) -> int:
         if not_measured:
             print(f"record: not written, not every chapter was measured ({not_measured[0]})")
         else:
-            path = Path(args.records or RECORDS) / "book_time.json"
+            path = args.records / "book_time.json"
             write_record({**book_time_record(rows, runs), "note": args.note}, path)
             print(f"record: {path}")
     if args.check_budget:  # exceeded: exit 1; not measured (runs loaded from the store): said, exit 0
@@ -833,7 +828,7 @@ def _table_command(args, argv) -> int:
         record = step_record(measured, kind, shlex.join(["python", "-m", "compgen.bench", *given]))
         record["how"] += f"; {args.note}" if args.note else ""
         name = f"compgen-{_slug(record['device'])}-{record['date']}-{record_commit(record)}.json"
-        path = Path(args.records or RECORDS) / "steps" / name
+        path = args.records / "steps" / name
         write_record(record, path)
         print(f"record: {path}")
     return 0

@@ -20,7 +20,7 @@ import jax
 
 from compgen import cores, devices, models, params, precision, results, runner, timing
 from compgen.backends.ray import train_on_ray
-from compgen.backends.workers import MAX_WORKERS, balance, default_workers, run_workers
+from compgen.backends.workers import balance, default_workers, requested_workers, run_workers
 
 BACKENDS = ("local", "workers", "devices", "ray")
 
@@ -34,7 +34,7 @@ def check_environment() -> None:
     params.env_path("COMPGEN_RESULTS")
     params.env_path("COMPGEN_CHECKPOINTS")
     runner.checkpoint_interval()
-    params.env_int("COMPGEN_WORKERS", None, ge=1, le=MAX_WORKERS, meaning=" (training processes at once)")
+    requested_workers()
     params.env_flag(devices.SHARD_ENV)
     params.env_flag(cores.PIN_ENV)
     params.env_flag(runner.LANES_ENV)

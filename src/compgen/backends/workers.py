@@ -38,10 +38,15 @@ MAX_WORKERS = 1024  # the most training processes $COMPGEN_WORKERS may ask for (
 REPORTED_ERRORS = {"ParameterError": params.ParameterError, "TrainingDiverged": runner.TrainingDiverged}
 
 
+def requested_workers() -> int | None:
+    """``$COMPGEN_WORKERS`` (1 to :data:`MAX_WORKERS`), or ``None`` where it is unset; JAX's backend does not start."""
+    return params.env_int("COMPGEN_WORKERS", None, ge=1, le=MAX_WORKERS, meaning=" (training processes at once)")
+
+
 def default_workers(n_jobs: int) -> int:
     """``$COMPGEN_WORKERS`` if set, else one worker per CPU core on a CPU-only machine and 1 with an accelerator;
     at most ``n_jobs``."""
-    workers = params.env_int("COMPGEN_WORKERS", None, ge=1, le=MAX_WORKERS, meaning=" (training processes at once)")
+    workers = requested_workers()
     if workers is not None:
         return min(n_jobs, workers)
     if jax.default_backend() != "cpu":

@@ -66,11 +66,12 @@ def _check_duration(sec, to_train, allow_long) -> None:
     :data:`LONG_HOURS` at :data:`REFERENCE_GFLOPS` (a lower bound: small products run below a GEMM's speed)."""
     import jax
 
-    hours = sum(sec.cost(c) for c in to_train) / (REFERENCE_GFLOPS * 1e9) / 3600
+    flops = sum(sec.cost(c) for c in to_train)
+    hours = flops / (REFERENCE_GFLOPS * 1e9) / 3600
     if hours > LONG_HOURS and jax.default_backend() == "cpu" and not params.parse_bool(allow_long, "allow_long"):
         raise params.ParameterError(
             f"compare: the {len(to_train)} runs to train need at least {hours:,.0f} hours on a CPU "
-            f"({sum(sec.cost(c) for c in to_train) / 1e15:,.1f} PFLOP at {REFERENCE_GFLOPS:.0f} GFLOP/s); "
+            f"({flops / 1e15:,.1f} PFLOP at {REFERENCE_GFLOPS:.0f} GFLOP/s); "
             "run it on a GPU, or pass allow_long=True"
         )
 

@@ -40,7 +40,7 @@ def load(path) -> dict | None:
 
 def gpu_records(folder) -> list[dict]:
     """The GPU-check records under ``folder``/gpu, each checked, oldest first."""
-    return bench.read_records(Path(folder, "gpu"), "gpu")
+    return recordfile.read_folder(Path(folder, "gpu"), "gpu")
 
 
 CODE_STATES = {recordfile.STALE: "code changed since", recordfile.NOT_RECORDED: "code not recorded"}

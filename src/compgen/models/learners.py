@@ -126,12 +126,9 @@ def names(kind: str = "fewshot") -> tuple:
 def get(name: str, kind: str | None = None) -> Learner:
     """The learner ``name`` names: a registered name or an import path ``package.module:attribute`` (module
     docstring); ``kind`` checks what kind it is. Every failure is one :class:`ParameterError` line."""
-    if not isinstance(name, str) or not name.strip():
-        known = names(kind) if kind else tuple(_REGISTRY)
-        raise ParameterError(f"model must be one of {known} or an import path package.module:learner, got {name!r}")
-    if ":" in name:
+    if isinstance(name, str) and ":" in name:
         found = _imported(name)
-    elif name in _REGISTRY:
+    elif isinstance(name, str) and name in _REGISTRY:
         found = _REGISTRY[name]
     else:
         known = names(kind) if kind else tuple(_REGISTRY)
@@ -203,18 +200,16 @@ def model_of(cfg, kind: str):
     """``cfg``'s learner built for ``cfg`` (``cfg.model`` of ``kind``). A learner outside the library is checked
     (:func:`check`); any failure is one :class:`ParameterError` line naming the learner."""
     found = get(cfg.model, kind)
-    if is_library(found):
-        return found.build(cfg)
-    check(found, cfg)
-    return found.build(cfg)
+    return found.build(cfg) if is_library(found) else check(found, cfg)
 
 
-def check(found: Learner, cfg) -> None:
-    """Build ``found`` for ``cfg`` and trace its functions at the config's shapes (:func:`probes`): the model is
-    of its kind's type, its parameters and outputs are floating point and its outputs are ``(points, n_out)``.
+def check(found: Learner, cfg):
+    """The model ``found`` builds for ``cfg``, its functions traced at the config's shapes (:func:`probes`): the model
+    is of its kind's type, its parameters and outputs are floating point and its outputs are ``(points, n_out)``.
     Whatever it raises or returns otherwise is one :class:`ParameterError` line naming the learner."""
     model = _built(found, cfg)
     probes(found, model, cfg)
+    return model
 
 
 def _built(found: Learner, cfg):
