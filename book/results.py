@@ -84,6 +84,6 @@ notebook.check_parameters(globals())
 
 figures.show(
     glance.page(
-        preset, seeds, second_set="search/second_set.json", twins="search", paper_scale="search/paper_fig2c.json"
+        preset, seeds, second_set="search/second_set.json", twins="search", paper_scale="records/paper/fig2c"
     )
 )

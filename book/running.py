@@ -131,11 +131,24 @@ figures.show(running.paper_cost(bench.step_records("records")))
 # The paper's configuration is meant for a GPU: `make execute PRESET=paper`, or one figure with
 # `compgen-cli run SECTION FIGURE --preset paper`, after installing the CUDA build of JAX into the virtualenv
 # (the README says how). On an accelerator the runner trains the configs of one shape as lanes of one program,
-# each still stored under its own key, and the whole meta-batch is adapted at once. `tools/gpu_check.sh` checks a
-# GPU machine in one call of at most 9 minutes with nothing but the machine's Python, JAX and the carried wheels
-# of the notebook stack: the device, a compile probe that chooses how Fig. 2C's inner loop is written, the
-# bench's paper rows, Fig. 2C at the paper's scale (resumable from its checkpoints), the unit tests and a smoke
-# chapter. Each run of it leaves a record under `book/records/gpu/`; the checks made so far:
+# each still stored under its own key, and the whole meta-batch is adapted at once.
+#
+# A GPU is lent to this project by chance, minutes at a time, so the paper's runs are a ledger
+# (`records/ledger.json`: Fig. 2C first, then the rest of Table A9 and Table A1) that every lease continues with one
+# script, `tools/gpu_lease.py`: the device and its versions first, then the ledger's unfinished works, each as lanes
+# of one program with a checkpoint after every chunk of steps, until the lease's time is nearly spent; what it
+# leaves under `records/paper/` is committed, and the next lease, on any machine, resumes from there. A device
+# choice that does not compile within a stated bound (the teacher-student's fused inner loop) gives way to the
+# next (the `lax.scan` loop). The paper-scale ledger as it stands:
+
+# %% tags=["remove-input"]
+figures.show(running.ledger_table("records/ledger.json", "records/paper"))
+
+# %% [markdown]
+# `tools/gpu_check.sh` checks a GPU machine with what a lease leaves, never beside the ledger's runs: the device, a
+# compile probe of Fig. 2C's inner loop written both ways, the bench's paper rows, the unit tests and a smoke
+# chapter, with nothing but the machine's Python, JAX and the carried wheels of the notebook stack. Each run of it
+# leaves a record under `book/records/gpu/`; the checks made so far:
 
 # %% tags=["remove-input"]
 figures.show(running.gpu_checks(running.gpu_records("records")))

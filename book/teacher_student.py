@@ -159,13 +159,15 @@ chapter.fig2c(runs)
 # ### Fig. 2C at the paper's scale
 #
 # The same figure at the paper's own configuration: 60,000 outer steps of 64 tasks, 300 inner Adam steps on
-# batches of 256, Table A9's columns 1, 2, 3 and 5, seeds 100–102. It needs a GPU, so it is not trained here: a
-# GPU machine runs `tools/paper_fig2c.py` (the twelve students as lanes of one program, the inner loops as one
-# fused kernel) and commits its record, `search/paper_fig2c.json`, from which this section and the results page
-# judge the claims with the same code as above.
+# batches of 256, Table A9's columns 1, 2, 3 and 5, seeds 100–102. It needs a GPU, which this project is lent by
+# chance, a few minutes at a time. So the paper's runs are a ledger (`records/ledger.json`, Fig. 2C first), and
+# every GPU lease continues it with one script, `tools/gpu_lease.py`: the twelve students train as lanes of one
+# program, a checkpoint after every chunk of steps, and what a lease leaves is committed under `records/paper/`,
+# from which the next lease resumes. This section draws the run as it stands; the claims below get a verdict only
+# once it reaches its last step, judged with the same code as above.
 
 # %%
-figures.show(chapter.paper_scale_section("search/paper_fig2c.json"))
+figures.show(chapter.paper_scale_section("records/paper/fig2c"))
 
 # %% [markdown]
 # ## Training curves

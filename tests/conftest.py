@@ -133,42 +133,67 @@ def runs_of():
     return make
 
 
-def paper_fig2c_record(connected, disconnected, seeds=(100, 101, 102), evals=3):
-    """A record of tools/paper_fig2c.py with chosen final alignments: {column: per-seed values} set by support."""
+def paper_run_record(connected, disconnected, seeds=(100, 101, 102), evals=3, steps_done=None):
+    """A ledger record of Fig. 2C (``progress.json`` of :mod:`compgen.ledger`) at the paper's configuration with
+    chosen final alignments, by support: complete unless ``steps_done`` is given."""
     import numpy as np
 
+    from compgen import devices, recordfile, results, section
+    from compgen.experiments import teacher_student as ts
     from compgen.tasks import support
 
+    every = {(c.masks, c.distribution): c for c in section.figure_configs(ts.SECTION, "fig2c", "paper")}
+    total, n = 60000, len(seeds)
     entries = []
     for col in support.TABLE_A9:
         if col.column not in (1, 2, 3, 5):
             continue
         final = np.asarray(connected if col.connected else disconnected, float)
-        n = len(seeds)
+        config = results.config_dict(every[(col.spec, col.distribution)])
         entries.append(
             {
-                "column": col.column,
-                "masks": col.spec,
-                "distribution": col.distribution,
-                "connected": col.connected,
+                "label": f"Table A9 column {col.column}: {col.name}",
+                "select": {"masks": col.spec, "distribution": col.distribution},
                 "seeds": list(seeds),
-                "alignment": (np.linspace(0.2, 1.0, evals)[None, :] * final[:, None]).tolist(),
-                "relative_loss": np.full((n, 7), 0.01).tolist(),
-                "r2": np.full((n, 7, 6), 0.9).tolist(),
-                "provenance": {"seconds": {"wall": 300.0, "lanes": 4}},
+                "config": {k: v for k, v in config.items() if k not in devices.KNOBS},
+                "eval": {
+                    "alignment": (np.linspace(0.2, 1.0, evals)[None, :] * final[:, None]).tolist(),
+                    "relative_loss": np.full((n, evals, 7), 0.01).tolist(),
+                    "r2": np.full((n, evals, 7, 6), 0.9).tolist(),
+                },
+                "train_loss": np.full((n, evals - 1), 0.02).tolist(),
             }
         )
-    return {
-        "preset": "paper",
-        "outer_steps": 60000,
-        "device": "gpu:NVIDIA H100 80GB HBM3",
+    done = total if steps_done is None else steps_done
+    lease = {
+        "date": "2026-11-30",
+        "device": "NVIDIA H100 80GB HBM3",
         "jax_version": "0.11.2",
-        "commit": "0123456789ab",
-        "configs": entries,
+        "steps": [0, done],
+        "knobs": {"fused_inner": True},
+        "chunk": 100,
+        "seconds": {"wall": 300.0},
     }
+    return recordfile.stamp(
+        {
+            "work": "fig2c",
+            "section": "teacher_student",
+            "figure": "fig2c",
+            "preset": "paper",
+            "outer_steps": total,
+            "eval_every": 1000,
+            "steps_done": done,
+            "complete": done == total,
+            "eval_steps": np.linspace(0, done, evals).astype(int).tolist(),
+            "configs": entries,
+            "diverged": {},
+            "leases": [lease],
+        },
+        ts.SECTION.fingerprint,
+    )
 
 
 @pytest.fixture
 def paper_record():
-    """:func:`paper_fig2c_record`: a record of ``tools/paper_fig2c.py`` with chosen final alignments."""
-    return paper_fig2c_record
+    """:func:`paper_run_record`: a ledger record of Fig. 2C with chosen final alignments."""
+    return paper_run_record

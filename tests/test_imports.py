@@ -27,7 +27,7 @@ LAYERS = [
     ("compgen.experiments", "compgen.catalog"),
     ("compgen.runner",),
     ("compgen.backends",),
-    ("compgen.dispatch", "compgen.notebook"),
+    ("compgen.dispatch", "compgen.notebook", "compgen.ledger"),
     ("compgen.figures",),
     ("compgen.sweeps", "compgen.cli", "compgen.bench", "compgen.__main__"),
     ("compgen.figures.running",),  # the appendix page draws the bench's records

@@ -137,7 +137,7 @@ def test_a_run_whose_loss_explodes_is_stopped_and_not_stored(store, tiny):
 def test_a_loss_that_turns_nan_is_divergence_a_degenerate_metric_is_not(tiny):
     a, b = tiny(seeds=(1,)), tiny(seeds=(2, 3), masks="0;1", distribution="continuous")
     diverged = {}
-    check = runner._divergence_check(S, [a, b], diverged)
+    check = runner.divergence_check(S, [a, b], diverged)
     steps = {"streak": np.zeros((1, 3)), "loss": np.full((1, 3), 0.5)}
     first = {"loss": np.array([[0.2, np.nan]] * 3), "alignment": np.array([0.2, 0.3, 0.4])}
     check(steps, 10, {"loss": np.array([[0.1, np.nan]] * 3), "alignment": np.array([0.5, np.nan, 0.7])}, first)

@@ -9,8 +9,7 @@ seeds and prints, as each phase ends: ``init`` (compile and run), ``evaluate`` c
 chunk of ``--steps`` outer steps) and its milliseconds per outer step. A variant still running after ``--timeout``
 seconds is stopped, and the phases it finished are kept, so a compilation that never ends shows where. The variants
 run one after the other. The record (``--out``, JSON): per variant its phases' seconds and ``ok`` (every phase ended),
-and ``faster``: the variant whose outer step is faster among those that ended (``null`` if none did);
-``tools/gpu_check.sh`` trains the paper-scale Fig. 2C with it.
+and ``faster``: the variant whose outer step is faster among those that ended (``null`` if none did).
 """
 
 from __future__ import annotations

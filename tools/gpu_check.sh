@@ -9,23 +9,17 @@
 # `timeout`, writes its log to $WORK (default /tmp/gpu_check_work) and goes into the summary table printed at the end.
 # $OUT (default /tmp/gpu_check) receives at most five files, as a device machine sends back: summary.md and
 # gpu_check.json (the same table as a record: with what each step found, written in by hand, it goes to
-# book/records/gpu/, which the book's appendix draws), logs.tgz (every step's log, refreshed every 20 s and after
-# each step), and from the fig2c step paper_fig2c.json and fig2c-store.tgz. The steps, in order:
+# book/records/gpu/, which the book's appendix draws) and logs.tgz (every step's log, refreshed every 20 s and after
+# each step). The paper-scale runs are not here: tools/gpu_lease.py spends a lease on them first, and these checks
+# run only with what a lease has left, never beside its runs. The steps, in order:
 #   device   jax's devices, versions, nvidia-smi
 #   wheels   installs .whl/*.whl (the notebook stack, below) into $SITE (default /tmp/site), if the folder exists
 #   probe    tools/compile_probe.py $PROBE_ARGS: the teacher-student paper config (one seed) with its inner loop fused
 #            and as a lax.scan, each in a process stopped after 75 s: init, evaluate compile and run, a 20-step
-#            chunk's compile and ms per outer step, phase by phase (a compilation that never ends shows where); the
-#            fig2c step trains with the faster variant that ended (--scan unless the fused one did)
+#            chunk's compile and ms per outer step, phase by phase (a compilation that never ends shows where)
 #   bench    python -m compgen.bench --only "$BENCH_ONLY" (default: the paper rows with the authors' H100 figures),
-#            chunks of at most BENCH_STEPS outer steps (default 20); alone on the device, before
-#            the fig2c step starts; rows print as they finish, so a bench stopped by its timeout still leaves them
-#   fig2c    tools/paper_fig2c.py $FIG2C_ARGS (GPU: Fig. 2C at the paper's configuration, Table A9 columns 1, 2, 3, 5 x
-#            3 seeds as 12 lanes of one program; --cpu: preset smoke) into the store $FIG2C_STORE (default
-#            /tmp/fig2c-store; restored from .gpu/fig2c-store.tgz if carried, so a second call resumes from its
-#            checkpoints), in the background while the tests and the chapter run; packed into $OUT/fig2c-store.tgz
-#            (the newest checkpoint of each run) every 20 s; it is stopped when BUDGET_S is spent ("TIMEOUT
-#            (resumable)"); its record goes to $OUT/paper_fig2c.json once every config is stored
+#            chunks of at most BENCH_STEPS outer steps (default 20); alone on the device; rows print as they
+#            finish, so a bench stopped by its timeout still leaves them
 #   tests    the unit tests, JOBS (default 8) pytest-xdist workers sharing the GPU; the book's own tests skip
 #            themselves when jupytext or beautifulsoup4 is missing
 #   chapter  book/$CHAPTER.py (default teacher_student) at preset smoke: jupytext, then papermill, into a fresh
@@ -43,7 +37,7 @@
 # The steps together never run longer than BUDGET_S seconds (default 560): a step's limit is cut to what is left.
 # Overrides (environment): OUT, WORK, SITE, JOBS, BUDGET_S, DEVICE_TIMEOUT, WHEELS_TIMEOUT, TESTS_TIMEOUT,
 # CHAPTER_TIMEOUT, BENCH_TIMEOUT, PROBE_TIMEOUT, TWIN_TIMEOUT, TESTS (the pytest arguments), CHAPTER, BENCH_ONLY, BENCH_STEPS,
-# FIG2C_ARGS, FIG2C_STORE, PROBE_ARGS, ONLY, TWIN_REFERENCE, TWIN_PYTHON, TWIN_CHAPTERS, TWIN_JOBS, TWIN_WORKERS, PYTHON
+# PROBE_ARGS, ONLY, TWIN_REFERENCE, TWIN_PYTHON, TWIN_CHAPTERS, TWIN_JOBS, TWIN_WORKERS, PYTHON
 # (default python3).
 # COMPGEN_MATMUL_PRECISION and XLA_FLAGS pass through (book/running.py, "On a GPU"). Exit status: 0 if no step
 # failed or timed out.
@@ -97,7 +91,6 @@ SITE=${SITE:-/tmp/site}
 PYTHON=${PYTHON:-python3}
 BUDGET_S=${BUDGET_S:-560}
 CHAPTER=${CHAPTER:-teacher_student}
-FIG2C_STORE=${FIG2C_STORE:-/tmp/fig2c-store}
 mkdir -p "$OUT" "$WORK" || exit 2
 export OUT WORK SITE PYTHON CHAPTER MODE
 export PYTHONPATH="$ROOT/src${PYTHONPATH:+:$PYTHONPATH}"
@@ -118,7 +111,6 @@ if [[ $MODE == gpu ]]; then
   TESTS=${TESTS:-tests}
   BENCH_ONLY=${BENCH_ONLY:-"hyperteacher hnet_linear paper|hyperteacher anil paper|hyperteacher maml paper|preferences hnet_linear paper|preferences anil paper|goals hnet_linear paper|goals anil paper"}
   BENCH_STEPS=${BENCH_STEPS:-20}
-  FIG2C_ARGS=${FIG2C_ARGS:-}
 else
   # This machine: the library's venv, a few tests, one quick bench case.
   JOBS=${JOBS:-0}
@@ -135,7 +127,6 @@ else
     tests/test_sweeps.py::test_devices_backend_matches_local}
   BENCH_ONLY=${BENCH_ONLY:-hyperteacher hnet_linear quick}
   BENCH_STEPS=${BENCH_STEPS:-5}
-  FIG2C_ARGS=${FIG2C_ARGS:---preset smoke}
 fi
 
 ONLY=${ONLY:-}
@@ -149,22 +140,11 @@ STEPS=()
 STATUS=()
 TIMES=()
 
-# pack_logs: every step's log so far into $OUT/logs.tgz; pack_fig2c: the fig2c store's newest checkpoint of each run
-# (and its stored runs while the record is not written) into $OUT/fig2c-store.tgz. Each written beside, then renamed.
+# pack_logs: every step's log so far into $OUT/logs.tgz, written beside, then renamed.
 pack_logs() {
   (cd "$WORK" && tar -czf "$OUT/logs.tgz.part" ./*.log ./*.ipynb 2>/dev/null; mv "$OUT/logs.tgz.part" "$OUT/logs.tgz")
 }
-pack_fig2c() {
-  [[ -d $FIG2C_STORE ]] || return 0
-  local files=()
-  mapfile -t files < <(cd "$FIG2C_STORE" && for d in checkpoints/*/*/; do
-    [[ -d $d ]] && find "$d" -name 'step-*.ckpt' | sort | tail -n 1
-  done)
-  [[ -f $OUT/paper_fig2c.json ]] || mapfile -t -O "${#files[@]}" files < <(cd "$FIG2C_STORE" && ls teacher_student/* 2>/dev/null)
-  ((${#files[@]})) || return 0
-  tar -czf "$OUT/fig2c-store.tgz.part" -C "$FIG2C_STORE" "${files[@]}" && mv "$OUT/fig2c-store.tgz.part" "$OUT/fig2c-store.tgz"
-}
-(while sleep 20; do pack_logs; pack_fig2c; done) &
+(while sleep 20; do pack_logs; done) &
 PACKER=$!
 
 # run_step NAME LIMIT COMMAND...: COMMAND under `timeout` (LIMIT seconds, cut to what is left of BUDGET_S), its
@@ -247,13 +227,9 @@ else
 fi
 
 # (c) the teacher-student's paper config, inner loop fused and as a scan: where its first minutes go
-# (tools/compile_probe.py); the fig2c step trains with the variant whose outer step is faster
+# (tools/compile_probe.py)
 # shellcheck disable=SC2086  # PROBE_ARGS is a list of arguments
 run_step probe "$PROBE_TIMEOUT" "$PYTHON" -u tools/compile_probe.py $PROBE_ARGS --out "$WORK/probe.json"
-FASTER=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1])).get("faster") or "")' "$WORK/probe.json" 2>/dev/null)
-if [[ $MODE == gpu && $FASTER != fused && $FIG2C_ARGS != *--scan* ]]; then
-  FIG2C_ARGS="--scan $FIG2C_ARGS"  # the fused kernel did not end its phases in time, or was slower
-fi
 
 # (c') the bench, alone on the device (no compilation cache: it times compilation)
 run_step bench "$BENCH_TIMEOUT" "$PYTHON" -m compgen.bench --only "$BENCH_ONLY" --steps "$BENCH_STEPS"
@@ -261,31 +237,12 @@ if [[ ${STATUS[-1]} == ok ]] && grep -q "| failed:" "$WORK/bench.log"; then
   STATUS[-1]="FAILED (a case)"
 fi
 
-# (d) Fig. 2C at the paper's configuration, in the background while the tests and the chapter run
-FIG2C_PID=
-FIG2C_BEGIN=$SECONDS
-if [[ -n $ONLY && " $ONLY " != *" fig2c "* ]]; then
-  skip_step fig2c "not in ONLY"
-elif ((BUDGET_S - (SECONDS - START) < 30)); then
-  skip_step fig2c "budget spent"
-else
-  mkdir -p "$FIG2C_STORE"
-  if [[ -f .gpu/fig2c-store.tgz ]]; then
-    tar -xzf .gpu/fig2c-store.tgz -C "$FIG2C_STORE" && echo "[fig2c] resuming from the carried .gpu/fig2c-store.tgz"
-  fi
-  echo "[fig2c] in the background: tools/paper_fig2c.py $FIG2C_ARGS (store $FIG2C_STORE)"
-  # shellcheck disable=SC2086  # FIG2C_ARGS is a list of arguments
-  COMPGEN_RESULTS="$FIG2C_STORE" "$PYTHON" -u tools/paper_fig2c.py --out "$OUT/paper_fig2c.json" $FIG2C_ARGS \
-    >"$WORK/fig2c.log" 2>&1 &
-  FIG2C_PID=$!
-fi
-
-# (e) the unit tests, beside the fig2c step
+# (d) the unit tests
 # shellcheck disable=SC2086  # TESTS is a list of pytest arguments
 run_step tests "$TESTS_TIMEOUT" env JAX_COMPILATION_CACHE_DIR="$WORK/jax-cache" \
   "$PYTHON" -m pytest -v -p no:cacheprovider -n "$JOBS" --dist loadfile --durations=10 -rfEs $TESTS
 
-# (f) one chapter at preset smoke, through papermill, into a fresh results store
+# (e) one chapter at preset smoke, through papermill, into a fresh results store
 if "$PYTHON" -c 'import papermill, jupytext, ipykernel' 2>/dev/null; then
   # shellcheck disable=SC2016  # expanded by the inner bash, from the exported variables
   run_step chapter "$CHAPTER_TIMEOUT" bash -c '
@@ -309,39 +266,7 @@ else
   skip_step chapter "no papermill/jupytext/ipykernel"
 fi
 
-# (d) ... waiting for Fig. 2C until the budget is spent; stopped then, it resumes from its checkpoints when carried
-if [[ -n $FIG2C_PID ]]; then
-  while kill -0 "$FIG2C_PID" 2>/dev/null && ((SECONDS - START < BUDGET_S - 5)); do sleep 1; done
-  if kill -0 "$FIG2C_PID" 2>/dev/null; then
-    kill "$FIG2C_PID"
-    wait "$FIG2C_PID" 2>/dev/null
-    status="TIMEOUT (resumable)"
-  elif wait "$FIG2C_PID"; then
-    status=ok
-  else
-    status="FAILED ($?)"
-    if [[ $MODE == gpu && $FIG2C_ARGS != *--scan* ]] && ((BUDGET_S - (SECONDS - START) > 60)); then
-      # the fused kernel failed: the lax.scan loop instead, for its speed and its checkpoints
-      echo "[fig2c] failed: $(tail -n 1 "$WORK/fig2c.log"); again with --scan"
-      mv "$WORK/fig2c.log" "$WORK/fig2c-fused.log"
-      # shellcheck disable=SC2086  # FIG2C_ARGS is a list of arguments
-      COMPGEN_RESULTS="$FIG2C_STORE" "$PYTHON" -u tools/paper_fig2c.py --out "$OUT/paper_fig2c.json" --scan $FIG2C_ARGS \
-        >"$WORK/fig2c.log" 2>&1 &
-      FIG2C_PID=$!
-      while kill -0 "$FIG2C_PID" 2>/dev/null && ((SECONDS - START < BUDGET_S - 5)); do sleep 1; done
-      kill "$FIG2C_PID" 2>/dev/null && status="FAILED (fused); --scan: TIMEOUT (resumable)"
-      wait "$FIG2C_PID" 2>/dev/null
-    fi
-  fi
-  tail -n 3 "$WORK/fig2c.log" | sed "s/^/[fig2c]   /"
-  STEPS+=(fig2c)
-  STATUS+=("$status")
-  TIMES+=("$((SECONDS - FIG2C_BEGIN))")
-  pack_fig2c
-  pack_logs
-fi
-
-# (g) the twin runs: the authors' code and ours at the same configs (tools/twin.py)
+# (f) the twin runs: the authors' code and ours at the same configs (tools/twin.py)
 if [[ -z $TWIN_REFERENCE ]]; then
   skip_step twin "no TWIN_REFERENCE and no .twin/reference"
 else

@@ -54,15 +54,17 @@ def _nested_dict(flat: dict, prefix: str) -> dict:
 class Checkpointer:
     """Saves and restores one run's checkpoints in ``directory`` (see module docstring).
 
-    ``every``: save after every ``every`` calls of ``eval_every`` steps (read by :func:`compgen.runner.run_steps`).
+    ``every``: save after every ``every`` calls of ``eval_every`` steps (read by :func:`compgen.runner.run_steps`);
+    ``keep``: the newest checkpoints kept; ``compress``: deflate the archive (a checkpoint to commit).
     ``progress`` as saved: ``done`` (steps), ``steps`` (list of per-call metric dicts), ``evals``
     (list of evaluation dicts), ``eval_steps`` (list of ints).
     """
 
-    def __init__(self, directory, every: int = 1, keep: int = 2, log=print):
+    def __init__(self, directory, every: int = 1, keep: int = 2, log=print, compress: bool = False):
         if int(every) < 1 or int(keep) < 1:
             raise ValueError(f"every and keep must be positive integers, got every={every!r}, keep={keep!r}")
         self.directory, self.every, self.keep, self.log = Path(directory), int(every), int(keep), log
+        self.compress = bool(compress)
 
     def paths(self) -> list:
         """The checkpoint files, newest first."""
@@ -80,7 +82,7 @@ class Checkpointer:
         arrays["eval_steps"] = np.asarray(progress["eval_steps"], dtype=np.int64)
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / f"step-{int(progress['done']):010d}.ckpt"
-        storage.write_arrays(path, arrays)
+        storage.write_arrays(path, arrays, compress=self.compress)
         for old in self.paths()[self.keep :]:
             old.unlink(missing_ok=True)
         self.log(f"[checkpoint] saved step {int(progress['done'])} to {path}")

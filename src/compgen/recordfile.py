@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 from compgen import params
@@ -189,14 +190,51 @@ SEARCH = {
         }
     ],
 }
-PAPER_FIG2C = {
+LEDGER = {
+    "work": [
+        {
+            "name": "text",
+            "section": "text",
+            "figure": "text",
+            "preset": "text",
+            "select": ["object"],
+            "labels": ["text"],
+            "why?": "text",
+        }
+    ]
+}
+PAPER_RUN = {
+    "work": "text",
+    "section": "text",
+    "figure": "text",
     "preset": "text",
     "outer_steps": "positive count",
-    "device": "text",
-    "jax_version": "text",
-    "commit": "text",
-    "fingerprint?": "text",
-    "configs": [{"column": "positive count", "seeds": SEEDS, "alignment": "any", "provenance": "object"}],
+    "eval_every": "positive count",
+    "steps_done": "count",
+    "complete": ("one of", (True, False)),
+    "eval_steps": ["count"],
+    "configs": [
+        {
+            "label": "text",
+            "select": "object",
+            "seeds": SEEDS,
+            "config": "object",
+            "eval": ("map", "numbers"),
+            "train_loss": "numbers",
+        }
+    ],
+    "diverged": ("map", "text"),
+    "leases": [
+        {
+            "date": "text",
+            "device": "text",
+            "jax_version": "text",
+            "steps": ("pair", "count"),
+            "knobs": "object",
+            "chunk": "positive count",
+            "seconds": ("map", "time"),
+        }
+    ],
 }
 
 # kind: (what it is, the command that rewrites it, its shape)
@@ -211,7 +249,8 @@ KINDS = {
     "steps": ("step-time record", "python -m compgen.bench --record", STEPS),
     "gpu": ("GPU-check record", "tools/gpu_check.sh", GPU),
     "search": ("search record", "tools/search_from_store.py <section> <figure> --seeds ... --regime ...", SEARCH),
-    "paper_fig2c": ("paper-scale record", "tools/paper_fig2c.py", PAPER_FIG2C),
+    "ledger": ("paper-scale ledger", "an edit of book/records/ledger.json (compgen.ledger.Work)", LEDGER),
+    "paper_run": ("paper-scale run's progress", "python tools/gpu_lease.py (on a GPU; --cpu rehearses)", PAPER_RUN),
 }
 
 
@@ -286,6 +325,35 @@ def stamp(record: dict, fingerprint: str | None = None) -> dict:
     """``record`` with the current :data:`SCHEMA` first and, if given, the ``code_fingerprint`` of what made it."""
     extra = {} if fingerprint is None else {"code_fingerprint": fingerprint}
     return {"schema": SCHEMA, **{k: v for k, v in record.items() if k != "schema"}, **extra}
+
+
+# ----------------------------------------------------------------------------------------------- writing
+
+
+def dumps(record) -> str:
+    """``record`` as indented JSON with every list of numbers (or of such lists) on one line: a record that reads
+    and diffs by config, not by number."""
+    text = json.dumps(record, indent=1)
+    flat = re.compile(r"\[\s*((?:[-\w.+]+|\[[^\[\]\n]*\])(?:,\s*(?:[-\w.+]+|\[[^\[\]\n]*\]))*)\s*\]")
+    while True:
+        joined = flat.sub(lambda m: "[" + ", ".join(x.strip() for x in _top_level(m.group(1))) + "]", text)
+        if joined == text:
+            return text + "\n"
+        text = joined
+
+
+def _top_level(items: str) -> list:
+    """The comma-separated items of ``items``, splitting only outside brackets."""
+    out, depth, current = [], 0, ""
+    for char in items:
+        depth += char == "["
+        depth -= char == "]"
+        if char == "," and depth == 0:
+            out.append(current)
+            current = ""
+        else:
+            current += char
+    return out + [current]
 
 
 # ----------------------------------------------------------------------------------------------- staleness

@@ -117,7 +117,7 @@ def run_steps(
     return state, history
 
 
-def _divergence_check(section, configs, diverged):
+def divergence_check(section, configs, diverged):
     """A check for :func:`run_steps` over the lanes of ``configs`` (their seeds' rows in order). A config diverged,
     and is added to ``diverged`` ({config: message}), once one of its seeds
 
@@ -185,7 +185,7 @@ def train_lanes(section, configs, log=print, saver=None):
     per config, as :func:`train` returns for one (``seconds`` holds the whole program's times and ``lanes``, the
     number of configs it trained). Each config's numbers equal its training alone up to float32 round-off; on an
     accelerator the lanes cost little more than one config, on a CPU proportionally more (:func:`use_lanes`). A config
-    whose run diverges (:func:`_divergence_check`) is not returned: the others are, and then :class:`TrainingDiverged`
+    whose run diverges (:func:`divergence_check`) is not returned: the others are, and then :class:`TrainingDiverged`
     is raised for it, its exception carrying them as ``trained``."""
     if len({section.shape_key(c) for c in configs}) != 1:
         raise ValueError("train_lanes: the configs must share one shape (section.shape_key)")
@@ -218,7 +218,7 @@ def train_lanes(section, configs, log=print, saver=None):
         show,
         log,
         saver,
-        _divergence_check(section, configs, diverged),
+        divergence_check(section, configs, diverged),
         clock,
     )
     history = jax.tree.map(np.asarray, history)

@@ -119,17 +119,22 @@ def test_the_twin_columns_judge_both_codes_at_the_same_world(store, tmp_path, fa
     assert "#twin-teacher-student" not in glance.page("smoke", twins=tmp_path)
 
 
-def test_the_paper_scale_column_judges_fig2c_from_its_record_at_build(store, tmp_path, paper_record):
-    """Only the two Fig. 2C claims get a paper-scale cell, judged now from the record's per-seed numbers; without a
-    record the page says that nothing ran at that scale and adds no column."""
-    path = tmp_path / "paper_fig2c.json"
-    assert "No claim has been trained at the paper's configuration yet" in glance.page("smoke", paper_scale=path)
-    assert "<th>paper scale</th>" not in glance.page("smoke", paper_scale=path)
-    path.write_text(json.dumps(paper_record([0.99, 0.97, 0.98], [0.8, 0.95, 0.7])))
-    page = glance.page("smoke", paper_scale=path)
-    assert "<th>paper scale</th>" in page and "trained on NVIDIA H100 80GB HBM3" in page
-    assert page.count('">+0.163 (3/3)</span>') == 2
-    assert "(stale)" in page  # the hand-made record names no fingerprint or config: it cannot be current
+def test_the_paper_scale_column_judges_fig2c_from_the_ledger_at_build(store, tmp_path, paper_record):
+    """Only the two Fig. 2C claims get a paper-scale cell, judged now from the ledger's per-seed numbers once the run
+    is complete, "at N of 60,000 steps" before; without a record the page says that nothing ran at that scale and
+    adds no column."""
+    folder = tmp_path / "fig2c"
+    assert "No claim has been trained at the paper's configuration yet" in glance.page("smoke", paper_scale=folder)
+    assert "<th>paper scale</th>" not in glance.page("smoke", paper_scale=folder)
+    folder.mkdir()
+    (folder / "progress.json").write_text(json.dumps(paper_record([0.99, 0.97, 0.98], [0.8, 0.95, 0.7])))
+    page = glance.page("smoke", paper_scale=folder)
+    assert "<th>paper scale</th>" in page and "lease(s) on NVIDIA H100 80GB HBM3" in page
+    assert page.count('">+0.163 (3/3)</span>') == 2 and "(stale)" not in page
+    (folder / "progress.json").write_text(json.dumps(paper_record([0.99] * 3, [0.8] * 3, steps_done=3000)))
+    page = glance.page("smoke", paper_scale=folder)
+    assert page.count(">at 3,000 of 60,000 steps</span>") == 2 and "in progress: 3,000 of 60,000 outer steps" in page
+    assert "+0.19" not in page  # no difference shown as a verdict
 
 
 # ------------------------------------------------------------------------ damaged, stale and mismatched records
@@ -164,9 +169,9 @@ def test_damaged_twin_and_paper_scale_records_stop_the_page_in_one_line(tmp_path
     (tmp_path / "twin_goals_2.json").write_text(json.dumps(record))
     with pytest.raises(recordfile.RecordError, match="chapter 'nowhere' is not one of"):
         glance._twin_records(tmp_path, "smoke")
-    (tmp_path / "paper_fig2c.json").write_text('{"preset": "paper", "outer_steps": -60000}')
-    with pytest.raises(recordfile.RecordError, match=r"paper-scale record is damaged: outer_steps must be"):
-        glance._paper_scale_claims(tmp_path / "paper_fig2c.json")
+    (tmp_path / "progress.json").write_text('{"work": "fig2c", "section": "teacher_student", "figure": "fig2c"')
+    with pytest.raises(recordfile.RecordError, match=r"progress\.json: paper-scale run's progress is not valid JSON"):
+        glance._paper_scale_claims(tmp_path)
 
 
 def test_a_second_set_without_fingerprints_is_flagged_never_current(runs_of, fake):

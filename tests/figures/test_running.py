@@ -195,3 +195,19 @@ def test_a_record_of_other_code_or_naming_none_says_so():
     authors = _steps("authors", "cpu", {"hyperteacher anil": {"s_per_step": 8.0, "peak_gb": 8.6}}, gemm=[300.0, 400.0])
     ours = _steps("compgen", "cpu", {PLAIN: {"s_per_step": 4.0, "peak_gb": 1.0}}, gemm=[350.0, 350.0])
     assert "names no code fingerprint" in running.step_times([authors, ours]).notes
+
+
+def test_the_ledger_table_shows_each_work_where_it_stands(tmp_path, paper_record):
+    import json as _json
+
+    from compgen import ledger as _ledger
+
+    works = _ledger.read(running.Path(__file__).resolve().parents[2] / "book" / "records" / "ledger.json")[:2]
+    (tmp_path / "ledger.json").write_text(_ledger.dumps_ledger(works))
+    (tmp_path / "paper" / "fig2c").mkdir(parents=True)
+    (tmp_path / "paper" / "fig2c" / "progress.json").write_text(
+        _json.dumps(paper_record([0.9] * 3, [0.5] * 3, steps_done=7000))
+    )
+    table = running.ledger_table(tmp_path / "ledger.json", tmp_path / "paper").table
+    assert "| fig2c | fig2c | 4 × 3 | 7,000 of 60,000 | 1 | NVIDIA H100 80GB HBM3 | 0.08 | in progress |" in table
+    assert "| fig2c-rest | fig2c | 3 × 3 | 0 of 60,000 | 0 | – | – | not started |" in table

@@ -188,38 +188,41 @@ def test_students_table_lists_each_fig2d_student_beside_identification_and_the_l
     "connected, disconnected, holds",
     [([0.99, 0.97, 0.98], [0.8, 0.95, 0.7], True), ([0.99, 0.97, 0.98], [0.8, 0.95, 0.93], False)],
 )
-def test_fig2c_at_the_paper_scale_is_judged_from_the_records_per_seed_numbers(
+def test_fig2c_at_the_paper_scale_is_judged_from_the_ledgers_per_seed_numbers(
     paper_record, connected, disconnected, holds
 ):
-    """The record's last evaluation per seed feeds the chapter's Fig. 2C claims: a mean gap of 0.163 over three
-    seeds of the paper's sign holds, one of 0.087 does not; the table and caption name the columns, the device and
-    the lanes."""
+    """A complete ledger record's last evaluation per seed feeds the chapter's Fig. 2C claims: a mean gap of 0.163
+    over three seeds of the paper's sign holds, one of 0.087 does not; the table, caption name the columns, device
+    and leases."""
     result = F.paper_scale(paper_record(connected, disconnected))
     assert [c.verdict for c in result.claims] == [C.HOLDS if holds else C.NOT_REPRODUCED] * 2
     assert "(3/3 seeds)" in result.claims[0].ours
-    assert "NVIDIA H100" in result.caption and "as lanes of one program" in result.caption
+    assert "NVIDIA H100" in result.caption and "1 lease(s)" in result.caption and ", complete (" in result.caption
     assert result.table.count("\n| ") == 4  # a row per column
 
 
-def test_a_stale_paper_record_says_why(tmp_path, paper_record):
-    import json
+def test_a_run_in_progress_gets_no_verdict_only_where_it_stands(paper_record):
+    """Before its last step the record draws its curves so far and each claim says "at N of 60,000 steps", not run."""
+    result = F.paper_scale(paper_record([0.99] * 3, [0.5] * 3, steps_done=12000))
+    assert [c.verdict for c in result.claims] == [C.NOT_RUN] * 2
+    assert all(c.ours.startswith("at 12,000 of 60,000 steps: connected") for c in result.claims)
+    assert all(c.details["progress"] == (12000, 60000) for c in result.claims)
+    assert "in progress: 12,000 of 60,000 outer steps" in result.caption
+    assert "alignment at step 12,000" in result.table
 
-    from compgen import results, section
-    from compgen.experiments import teacher_student as ts
+
+def test_a_stale_paper_record_says_why(tmp_path, paper_record):
+    from compgen import ledger, recordfile
 
     record = paper_record([0.99] * 3, [0.7] * 3)
-    configs = {(c.masks, c.distribution): c for c in section.figure_configs(ts.SECTION, "fig2c", "paper")}
-    for entry in record["configs"]:
-        entry["config"] = results.config_dict(configs[(entry["masks"], entry["distribution"])])
-    record["fingerprint"] = ts.SECTION.fingerprint
-    assert F.paper_scale_staleness(record) == []
+    assert ledger.staleness(record) == []
     record["configs"][1]["config"]["inner_lr"] = 0.1
-    record["fingerprint"] = "older"
-    assert F.paper_scale_staleness(record) == [
-        "the teacher-student training code changed since it was recorded",
-        "column 2's config changed (inner_lr)",
-    ]
-    path = tmp_path / "paper_fig2c.json"
-    assert "Not run yet" in F.paper_scale_section(path)
-    path.write_text(json.dumps(record))
-    assert "Recorded by older code" in F.paper_scale_section(path).notes
+    record["code_fingerprint"] = "older"
+    why = ledger.staleness(record)
+    assert why[0].startswith("made by other code (fingerprint older")
+    assert why[1:] == ["Table A9 column 2: one-hots + two triangles: its config changed (inner_lr)"]
+    folder = tmp_path / "fig2c"
+    assert "Not run yet" in F.paper_scale_section(folder)
+    folder.mkdir()
+    (folder / "progress.json").write_text(recordfile.dumps(record))
+    assert "Recorded by older code" in F.paper_scale_section(folder).notes

@@ -29,7 +29,7 @@ import html
 import re
 from pathlib import Path
 
-from compgen import catalog, recordfile, results
+from compgen import catalog, ledger, recordfile, results
 from compgen.figures import claims as C
 from compgen.figures import goals, hyperteacher, incontext, preferences, records, teacher_student
 from compgen.figures import twin as twin_
@@ -199,8 +199,8 @@ NOT_TWINNED = {
 def page(preset="quick", seeds=None, second_set=None, twins=None, paper_scale=None) -> str:
     """The page's markdown (see the module docstring): how it was built, the pooled counts of verdicts, and one
     compact table per chapter. ``second_set``: the path of ``tools/second_set.py``'s record; ``twins``: the folder of
-    ``tools/twin.py``'s records (``twin_<section>.json`` and ``twin_<section>_*.json``); ``paper_scale``: the path of
-    ``tools/paper_fig2c.py``'s record."""
+    ``tools/twin.py``'s records (``twin_<section>.json`` and ``twin_<section>_*.json``); ``paper_scale``: the state
+    folder of the paper-scale ledger's Fig. 2C work (:mod:`compgen.ledger`)."""
     record = load_second_set(second_set, preset) if second_set else None
     runs = {name: stored(name, preset, seeds) for name in CHAPTERS}
     sets = {name: judged_sets(name, runs[name], record) for name in CHAPTERS}
@@ -379,39 +379,50 @@ def _twin_staleness(records: dict) -> str:
     return text
 
 
-def _paper_scale_claims(path) -> dict | None:
-    """``{"claims": [Claim], "stale": [why], "record": record}`` of the record of ``tools/paper_fig2c.py`` at
-    ``path``, judged now by the chapter's claim code; ``None`` if there is none."""
-    record = recordfile.read_if_there(path, "paper_fig2c")
+def _paper_scale_claims(folder) -> dict | None:
+    """``{"claims": [Claim], "stale": [why], "record": record}`` of the ledger's Fig. 2C work in ``folder``, judged
+    now by the chapter's claim code (no verdict before its last step); ``None`` before its first lease."""
+    record = ledger.read_progress(folder)
     if record is None:
         return None
-    return {
-        "claims": teacher_student.paper_scale(record).claims,
-        "stale": teacher_student.paper_scale_staleness(record),
-        "record": record,
-    }
+    return {"claims": teacher_student.paper_scale_claims(record), "stale": ledger.staleness(record), "record": record}
 
 
 def _paper_scale_cell(claim, stale) -> str:
     if claim is None:
         return '<span title="not trained at the paper\'s scale">–</span>'
-    cell = _cell(claim)
+    if "progress" in claim.details:
+        done, total = claim.details["progress"]
+        cell = f'<span title="{html.escape(claim.ours)}">at {done:,} of {total:,} steps</span>'
+    else:
+        cell = _cell(claim)
     return f'{cell} <span title="{html.escape("; ".join(stale))}">(stale)</span>' if stale else cell
 
 
 def _paper_scale_summary(found) -> str:
     if found is None:
         return (
-            "No claim has been trained at the paper's configuration yet: it needs a GPU (`tools/gpu_check.sh` trains "
-            "Fig. 2C there and commits its record, which adds a column **paper scale** to this page)."
+            "No claim has been trained at the paper's configuration yet: it needs a GPU. The paper-scale ledger "
+            "(`records/ledger.json`) lists that work in order, Fig. 2C first; `tools/gpu_lease.py` advances it on "
+            "every GPU lease, and its first lease adds a column **paper scale** to this page."
         )
     record = found["record"]
     seeds = ", ".join(map(str, record["configs"][0]["seeds"]))
+    devices = ", ".join(dict.fromkeys(lease["device"] for lease in record["leases"]))
+    done, total = record["steps_done"], record["outer_steps"]
+    where = (
+        f"trained to its last step over {len(record['leases'])} lease(s) on {devices}, and judged from its record with "
+        "the chapter's claim code"
+        if record["complete"]
+        else f"in progress: {done:,} of {total:,} outer steps after {len(record['leases'])} lease(s) on {devices}; "
+        "its cells say how far it stands and give no verdict before the last step"
+    )
+    cfg = record["configs"][0]["config"]
     return (
-        f"The column **paper scale** judges Fig. 2C at the paper's own configuration ({record['outer_steps']:,} outer "
-        f"steps of 64 tasks, 300 inner steps, seeds {seeds}), trained on {record['device'].split(':')[-1]} by "
-        "`tools/paper_fig2c.py`, from its record with the chapter's claim code; other claims were not trained at "
-        "that scale (–)." + (f" The record is stale: {'; '.join(found['stale'])}." if found["stale"] else "")
+        f"The column **paper scale** holds Fig. 2C at the paper's own configuration ({total:,} outer steps of "
+        f"{cfg['meta_batch']} tasks, {cfg['inner_steps']} inner steps, seeds {seeds}), {where}. Other claims were "
+        "not trained at that scale (–)."
+        + (f" The record is stale: {'; '.join(found['stale'])}." if found["stale"] else "")
     )
 
 

@@ -61,6 +61,35 @@ def fig2c_alignment(labels, distributions, connected, alignment, title=""):
     return fig
 
 
+def alignment_so_far(eval_steps, columns, total_steps, reference=1.0, reference_label="", title=""):
+    """Module alignment over outer steps of a run in progress, a panel per task distribution, the x axis to
+    ``total_steps`` so that the part not trained yet shows as empty.
+
+    columns: ``[(label, distribution, connected, alignment (seeds, evals))]``; a line per column (seed mean) over
+    thin lines per seed; ``reference``: the paper's value, dashed.
+    """
+    distributions = list(dict.fromkeys(d for _, d, _, _ in columns))
+    fig, axes = subplots(1, len(distributions), figsize=(COLUMN_WIDTH, 3.4), squeeze=False)
+    for ax, distribution in zip(axes[0], distributions):
+        for label, d, connected, values in columns:
+            if d != distribution:
+                continue
+            values = np.asarray(values, float)
+            colour = CONNECTED_COLOURS[connected]
+            ax.plot(eval_steps, values.T, color=colour, lw=0.5, alpha=0.6)
+            ax.plot(eval_steps, values.mean(0), "-o", ms=2.5, color=colour, lw=1.4, label=textwrap.fill(label, 28))
+        ax.axhline(reference, color="k", lw=0.8, ls="--", label=reference_label or None)
+        ax.set_xlim(0, total_steps)
+        ax.set_ylim(0, 1.05)
+        ax.set_xlabel("outer step")
+        ax.set_title(f"{distribution} tasks", fontsize=9)
+        ax.legend(fontsize=6, loc="lower right")
+    axes[0][0].set_ylabel("module alignment A")
+    figure_title(fig, title)
+    fig.tight_layout()
+    return fig
+
+
 def fig2d_overparameterisation(factors, alignment_by_distribution, teacher_hidden, n_modules, title=""):
     """Fig. 2D: final alignment over the student's (hidden, module) factors, per distribution.
 

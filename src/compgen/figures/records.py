@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 
 import numpy as np
 
-from compgen import params, results
+from compgen import params, recordfile, results
 from compgen.notebook import Runs
 
 
@@ -134,27 +133,4 @@ def pool(*sets: Runs) -> Runs:
     return Runs(first.section, first.preset, figures, outputs)
 
 
-def dumps(record) -> str:
-    """``record`` as indented JSON with every list of numbers (or of such lists) on one line: a record that reads
-    and diffs by config, not by number."""
-    text = json.dumps(record, indent=1)
-    flat = re.compile(r"\[\s*((?:[-\w.+]+|\[[^\[\]\n]*\])(?:,\s*(?:[-\w.+]+|\[[^\[\]\n]*\]))*)\s*\]")
-    while True:
-        joined = flat.sub(lambda m: "[" + ", ".join(x.strip() for x in _top_level(m.group(1))) + "]", text)
-        if joined == text:
-            return text + "\n"
-        text = joined
-
-
-def _top_level(items: str) -> list:
-    """The comma-separated items of ``items``, splitting only outside brackets."""
-    out, depth, current = [], 0, ""
-    for char in items:
-        depth += char == "["
-        depth -= char == "]"
-        if char == "," and depth == 0:
-            out.append(current)
-            current = ""
-        else:
-            current += char
-    return out + [current]
+dumps = recordfile.dumps  # the record layer's writer, for the tools that import it from here

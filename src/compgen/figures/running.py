@@ -298,6 +298,41 @@ def gpu_checks(records) -> FigureResult:
     return FigureResult(caption=caption, table="\n".join(lines))
 
 
+def ledger_table(ledger_path, root) -> FigureResult:
+    """The paper-scale ledger as it stands (:mod:`compgen.ledger`): per work in order its figure, configs and seeds,
+    steps done of its outer steps, leases, devices and device-hours so far, and whether its state is current."""
+    from compgen import ledger
+
+    lines = [
+        "| work | figure | configs × seeds | steps done | leases | devices | device-h | state |",
+        "|---|---|---:|---:|---:|---|---:|---|",
+    ]
+    for work in ledger.read(ledger_path):
+        configs = work.configs()
+        found = ledger.read_progress(Path(root) / work.name)
+        size = f"{len(configs)} × {len(configs[0].seeds)}"
+        total = configs[0].outer_steps
+        if found is None:
+            lines.append(f"| {work.name} | {work.figure} | {size} | 0 of {total:,} | 0 | – | – | not started |")
+            continue
+        leases = found["leases"]
+        devices = ", ".join(dict.fromkeys(lease["device"] for lease in leases))
+        hours = sum(lease["seconds"].get("wall", 0) for lease in leases) / 3600
+        state = "complete" if found["complete"] else "diverged" if found["diverged"] else "in progress"
+        if ledger.staleness(found):
+            state += " (stale: the next lease starts it again)"
+        lines.append(
+            f"| {work.name} | {work.figure} | {size} | {found['steps_done']:,} of {total:,} | {len(leases)} | "
+            f"{devices} | {hours:.2f} | {state} |"
+        )
+    caption = (
+        "The paper-scale ledger (`records/ledger.json`), in the order the leases take its works: each work's "
+        "configs train as lanes of one program; its state (`records/paper/<work>/`: progress and newest checkpoint) "
+        "is what the last lease left, read when this page is built."
+    )
+    return FigureResult(caption=caption, table="\n".join(lines))
+
+
 # --------------------------------------------------------------------------------------------- paper configuration
 
 

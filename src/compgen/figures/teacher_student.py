@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from compgen import metrics
@@ -362,99 +364,99 @@ def claims(runs: Runs) -> list:
 
 # --------------------------------------------------------------------------------------------- the paper's scale
 
-PAPER_SCALE_RECORD = "paper_fig2c.json"  # written by tools/paper_fig2c.py into book/search/
+PAPER_SCALE_STATE = "records/paper/fig2c"  # the ledger's Fig. 2C work, as the book's notebooks name it
+PAPER_REFERENCE = "the paper: about 1 with a connected support"
 
 
-def paper_scale_staleness(record) -> list:
-    """Why ``record`` (of ``tools/paper_fig2c.py``) no longer shows what the current code would compute: the training
-    code changed, or a recorded config differs from the preset's Fig. 2C config of its column (empty: current)."""
-    from compgen import results, section
-    from compgen.experiments import teacher_student as ts
+def paper_columns(record) -> list:
+    """``[(Table A9 column, entry)]`` of a ledger record of Fig. 2C (:mod:`compgen.ledger`), in the record's order."""
+    by_pick = {(col.spec, col.distribution): col for col in support.TABLE_A9}
+    return [(by_pick[(e["select"]["masks"], e["select"]["distribution"])], e) for e in record["configs"]]
 
-    why = []
-    if record.get("fingerprint") != ts.SECTION.fingerprint:
-        why.append(
-            "the teacher-student training code changed since it was recorded"
-            if record.get("fingerprint")
-            else "it records no code fingerprint"
+
+def paper_scale_claims(record) -> list:
+    """Fig. 2C's claims from a ledger record: judged (:func:`fig2c_claims`) once the run is complete; before, "not
+    run" with where the run stands in ``ours`` and ``details["progress"]`` = (steps done, outer steps)."""
+    columns = [(col, np.asarray(e["eval"]["alignment"], float)[:, -1]) for col, e in paper_columns(record)]
+    seeds = tuple(record["configs"][0]["seeds"])
+    if record["complete"]:
+        return fig2c_claims(columns, seeds)
+    done, total = record["steps_done"], record["outer_steps"]
+    found = []
+    for claim in fig2c_claims(columns, seeds):
+        at = f"at {done:,} of {total:,} steps"
+        so_far = claim.ours.split(":")[0] if claim.ours != "–" else ""
+        found.append(
+            dataclasses.replace(
+                claim,
+                verdict=C.NOT_RUN,
+                ours=f"{at}{': ' + so_far if so_far else ''} (no verdict before the last step)",
+                details={**claim.details, "progress": (done, total)},
+            )
         )
-    current = {(c.masks, c.distribution): c for c in section.figure_configs(ts.SECTION, "fig2c", record["preset"])}
-    for entry in record["configs"]:
-        cfg = current.get((entry["masks"], entry["distribution"]))
-        if cfg is None:
-            why.append(f"column {entry['column']} is no longer in Fig. 2C at {record['preset']}")
-        elif "config" not in entry:
-            why.append(f"column {entry['column']} records no config")
-        elif results.config_dict(cfg) != entry["config"]:
-            changed = sorted(k for k, v in results.config_dict(cfg).items() if entry["config"].get(k) != v)
-            why.append(f"column {entry['column']}'s config changed ({', '.join(changed)})")
-    return why
+    return found
 
 
 def paper_scale(record) -> FigureResult:
-    """Fig. 2C from a record of ``tools/paper_fig2c.py`` (the paper's configuration, trained on a GPU): final module
-    alignment per Table A9 column with its claims judged by :func:`fig2c_claims`, and alignment over training."""
-    by_number = {col.column: col for col in support.TABLE_A9}
-    entries = record["configs"]
-    columns = [(by_number[e["column"]], np.asarray(e["alignment"], float)[:, -1]) for e in entries]
-    seeds = tuple(entries[0]["seeds"])
-    bars = plots.fig2c_alignment(
-        [f"{col.column}: {col.name}" for col, _ in columns],
-        [col.distribution for col, _ in columns],
-        [col.connected for col, _ in columns],
-        np.stack([v for _, v in columns]),
-    )
+    """Fig. 2C from the ledger's record of it at the paper's configuration (:mod:`compgen.ledger`), complete or in
+    progress: module alignment over the steps trained so far beside the paper's value, the latest alignment per Table
+    A9 column, and the claims (:func:`paper_scale_claims`: judged only once the run is complete)."""
+    columns = paper_columns(record)
+    seeds = tuple(record["configs"][0]["seeds"])
+    done, total = record["steps_done"], record["outer_steps"]
+    curves = [
+        (f"{col.column}: {col.name}", col.distribution, col.connected, np.asarray(e["eval"]["alignment"], float))
+        for col, e in columns
+    ]
+    fig = plots.alignment_so_far(record["eval_steps"], curves, total, 1.0, PAPER_REFERENCE)
     lines = [
-        "| column | masks | distribution | support (paper) | alignment | rel. loss (train) | R² (1…M−1-hot) |",
+        f"| column | masks | distribution | support (paper) | alignment at step {record['eval_steps'][-1]:,} | "
+        "rel. loss (train) | R² (1…M−1-hot) |",
         "|---|---|---|---|---|---|---|",
     ]
-    for (col, value), e in zip(columns, entries):
-        rel = np.asarray(e["relative_loss"], float)[:, 0]
-        r2 = np.nanmean(np.asarray(e["r2"], float)[:, 1:-1], axis=(1, 2))
+    for (col, e), (_, _, _, values) in zip(columns, curves):
+        rel = np.asarray(e["eval"]["relative_loss"], float)[:, -1, 0]
+        r2 = np.nanmean(np.asarray(e["eval"]["r2"], float)[:, -1, 1:-1], axis=(1, 2))
         lines.append(
             f"| {col.column} | `{col.spec}` | {col.distribution} | "
-            f"{'connected' if col.connected else 'disconnected'} | {mean_std(value)} | {mean_std(rel, 4)} | "
+            f"{'connected' if col.connected else 'disconnected'} | {mean_std(values[:, -1])} | {mean_std(rel, 4)} | "
             f"{mean_std(r2)} |"
         )
-    seconds = [e["provenance"].get("seconds") or {} for e in entries]
-    where = f"{record['device']}, jax {record['jax_version']}, commit {record['commit'][:8]}"
-    if seconds[0].get("lanes"):
-        where += f"; {seconds[0]['wall'] / 60:.1f} min for the {len(entries)} configs as lanes of one program"
-    elif all(s.get("wall") for s in seconds):
-        where += f"; {sum(s['wall'] for s in seconds) / 60:.1f} min for the {len(entries)} configs one after another"
+    leases = record["leases"]
+    devices = ", ".join(dict.fromkeys(lease["device"] for lease in leases))
+    hours = sum(lease["seconds"].get("wall", 0) for lease in leases) / 3600
+    stand = "complete" if record["complete"] else f"in progress: {done:,} of {total:,} outer steps"
     what = (
-        f"Fig. 2C at the paper's configuration: module alignment after {record['outer_steps']:,} outer steps, one "
-        f"student per Table A9 column (green: connected support); bars are seed means, dots single seeds ({where})"
+        f"Fig. 2C at the paper's configuration, {stand} ({len(leases)} lease(s) on {devices}, {hours:.2f} device-hours "
+        f"in all): module alignment over outer steps, one student per Table A9 column (green: connected support; "
+        f"thick: seed mean, thin: single seeds; dashed: {PAPER_REFERENCE})"
     )
     return FigureResult(
-        bars,
+        fig,
         f"{what}. Preset {record['preset']}; seeds {', '.join(map(str, seeds))}.",
         "\n".join(lines),
-        fig2c_claims(columns, seeds),
+        paper_scale_claims(record),
     )
 
 
-def paper_scale_section(path):
-    """What the chapter shows of Fig. 2C at the paper's scale: :func:`paper_scale` of the record at ``path`` (with
-    a note when it is stale, :func:`paper_scale_staleness`), or a note that it has not been run. A damaged record
-    stops the chapter with one line naming it (:func:`compgen.recordfile.read`)."""
-    from pathlib import Path
+def paper_scale_section(folder):
+    """What the chapter shows of Fig. 2C at the paper's scale: :func:`paper_scale` of the ledger's state in
+    ``folder`` (with a note when it is stale, :func:`compgen.ledger.staleness`), or a note that no lease has run it. A
+    damaged record stops the chapter with one line naming it (:func:`compgen.recordfile.read`)."""
+    from compgen import ledger
 
-    from compgen import recordfile
-
-    path = Path(path)
-    if not path.exists():
+    record = ledger.read_progress(folder)
+    if record is None:
         return (
-            ":::{admonition} Not run yet\n:class: note\nFig. 2C at the paper's configuration needs a GPU: "
-            "`tools/gpu_check.sh` trains it there (its `fig2c` step, resumable across calls) and writes the record "
-            f"`{path.name}` that this section reads; no such record is in the repository yet.\n:::"
+            ":::{admonition} Not run yet\n:class: note\nFig. 2C at the paper's configuration needs a GPU: the first "
+            "work of the paper-scale ledger (`records/ledger.json`), which `tools/gpu_lease.py` advances on every GPU "
+            "lease; no lease has run it yet.\n:::"
         )
-    record = recordfile.read(path, "paper_fig2c")
     result = paper_scale(record)
-    stale = paper_scale_staleness(record)
+    stale = ledger.staleness(record)
     if stale:
         result.notes = (
             ":::{admonition} Recorded by older code\n:class: warning\nThis record no longer shows what the current "
-            f"code would compute: {'; '.join(stale)}. Train it again with `tools/paper_fig2c.py`.\n:::"
+            f"code would compute: {'; '.join(stale)}. Its next lease starts it again (`tools/gpu_lease.py`).\n:::"
         )
     return result
