@@ -25,7 +25,8 @@ endif
 
 NOTEBOOKS := $(notdir $(basename $(wildcard book/*.py)))
 # The results-at-a-glance page reads what the chapters stored, so it runs after them; the appendix "Running it
-# yourself" draws the measurements recorded under book/records/, so a new record executes it again.
+# yourself" draws the measurements recorded under book/records/, and the teacher-student chapter and the results page
+# the paper-scale ledger's state there, so a new record executes them again.
 CHAPTERS  := $(filter-out results,$(NOTEBOOKS))
 RECORDS   := $(shell find book/records -name '*.json' 2>/dev/null)
 # The one place the repository address is written is _config.yml; Colab installs compgen from it.
@@ -101,7 +102,7 @@ $(1)/%.ipynb: book/%.py $$(SRC) $(1)/.params | $$(INSTALL_STAMP) $$(KERNEL_CONFI
 	$$(BIN)/python tools/tidy_notebook.py $$@
 
 $(1)/results.ipynb: $$(CHAPTERS:%=$(1)/%.ipynb)
-$(1)/running.ipynb: $$(RECORDS)
+$(1)/running.ipynb $(1)/teacher_student.ipynb $(1)/results.ipynb: $$(RECORDS)
 $(1)/own_learner.ipynb: $(1)/hyperteacher.ipynb $(1)/goals.ipynb  # compares with their stored runs
 
 $(1)/.params: export NB_ARGS = $$($(2))

@@ -81,6 +81,8 @@ def alignment_so_far(eval_steps, columns, total_steps, reference=1.0, reference_
         ax.axhline(reference, color="k", lw=0.8, ls="--", label=reference_label or None)
         ax.set_xlim(0, total_steps)
         ax.set_ylim(0, 1.05)
+        ax.xaxis.set_major_locator(plt.MaxNLocator(4))
+        ax.xaxis.set_major_formatter(lambda x, _: f"{x / 1000:g}k" if total_steps >= 10000 else f"{x:g}")
         ax.set_xlabel("outer step")
         ax.set_title(f"{distribution} tasks", fontsize=9)
         ax.legend(fontsize=6, loc="lower right")
