@@ -121,8 +121,8 @@ figures.show(figures.header(runs, "fig4ef", chapter.MODEL_LABELS))
 # learner with the paper's inner loop (10 steps for the hypernetworks and MAML, 100 for ANIL); ANIL 2 × 128 and
 # MAML 2 × 64; outer learning rates 3 × the paper's, so that the learners leave their initial plateau early in
 # so short a budget; 128 evaluation tasks per set; Fig. A10 for the linear hypernetwork on a 2 × 2 grid with one
-# seed. Until 2026-11-26 `quick` cut every learner's inner loop (5 steps, ANIL 20); the [diagnosis](search-goals)
-# of those runs found every learner on a plateau, and `quick` has taken the paper's inner loops since.
+# seed. An earlier `quick` cut every learner's inner loop (5 steps, ANIL 20); the [diagnosis](search-goals) of
+# those runs found every learner on a plateau, so `quick` takes the paper's inner loops.
 #
 # The world and budget were chosen on seeds 7–9, which the book does not use, among the paper's world and three
 # smaller ones (9 × 9, 7 × 7 and 5 × 5), and checked on a second unseen set, 31–33. In the 9 × 9 and 7 × 7 worlds
@@ -278,8 +278,7 @@ figures.show(chapter.diagnosis(runs, "random"), chapter.diagnosis(runs, "non_com
 #   that of the hyperteacher's task code at `quick`, and is negative under the non-compositional split. Whatever
 #   the fast parameters carry about the goal, it is not its factors as one-hot codes.
 #
-# **The same tables with the earlier, shorter inner loops** (5 steps, ANIL 20; the runs of commit 1f01ea4 on the
-# book's seeds) are what led to the paper's loops: every learner was on a plateau, the hypernetworks' lead was on
+# **The same tables with the earlier, shorter inner loops** (5 steps, ANIL 20, on the book's seeds) are what led to the paper's loops: every learner was on a plateau, the hypernetworks' lead was on
 # the first step only, at the interaction all four were close, and the hypernetworks' inner loops ended higher on
 # the support loss than ANIL's. An outer budget of 3,000 steps had not widened the lead on the tuning seeds (row
 # `main_probe_w5_3k`), so the remaining lever was the inner loop, which the paper's counts lengthen for every

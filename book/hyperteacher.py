@@ -105,7 +105,7 @@ figures.show(figures.header(runs, "fig3b", chapter.MODEL_LABELS))
 # the same budget, 4,000 outer steps of 8 tasks, on three seeds, evaluated every 2,000 steps. The budget was chosen
 # on tuning seeds 7–9 that the book does not show, against a regime of about the same compute (2,000 steps of 16
 # tasks with 64 + 64 shots), and checked on a second unseen set, 31–33; the [appendix](search-hyperteacher) lists
-# every regime tried, with its numbers. To keep the chapter within its ten minutes, Fig. 3C/D's
+# every regime tried, with its numbers. To keep the chapter within its budget, Fig. 3C/D's
 # connected/disconnected comparison runs only the linear hypernetwork, at half Fig. 3B's budget (2,000 steps); for
 # its connected-versus-disconnected claim the search also tried Fig. 3B's budget, 2,000 steps of 16 tasks with
 # 64 + 64 shots, three smaller worlds and other numbers of templates per module (the [appendix](search-fig3cd)
@@ -113,7 +113,8 @@ figures.show(figures.header(runs, "fig3b", chapter.MODEL_LABELS))
 # $K \in \{1, 4\}$ (its $K = 4$ cell is Fig. 3B's compositional run), and Fig. 3F two cells, a student of the
 # teacher's size and Fig. 3B's overparameterised one, for 500 steps of one seed each. The connected/disconnected
 # split needs an even $M > 4$ and $K = 2$, so it runs at $M = 6$, $K = 2$. Absolute accuracies are not comparable
-# with the paper's; what `quick` must show is the *ordering*. `paper` runs the exact configuration of spec §2.6.
+# with the paper's; what `quick` must show is the *ordering*. `paper` runs the paper's exact configuration
+# (Section 4.1 and Appendix C.2).
 # :::
 #
 # The chapter's claims, judged when this page was built on the book's seeds (2020–2022, not tuned on), on the
@@ -208,8 +209,8 @@ chapter.curves(runs)
 # each cell a learner's mean OOD accuracy per split (compositional / non-compositional), and the CPU minutes
 # of the regime's runs (wall seconds of each run, two runs at a time on two cores; the `equal_budget_4k` rows
 # shared the cores with another job). The tuning used seeds 7–9. `equal_budget_4k` was chosen first and
-# checked on the second seed set, 31–33 (`_unseen`), and on the book's seeds (`_book`); to fit the chapter in
-# ten minutes MAML then took 5 inner steps, as the hypernetworks do, instead of 10 (`equal_budget_4k_maml5`,
+# checked on the second seed set, 31–33 (`_unseen`), and on the book's seeds (`_book`); to fit the chapter's
+# budget MAML then took 5 inner steps, as the hypernetworks do, instead of 10 (`equal_budget_4k_maml5`,
 # only MAML's runs are new; `_unseen` on 31–33, `_book` on the book's seeds, from this chapter's runs).
 # Those rows were recorded before `quick` compiled its programs at XLA's optimisation level 1 (the config field
 # `xla_opt_level`), which changes float round-off; the figures above are from the current runs, whose numbers

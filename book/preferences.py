@@ -127,9 +127,9 @@ figures.show(figures.header(runs, "fig4c", chapter.MODEL_LABELS), chapter.world_
 # demonstrations each instead of the authors' single one, which only lowers the noise. Fig. 4B runs the linear
 # hypernetwork only, and Fig. A8 only its width (32 or 64 at $T = 16$). World and learners are the search's
 # regime C1, chosen on seeds 7–9. C1 trained for 1,500 steps; the earlier `quick` stopped all figures at 800 to
-# fit ten minutes on two cores. The [diagnosis](diagnosis-preferences) of those 800-step runs found ANIL levelling
+# fit the chapter's budget. The [diagnosis](diagnosis-preferences) of those 800-step runs found ANIL levelling
 # off while the nonlinear hypernetwork's OOD loss was still falling fast, so Fig. 4C and A8 now run 2,000 steps,
-# the most the chapter's ten minutes allow with Fig. 4B kept at 800. The [appendix](search-preferences) gives
+# the most the chapter's budget allows with Fig. 4B kept at 800. The [appendix](search-preferences) gives
 # every regime the search tried, with its numbers.
 # :::
 #
@@ -306,7 +306,7 @@ figures.show(search.search_table("search/preferences_fig4b.json", hnets, scale=1
 # the same row, seed by seed (the record holds every seed's loss). The regimes vary the budget, up to five times
 # the chapter's 800 steps, the world (M8 has exactly the paper's supports, W5 more objects and longer
 # demonstrations) and the number of support demonstrations. No longer budget than 4,000 steps was tried: W5's pair
-# of runs at 4,000 steps alone took more than half of the chapter's ten minutes on two cores.
+# of runs at 4,000 steps alone took more than half of the chapter's budget.
 #
 # **Diagnosis.** The table below reads this chapter's Fig. 4B runs, one row per support: the OOD loss, the test
 # loss (how well the hypernetwork fits its training combinations), and the inner loop's support loss on held-out

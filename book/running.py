@@ -58,10 +58,13 @@ _book_time = running.load("records/book_time.json")
 # ## What the quick book costs
 #
 # The book is built at the `quick` preset on 2 CPU cores: every claim of the paper that the book tests and every
-# control it needs, in smaller worlds and for fewer steps than the paper. Its budget, decided once and guarded
-# since, is at most 20 minutes of training per chapter and 60 in all, measured as the wall minutes of the cells
-# that train and scaled to a machine whose 1024² float32 matrix product reads 250 GFLOP/s (each run records the
-# reading of the machine it trained on, `compgen.timing.gemm_gflops`). `make bench` checks it on a book executed
+# control it needs, in smaller worlds and for fewer steps than the paper, within a budget of training time:
+
+# %% tags=["remove-input"]
+figures.show(running.budget_policy())
+
+# %% [markdown]
+# `make bench` checks it on a book executed
 # from an empty results store and fails when a chapter or the book is above it; the record below is the last such
 # build, written with `python -m compgen.bench --book book --store <its store> --record`.
 #
@@ -110,6 +113,26 @@ figures.show(running.compile_times(_book_time))
 
 # %% tags=["remove-input"]
 figures.show(running.step_times(bench.step_records("records")))
+
+# %% [markdown]
+# ### Serial work per inner step
+#
+# On a GPU the inner loop of a paper configuration is too small to fill the device: each inner step waits for its
+# operations one after another, so its time is set by how many it executes in sequence rather than by its FLOPs.
+# That count is read from the programs themselves, lowered on a CPU: the operations of the lowered program inside
+# the inner loop (and, under the meta-gradient, inside its transposed loop), and, as a second count, the
+# instructions XLA's optimised CPU program runs there, where one fusion of several operations counts once. Both
+# codes are lowered the same way and counted by the same code. `tools/op_counts.py` rewrites the record, and
+# `make bench-authors` times the two steps against each other on a CPU, case by case.
+
+# %% tags=["remove-input"]
+figures.show(running.serial_work(running.op_counts_record("records")))
+
+# %% [markdown]
+# The measurements behind those choices and the device's others, each named by what it set:
+
+# %% tags=["remove-input"]
+figures.show(running.device_choices("records/choices.json"))
 
 # %% [markdown]
 # ## What the paper's configuration costs

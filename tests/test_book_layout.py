@@ -179,3 +179,56 @@ def test_the_readme_is_for_users():
         "Contributing",
     ):
         assert f"\n## {section}\n" in text, section
+
+
+HISTORY = {
+    "a date": r"\b20\d\d-\d\d-\d\d\b|\b(?:January|February|March|April|May|June|July|August|September|October|"
+    r"November|December) 20\d\d\b",
+    "a commit": r"\b(?:commit|commits|at) [0-9a-f]{7,40}\b",
+    "history": r"\b(?:[Uu]ntil|[Ss]ince|[Bb]efore) 20\d\d\b",
+    "the spec": r"spec §",
+}
+DURATION = r"\b(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|twenty|thirty|sixty)[ -](?:minutes?|seconds?|hours?)\b"
+
+
+def _comments_and_docstrings(path: Path) -> list:
+    """``[(line, text)]``: the comments of a Python, shell or requirements file, and a Python file's docstrings."""
+    import ast
+    import io
+    import tokenize
+
+    source = path.read_text()
+    if path.suffix != ".py":
+        return [(i, line) for i, line in enumerate(source.splitlines(), 1) if line.lstrip().startswith("#")]
+    found = [
+        (t.start[0], t.string)
+        for t in tokenize.generate_tokens(io.StringIO(source).readline)
+        if t.type == tokenize.COMMENT
+    ]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and ast.get_docstring(
+            node
+        ):
+            found.append((node.body[0].lineno, ast.get_docstring(node, clean=False)))
+    return found
+
+
+def test_code_and_prose_say_what_is_true_now():
+    """Comments and docstrings in src/ and tools/, and the chapters' markdown, describe what is true now: no dates,
+    commits or "until ..." (history lives in git, measurements in book/records/), no "spec §" (a reader cannot open
+    it), and the chapters type no durations (the book's costs are computed from its records)."""
+    root = BOOK.parent
+    problems = []
+    files = [*root.glob("src/**/*.py"), *root.glob("tools/*.py"), *root.glob("tools/*.sh"), *root.glob("tools/*.txt")]
+    for path in sorted(files):
+        for line, text in _comments_and_docstrings(path):
+            problems += [
+                f"{path.relative_to(root)}:{line}: {what}" for what, p in HISTORY.items() if re.search(p, text)
+            ]
+    for path in sorted(BOOK.glob("*.py")):
+        for line, text in enumerate(path.read_text().splitlines(), 1):
+            if text.startswith("#"):
+                for what, pattern in {**HISTORY, "a typed duration": DURATION}.items():
+                    if re.search(pattern, text):
+                        problems.append(f"{path.relative_to(root)}:{line}: {what}: {text.strip()[:80]}")
+    assert not problems, "\n".join(problems)

@@ -189,7 +189,7 @@ def _kind(path: Path) -> str:
     folder, name = path.parent.name, path.stem
     if folder in ("steps", "gpu"):
         return folder
-    if name in ("book_time", "ledger", "op_counts"):
+    if name in ("book_time", "ledger", "op_counts", "choices"):
         return name
     if name == "progress":
         return "paper_run"

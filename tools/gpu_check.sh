@@ -64,8 +64,8 @@
 # Left out, because the image has them (flax, orbax-checkpoint, matplotlib and pytest need them): PyYAML,
 # markdown-it-py, mdurl, pygments, packaging, python-dateutil, typing_extensions, psutil. papermill declares aiohttp
 # on Python 3.12 but never imports it. pyzmq, tornado, rpds-py, charset-normalizer and wcwidth come compiled (cp312
-# or abi3 wheels), the rest pure Python: 45 wheels, 16 MB, downloaded and installed with `--target` in a dry run
-# (2026-11-26). beautifulsoup4 and soupsieve serve only tests/tools/test_check_book.py.
+# or abi3 wheels), the rest pure Python: 45 wheels, 16 MB, downloaded and installed with `--target` in a dry run.
+# beautifulsoup4 and soupsieve serve only tests/tools/test_check_book.py.
 
 set -uo pipefail
 

@@ -3,16 +3,12 @@
 XLA asks the C allocator for large scratch buffers at every step; glibc maps them afresh, and the kernel faults
 them in page by page (millions of 4 KiB faults per MAML step at the paper configuration). With the tunable
 ``glibc.malloc.hugetlb=1`` glibc marks its mappings for transparent huge pages, so they fault in 2 MiB at a time.
-Measured on 2 cores, one plain process, ``python -m compgen.bench --case ...`` alternating with and without the
-variable (November 2026): at the paper configuration MAML 24.7 → 22.4 s and ANIL 4.09 → 3.69 s per step
-(hyperteacher), goals' ANIL 6.16 → 5.07 s, the linear hypernetwork unchanged, the same peak memory; at ``quick``
-ANIL and MAML are unchanged and the linear hypernetwork 1-11 % slower (4.15 → 4.40 ms over four pairs). So it is
-used for the paper's sizes only (:func:`compgen.devices.huge_pages`, by the config's size, on a CPU): the runner
-starts a worker that trains such a config with it, ``compgen-cli`` restarts itself with it for such a run or sweep,
-and the bench sets it for its paper cases. It needs no root and changes no number
-(only where memory comes from).
-glibc reads ``GLIBC_TUNABLES`` once, when a process starts, hence the restart; other allocators and systems
-ignore it.
+It makes the steps of the paper's ANIL and MAML faster and those of ``quick`` no faster (the measurements:
+``book/records/choices.json``), so it is used for the paper's sizes only (:func:`compgen.devices.huge_pages`, by
+the config's size, on a CPU): the runner starts a worker that trains such a config with it, ``compgen-cli``
+restarts itself with it for such a run or sweep, and the bench sets it for its paper cases. It needs no root and
+changes no number (only where memory comes from). glibc reads ``GLIBC_TUNABLES`` once, when a process starts,
+hence the restart; other allocators and systems ignore it.
 """
 
 from __future__ import annotations

@@ -3,19 +3,15 @@
 Two worker processes that may both use every core run slower than two that keep one core each. XLA's CPU runtime
 sizes its thread pool by the cores a process may use when the process first computes, and with two threads it
 splits some operations between them; two such processes on two cores keep displacing each other's threads.
-Measured on 2 cores (2026-11-27), two processes at once each training the same quick figure config of 3 seeds for
-20 outer steps, ms per outer step with every core shared / one core each from the start: teacher-student 12.5 / 10.3,
-hyperteacher ANIL 17.5 / 14.1, MAML 21.1 / 18.4, linear hypernetwork 10.9 / 9.2, nonlinear 16.4 / 13.3;
-preferences ANIL 16.0 / 13.0, MAML 40.6 / 35.9, linear 74.1 / 60.3, nonlinear 66.0 / 56.5; goals ANIL 78.8 / 64.9,
-MAML 79.6 / 74.4, linear 23.6 / 20.3, nonlinear 50.5 / 41.4. Pinning a process only after its pool exists gains
-nothing (preferences' linear hypernetwork 77.5 ms): the gain is the one-thread pool.
+Pinning a process only after its pool exists gains nothing: the gain is the one-thread pool (the measurements:
+``book/records/choices.json``, drawn in the book's appendix).
 
 What a worker does now: :func:`compgen.backends.workers.run_workers` gives each worker a core of its own
 (:func:`shares`), but the worker starts JAX's backend before pinning itself, so its pool has a thread per core of
 the machine, as the driver's has. The thread count decides how XLA splits a large matrix product, and so the last
 bits of a run: with it equal, a config's bytes are the same trained in a worker or in the driver (tested in
 ``tests/backends/test_workers.py`` at quick sizes, where a one-thread worker differed: teacher-student's evaluation
-loss, goals' ANIL from its first update). By the measurement above that gives up the one-thread pool's speed;
+loss, goals' ANIL from its first update). That gives up the one-thread pool's speed;
 taking it back would mean training the driver's local runs with one thread too. ``COMPGEN_PIN_WORKERS=0`` turns
 pinning off.
 """

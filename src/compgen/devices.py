@@ -85,21 +85,18 @@ def shard_count(section, cfg, cores=None, backend=None) -> int:
 
 
 # On a CPU a large meta-batch is adapted a few tasks at a time (compgen.meta.mean_over_tasks with ``chunk``), so that
-# one chunk's inner loops stay in the caches: at the paper configurations on 2 cores (one plain process, November
-# 2026) 8 tasks at a time made ANIL's step 2.2 -> 1.5 s (hyperteacher) and 2.8 -> 1.6 s (goals), the linear hnet's
-# 2.2 -> 1.6 s (hyperteacher) and 0.45 -> 0.37 s (goals), MAML's 14.7 -> 11.1 s, and the peak memory 2-6x lower.
+# one chunk's inner loops stay in the caches: faster steps and a lower peak memory at the paper configurations (the
+# measurements behind this constant and the two below: book/records/choices.json).
 CPU_TRAIN_CHUNK = 8
 CPU_CHUNK_MIN_BATCH = 64  # smaller meta-batches (every quick preset) are adapted all at once
 
 
 # Measured exceptions to CPU_TRAIN_CHUNK, by (section, model): the preferences linear hnet's per-task products are
-# narrow (490 -> 64), and at the paper's meta-batch its step took 0.93-1.30 s 8 tasks at a time against 0.84 s 32 at a
-# time (2 cores, November 2026).
+# narrow, and 32 tasks at a time make its step at the paper's meta-batch faster than 8.
 CPU_TRAIN_CHUNKS = {("preferences", "hnet_linear"): 32}
 # The CPU's compilation for configs below SHARD_MIN_FLOP (every smoke and quick config): XLA's backend (LLVM)
-# optimisation level 1 instead of its default. On 2 cores it compiled the quick book's programs 10-40 % faster with
-# steps as fast (the quick book's compilation 16.8 -> 10.1 process-minutes); at the paper's sizes it made ANIL's and the
-# goals hypernetwork's steps 10-18 % slower, so larger configs keep XLA's default (November 2026).
+# optimisation level 1 instead of its default: it compiles the quick book's programs faster with steps as fast, and
+# makes some steps at the paper's sizes slower, so larger configs keep XLA's default.
 CPU_SMALL_OPT_LEVEL = 1
 KNOBS = (
     "xla_opt_level",

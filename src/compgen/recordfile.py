@@ -237,6 +237,17 @@ PAPER_RUN = {
     ],
 }
 
+CHOICES = {"choices": [{"choice": "text", "date": "text", "machine": "text", "how": "text", "found": "text"}]}
+
+_SERIAL = {"per_step": "count", "loops": "count", "runs": "count"}  # hlo_count's summary of one count
+_STEP_COUNTS = {"inner_steps": "positive count", "ops": _SERIAL, "fusions": _SERIAL}
+OP_COUNTS = {
+    "date": "text",
+    "jax": "text",
+    "reference": {"repository": "text", "commit": ("none or", "text")},
+    "cases": ("map", {"ours": _STEP_COUNTS | {"code_fingerprint": "text"}, "theirs": ("none or", _STEP_COUNTS)}),
+}
+
 # kind: (what it is, the command that rewrites it, its shape)
 KINDS = {
     "second_set": (
@@ -247,8 +258,14 @@ KINDS = {
     "twin": ("twin record", "make twin REFERENCE=<checkout> CHAPTER=<chapter> (tools/twin.py)", TWIN),
     "book_time": ("book-time record", "python -m compgen.bench --book book --store <store> --record", BOOK_TIME),
     "steps": ("step-time record", "python -m compgen.bench --record", STEPS),
+    "op_counts": (
+        "serial-work record",
+        "python tools/op_counts.py --reference <checkout> --twin-python .venv-twin/bin/python --record",
+        OP_COUNTS,
+    ),
     "gpu": ("GPU-check record", "tools/gpu_check.sh", GPU),
     "search": ("search record", "tools/search_from_store.py <section> <figure> --seeds ... --regime ...", SEARCH),
+    "choices": ("device-choice record", "an edit of book/records/choices.json, with the measurement", CHOICES),
     "ledger": ("paper-scale ledger", "an edit of book/records/ledger.json (compgen.ledger.Work)", LEDGER),
     "paper_run": ("paper-scale run's progress", "python tools/gpu_lease.py (on a GPU; --cpu rehearses)", PAPER_RUN),
 }

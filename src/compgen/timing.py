@@ -12,9 +12,8 @@ as ``compile``:
 
 :func:`gemm_gflops` reads how fast this machine multiplies (a 1024² float32 GEMM), once per process; every stored run
 records it (:func:`compgen.results.provenance`), so a time measured on one machine can be scaled to another. It is
-the median of :data:`GEMM_READINGS` readings of 10 products each: on an idle 2-core machine (2026-11-27), ten fresh
-processes read 293-364 GFLOP/s from their first reading alone (what each process recorded before) and 342-358 as
-the median of five.
+the median of :data:`GEMM_READINGS` readings of 10 products each, which spread far less between processes than a
+first reading alone (the measurements: ``book/records/choices.json``).
 """
 
 from __future__ import annotations

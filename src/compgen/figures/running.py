@@ -270,6 +270,81 @@ def step_times(records) -> FigureResult:
     return FigureResult(figure=fig, caption=caption, table="\n".join(lines), notes="\n\n".join(notes))
 
 
+# --------------------------------------------------------------------------------------------- serial work
+
+
+NO_OP_COUNTS = (
+    "No serial-work record yet (`book/records/op_counts.json`): `python tools/op_counts.py --reference <checkout> "
+    "--twin-python .venv-twin/bin/python --record` writes one."
+)
+
+
+def op_counts_record(folder) -> dict | None:
+    """The serial-work record under ``folder`` (``op_counts.json``, checked), or ``None`` where there is none."""
+    return recordfile.read_if_there(Path(folder, "op_counts.json"), "op_counts")
+
+
+def _case_label(case: str) -> str:
+    section, _, model = case.partition(" ")
+    return _label(case) if model else section.replace("_", "-")
+
+
+def serial_work(record) -> FigureResult:
+    """What one inner step executes in sequence at the paper's configurations, ours against the authors'
+    (``op_counts.json``, ``tools/op_counts.py``): operations of the lowered program and instructions (fusions) of the
+    optimised CPU program per inner step, a table with a sentence computed from it; a case whose section's code
+    changed since the record says so."""
+    if record is None:
+        return FigureResult(notes=NO_OP_COUNTS)
+    from compgen import catalog
+
+    lines = [
+        "| configuration | inner steps | ours ops | theirs ops | ours fusions | theirs fusions |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    fewer, changed, runs = [], [], []
+    for case, found in record["cases"].items():
+        ours, theirs = found["ours"], found["theirs"]
+        cells = [
+            f"{c[k]['per_step']:,}" if c else "–" for k in ("ops", "fusions") for c in (ours, theirs)
+        ]
+        lines.append(f"| {_case_label(case)} | {ours['inner_steps']} | {' | '.join(cells)} |")
+        if theirs:
+            fewer.append(ours["ops"]["per_step"] <= theirs["ops"]["per_step"])
+            runs.append((ours["ops"]["runs"], theirs["ops"]["runs"]))
+        if recordfile.code_state(ours["code_fingerprint"], catalog.get(case.split(" ")[0]).fingerprint) != (
+            recordfile.CURRENT
+        ):
+            changed.append(_case_label(case))
+    commit = record["reference"]["commit"]
+    caption = (
+        "Serial work per inner step at the paper's configurations (preset `paper`, one seed; the hyperteacher at M = 4, "
+        "K = 2): the operations of the lowered program and the instructions of the optimised CPU program (a fusion "
+        "counts one) that one inner step executes in sequence, summed over the inner loop and, under the "
+        "meta-gradient, its transposed loop; a nested loop counts its trip count times its body. Both codes are "
+        f"lowered for a CPU with jax {record['jax']} and counted by the same code (`tools/hlo_count.py`); the "
+        f"authors' at {record['reference']['repository']}"
+        + (f"@{commit[:7]}" if commit else " (not counted)")
+        + f", {record['date']} (`book/records/op_counts.json`)."
+    )
+    notes = []
+    if fewer:
+        notes.append(
+            f"Ours executes at most as many operations per inner step as the authors' in {sum(fewer)} of "
+            f"{len(fewer)} configurations (`tests/tools/test_op_counts.py` holds ours to the record)."
+        )
+    chunked = [(o, t) for o, t in runs if o != t]
+    if chunked:
+        notes.append(
+            "On a CPU ours adapts the meta-batch a chunk of tasks at a time, so per outer step its inner loops run "
+            f"{min(o for o, _ in chunked)} to {max(o for o, _ in chunked)} times where the authors' run "
+            f"{max(t for _, t in chunked)}: the same work per task, in more, shorter loops."
+        )
+    if changed:
+        notes.append(f"The code of {', '.join(changed)} has changed since the record: its counts are the older code's.")
+    return FigureResult(caption=caption, table="\n".join(lines), notes=" ".join(notes))
+
+
 # --------------------------------------------------------------------------------------------- on a GPU
 
 
@@ -294,6 +369,31 @@ def gpu_checks(records) -> FigureResult:
         "What was checked on a GPU machine, one block per session (`book/records/gpu/`): each step of "
         "`tools/gpu_check.sh` (or, before it existed, of the session's checks), its status, seconds and findings; "
         "beside the commit, whether the code has changed since, or the record does not say."
+    )
+    return FigureResult(caption=caption, table="\n".join(lines))
+
+
+def budget_policy() -> str:
+    """The quick book's budget in words, from the constants the bench checks it with
+    (:data:`compgen.bench.BUDGET_MINUTES`, :data:`compgen.bench.BUDGET_GEMM`)."""
+    return (
+        f"The budget: at most {bench.BUDGET_MINUTES['chapter']:g} minutes of training per chapter and "
+        f"{bench.BUDGET_MINUTES['book']:g} in all, measured as the wall minutes of the cells that train and scaled "
+        f"to a machine whose 1024² float32 matrix product reads {bench.BUDGET_GEMM:g} GFLOP/s (each run records the "
+        "reading of the machine it trained on, `compgen.timing.gemm_gflops`)."
+    )
+
+
+def device_choices(path) -> FigureResult:
+    """The measurements behind the device's choices (``records/choices.json``): per choice when, on what, how it was
+    measured and what was found."""
+    record = recordfile.read(path, "choices")
+    lines = ["| choice | measured | how | found |", "|---|---|---|---|"]
+    for c in record["choices"]:
+        lines.append(f"| {c['choice']} | {c['date']}, {c['machine']} | {c['how']} | {c['found']} |")
+    caption = (
+        "Why the device's choices are what they are: the measurement behind each (`records/choices.json`), named by "
+        "the constant or function it set; a choice changes float32 round-off at most, never the science."
     )
     return FigureResult(caption=caption, table="\n".join(lines))
 
