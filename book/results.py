@@ -83,7 +83,5 @@ from compgen.figures import glance
 notebook.check_parameters(globals())
 
 figures.show(
-    glance.page(
-        preset, seeds, second_set="search/second_set.json", twins="search", paper_scale="records/paper/fig2c"
-    )
+    glance.page(preset, seeds, second_set="search/second_set.json", twins="search", paper_scale="records/paper/fig2c")
 )

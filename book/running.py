@@ -48,7 +48,7 @@ if "google.colab" in sys.modules:
     os.chdir(os.path.join(_checkout, "book"))
 
 # %% tags=["remove-input"]
-from compgen import bench, figures, notebook
+from compgen import figures, notebook, steptimes
 from compgen.figures import running
 
 notebook.check_parameters(globals())
@@ -112,7 +112,7 @@ figures.show(running.compile_times(_book_time))
 # preset's: a run is stored under its config as given, with the choices in its provenance (`knobs`).
 
 # %% tags=["remove-input"]
-figures.show(running.step_times(bench.step_records("records")))
+figures.show(running.step_times(steptimes.step_records("records")))
 
 # %% [markdown]
 # ### Serial work per inner step
@@ -146,7 +146,7 @@ figures.show(running.device_choices("records/choices.json"))
 # those already stored.
 
 # %% tags=["remove-input"]
-figures.show(running.paper_cost(bench.step_records("records")))
+figures.show(running.paper_cost(steptimes.step_records("records")))
 
 # %% [markdown]
 # ## On a GPU

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from compgen import bench, recordfile
+from compgen import bench, booktime, recordfile, steptimes
 from compgen.figures import running
 
 H100 = "NVIDIA H100 80GB HBM3"  # jax.devices()[0].device_kind of the authors' GPU
@@ -42,20 +42,20 @@ def records():
 
 def test_the_committed_records_are_the_authors_at_paper_cases_and_ours():
     """Every row of the authors' records belongs to a paper case (plain and sharded); ours name cases."""
-    found = bench.step_records()
+    found = steptimes.step_records()
     assert {r["who"] for r in found} == {"authors", "compgen"}
-    by_key = {bench.figure_key(name) for name in bench.CASES}
+    by_key = {steptimes.figure_key(name) for name in steptimes.CASES}
     for record in found:
         assert {"device", "date", "code", "how", "gemm_gflops", "rows"} <= set(record)
         if record["who"] == "authors":
             assert set(record["rows"]) <= by_key, record["rows"].keys() - by_key
         else:
-            assert set(record["rows"]) <= set(bench.CASES)
-    cpu = bench.on_device(found, "authors", "cpu")
-    with_figures = {name for name in bench.CASES if bench.authors(name, "cpu", found)}
-    assert f"goals anil paper{bench.SHARD_SUFFIX}" in with_figures  # compgen's default at paper sizes
+            assert set(record["rows"]) <= set(steptimes.CASES)
+    cpu = steptimes.on_device(found, "authors", "cpu")
+    with_figures = {name for name in steptimes.CASES if steptimes.authors(name, "cpu", found)}
+    assert f"goals anil paper{steptimes.SHARD_SUFFIX}" in with_figures  # compgen's default at paper sizes
     assert not any("quick" in name or name.startswith("teacher_student") for name in with_figures)
-    assert len({n for n in with_figures if not n.endswith(bench.SHARD_SUFFIX)}) == len(cpu["rows"])
+    assert len({n for n in with_figures if not n.endswith(steptimes.SHARD_SUFFIX)}) == len(cpu["rows"])
 
 
 def test_the_ratio_reads_as_authors_over_ours_on_a_machine_as_fast_as_theirs(records):
@@ -64,9 +64,11 @@ def test_the_ratio_reads_as_authors_over_ours_on_a_machine_as_fast_as_theirs(rec
     assert "–" in bench._authors_cells("hyperteacher maml quick", 1.0, gemm_gflops=350, records=records)
     slower = bench._authors_cells(CASE, 5.0, gemm_gflops=100, records=records)
     assert "10.00 (8.0 GB)" in slower and "×" not in slower and "GEMM ≠" in slower
-    cpu, margin = records[0], bench.COMPARABLE
-    assert bench.comparable(300 * (1 - margin) + 1, cpu) and bench.comparable(400 * (1 + margin) - 1, cpu)
-    assert not bench.comparable(300 * (1 - margin) - 1, cpu) and not bench.comparable(400 * (1 + margin) + 1, cpu)
+    cpu, margin = records[0], steptimes.COMPARABLE
+    assert steptimes.comparable(300 * (1 - margin) + 1, cpu) and steptimes.comparable(400 * (1 + margin) - 1, cpu)
+    assert not steptimes.comparable(300 * (1 - margin) - 1, cpu) and not steptimes.comparable(
+        400 * (1 + margin) + 1, cpu
+    )
 
 
 def test_a_run_prints_the_records_taken_on_its_kind_of_device(records):
@@ -77,8 +79,8 @@ def test_a_run_prints_the_records_taken_on_its_kind_of_device(records):
     assert "0.0400 (2.0 GB)" in on_h100 and "4.00×" in on_h100 and "0.0200" in on_h100 and "0.5000" not in on_h100
     assert "2222222" not in bench.table_header("cpu", records) and "2222222" in bench.table_header(H100, records)
     assert "peak RSS GB" in bench.table_header("cpu", records) and "peak dev GB" in bench.table_header(H100, records)
-    assert bench.earlier("teacher_student paper, 1 run", H100, records) is None
-    assert bench.earlier(CASE, "cpu", records) is None
+    assert steptimes.earlier("teacher_student paper, 1 run", H100, records) is None
+    assert steptimes.earlier(CASE, "cpu", records) is None
     assert "–" in bench._authors_cells(CASE, 1.0, 1.0, kind="NVIDIA A100-SXM4-40GB", records=records)
 
 
@@ -100,13 +102,15 @@ def test_the_table_prints_each_device_its_own_rows_and_records_the_run(monkeypat
     assert cells[6] == ("5.00" if gpu else "3.00")  # the device's peak, else the process's
     assert ("0.0400 (2.0 GB)" in cells, "10.00 (8.0 GB)" in cells) == (gpu, not gpu)
     assert ("0.0200" in cells) == gpu and ("authors on H100" in out) == gpu and ("authors on cpu" in out) == (not gpu)
-    written = [r for r in bench.step_records(tmp_path) if r["who"] == "compgen" and r["rows"].get(CASE, {}).get("runs")]
+    written = [
+        r for r in steptimes.step_records(tmp_path) if r["who"] == "compgen" and r["rows"].get(CASE, {}).get("runs")
+    ]
     (mine,) = written
     assert mine["rows"][CASE]["s_per_step"] == result["s_per_step"] and mine["device"] == (
         "cpu" if gpu is False else kind
     )
     assert mine["rows"][CASE]["peak_gb"] == (5.0 if gpu else 3.0) and (mine["gemm_gflops"] is None) == gpu
-    assert bench.earlier(CASE, kind, bench.step_records(tmp_path))[1]["s_per_step"] == result["s_per_step"]
+    assert steptimes.earlier(CASE, kind, steptimes.step_records(tmp_path))[1]["s_per_step"] == result["s_per_step"]
     assert mine["how"].endswith("; an idle machine") and "--note" not in mine["how"]
     assert f"--only '{CASE}' --records" in mine["how"]  # the command as a shell reads it
 
@@ -124,7 +128,7 @@ def test_the_timed_chunk_is_the_runners_up_to_a_cap():
     assert bench.chunk_steps(cfg, 5) == min(cfg.eval_every, 5) == 5
     short = make_config(catalog.get("teacher_student"), "smoke", outer_steps=7, eval_every=7)
     assert bench.chunk_steps(short, 10**6) == 7
-    for name, (section, preset, model, overrides, cap, _) in bench.CASES.items():
+    for name, (section, preset, model, overrides, cap, _) in steptimes.CASES.items():
         model = "hnet_linear" if model == "tasks" else model  # task generation samples the tasks of this config
         case_cfg = make_config(catalog.get(section), preset, model, **overrides)
         assert bench.default_cap(name, "cpu") == cap and bench.default_cap(name, "gpu") == bench.ACCELERATOR_STEPS
@@ -149,7 +153,7 @@ def test_paper_cases_run_with_huge_pages_and_a_split_case_with_host_devices(monk
     monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
     assert "GLIBC_TUNABLES" not in bench.case_environment("hyperteacher maml quick")
     plain = bench.case_environment("hyperteacher maml paper (M=4, K=2)")
-    split = bench.case_environment(f"hyperteacher maml paper (M=4, K=2){bench.SHARD_SUFFIX}")
+    split = bench.case_environment(f"hyperteacher maml paper (M=4, K=2){steptimes.SHARD_SUFFIX}")
     assert "glibc.malloc.hugetlb=1" in plain["GLIBC_TUNABLES"] and "glibc.malloc.hugetlb=1" in split["GLIBC_TUNABLES"]
     assert "host_platform_device_count" in split["XLA_FLAGS"]
     assert "host_platform_device_count" not in plain.get("XLA_FLAGS", "")
@@ -178,7 +182,7 @@ def _stored_run(folder, name, date, gemm=None, **seconds):
 
 def test_a_chapter_that_compares_a_learner_of_its_own_trains_in_its_compare_cells(tmp_path):
     _notebook(tmp_path / "c.ipynb", "2026-11-23T09:00:00", "2026-11-23T09:05:00", [("compare.compare(m)", 90.0)])
-    assert bench.book_time(tmp_path, [])[0]["training_cells"] == 90.0
+    assert booktime.book_time(tmp_path, [])[0]["training_cells"] == 90.0
 
 
 def test_book_time_gives_each_chapter_the_runs_stored_while_it_executed(tmp_path):
@@ -200,13 +204,13 @@ def test_book_time_gives_each_chapter_the_runs_stored_while_it_executed(tmp_path
     )
     _stored_run(store / "a", "old", "2026-11-23T10:05:00+00:00", compile=99.0, setup=9.0, train=999.0, evaluate=9.0)
     _stored_run(store / "other", "r3", "2026-11-24T10:11:00+00:00")  # no parts recorded
-    rows = {r["chapter"]: r for r in bench.book_time(book, bench.stored_runs(store))}
+    rows = {r["chapter"]: r for r in booktime.book_time(book, booktime.stored_runs(store))}
     assert set(rows) == {"a", "b"}
     assert rows["a"]["wall"] == 600 and rows["a"]["training_cells"] == 400 and rows["a"]["runs"] == 2
     assert (rows["a"]["compile"], rows["a"]["train"], rows["a"]["evaluate"]) == (40.0, 300.0, 10.0)
     assert rows["b"]["runs"] == 1 and rows["b"]["compile"] == 0.0
     assert rows["a"]["gemm"] == 500.0 and np.isnan(rows["b"]["gemm"])  # the runs' mean reading; none recorded in b
-    table = bench.book_time_table(list(rows.values()))
+    table = booktime.book_time_table(list(rows.values()))
     # a's 6.7 training minutes on a machine reading 500 GFLOP/s take twice as long on one reading 250
     assert "| a | 10.0 | 6.7 | 500 | 13.3 | 3.3 |" in table and "| a | 2 | 0.7 | 0.0 | 5.0 | 0.2 | 11 % |" in table
     assert "| total | 12.0 | 6.7 | 500 | 13.3 | 5.3 |" in table
@@ -218,17 +222,17 @@ def _row(chapter, minutes, gemm=250.0, runs=3):
 
 
 def test_the_budget_check_scales_each_chapter_to_the_budget_machine_and_needs_trained_runs(capsys, tmp_path):
-    assert bench.budget_problems([_row("a", 19.0), _row("b", 20.0), _row("results", 99.0, runs=0)]) == ([], [])
+    assert booktime.budget_problems([_row("a", 19.0), _row("b", 20.0), _row("results", 99.0, runs=0)]) == ([], [])
     # 12 minutes on a machine twice as fast are 24 at the budget's 250 GFLOP/s
-    (problem,), _ = bench.budget_problems([_row("a", 12.0, gemm=500.0)])
+    (problem,), _ = booktime.budget_problems([_row("a", 12.0, gemm=500.0)])
     assert problem.startswith("a: 24.0 min of training at 250 GFLOP/s, above the chapter budget of 20")
     four = [_row(name, 16.0) for name in "abcd"]  # 64 minutes in all
-    exceeded, _ = bench.budget_problems(four)
+    exceeded, _ = booktime.budget_problems(four)
     assert exceeded == ["the book: 64.0 min of training at 250 GFLOP/s, above the budget of 60"]
-    exceeded, (problem,) = bench.budget_problems([_row("a", 1.0, runs=0)])
+    exceeded, (problem,) = booktime.budget_problems([_row("a", 1.0, runs=0)])
     assert exceeded == [] and "not measured" in problem
-    assert bench.budget_problems([_row("theory", 0.0, runs=0, gemm=float("nan"))]) == ([], [])  # trains nothing
-    exceeded, (problem,) = bench.budget_problems([_row("a", 1.0, gemm=float("nan"))])
+    assert booktime.budget_problems([_row("theory", 0.0, runs=0, gemm=float("nan"))]) == ([], [])  # trains nothing
+    exceeded, (problem,) = booktime.budget_problems([_row("a", 1.0, gemm=float("nan"))])
     assert exceeded == [] and "no GEMM reading" in problem
     book = tmp_path / "book"
     book.mkdir()
@@ -258,16 +262,16 @@ def test_a_measured_book_is_recorded_with_each_run_in_its_chapter(capsys, tmp_pa
         ("r2", "t", "b", 5.0),
     ]
     assert [c["chapter"] for c in record["chapters"]] == ["a", "b"] and record["date"] == "2026-11-24"
-    assert record["schema"] == recordfile.SCHEMA and record["code_fingerprint"] == bench.code_fingerprint()
+    assert record["schema"] == recordfile.SCHEMA and record["code_fingerprint"] == steptimes.code_fingerprint()
     assert running.load(records / "book_time.json") == record  # the appendix reads what the bench wrote
 
 
 def test_a_step_record_carries_its_schema_and_the_code_it_timed():
     result = {"s_per_step": 0.5, "peak_rss_gb": 1.0, "peak_device_gb": None, "compile_s": 2.0, "runs": 1}
     record = bench.step_record({CASE: {**result, "chunk_steps": 2, "gemm_gflops": 200.0}}, "cpu", "python -m x")
-    assert record["schema"] == recordfile.SCHEMA and record["code_fingerprint"] == bench.code_fingerprint()
+    assert record["schema"] == recordfile.SCHEMA and record["code_fingerprint"] == steptimes.code_fingerprint()
     assert recordfile.problem(record, recordfile.STEPS) is None  # as the book reads it
-    assert len(bench.code_fingerprint()) == 12
+    assert len(steptimes.code_fingerprint()) == 12
 
 
 # --------------------------------------------------------------------------- the command line: one line, exit 2

@@ -188,7 +188,10 @@ HISTORY = {
     "history": r"\b(?:[Uu]ntil|[Ss]ince|[Bb]efore) 20\d\d\b",
     "the spec": r"spec §",
 }
-DURATION = r"\b(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|twenty|thirty|sixty)[ -](?:minutes?|seconds?|hours?)\b"
+DURATION = (
+    r"\b(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|twenty|thirty|sixty)[ -]"
+    r"(?:minutes?|seconds?|hours?)\b"
+)
 
 
 def _comments_and_docstrings(path: Path) -> list:

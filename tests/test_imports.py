@@ -10,6 +10,8 @@ LAYERS = [
         "compgen.params",
         "compgen.fingerprint",
         "compgen.recordfile",
+        "compgen.steptimes",
+        "compgen.booktime",
         "compgen.precision",
         "compgen.rng",
         "compgen.initializers",
@@ -30,7 +32,6 @@ LAYERS = [
     ("compgen.dispatch", "compgen.notebook", "compgen.ledger"),
     ("compgen.figures",),
     ("compgen.sweeps", "compgen.cli", "compgen.bench", "compgen.__main__"),
-    ("compgen.figures.running",),  # the appendix page draws the bench's records
 ]
 
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from compgen import bench, recordfile
+from compgen import recordfile, steptimes
 from compgen.figures import running
 
 
@@ -72,7 +72,7 @@ def test_compile_times_lists_the_longest_first_with_what_sets_each_run_apart():
 
 
 H100 = "NVIDIA H100 80GB HBM3"
-PLAIN, SHARDED = "hyperteacher anil paper (M=4, K=2)", f"hyperteacher anil paper (M=4, K=2){bench.SHARD_SUFFIX}"
+PLAIN, SHARDED = "hyperteacher anil paper (M=4, K=2)", f"hyperteacher anil paper (M=4, K=2){steptimes.SHARD_SUFFIX}"
 
 
 def _steps(who, device, rows, gemm=None, date="2026-01-01"):
@@ -112,13 +112,13 @@ def test_step_times_compare_like_with_like(our_date, ratio):
 def test_the_committed_records_draw():
     """The page's own records: every one of them draws (the book's build would fail otherwise), each figure with a
     caption naming its preset and seeds (as tools/check_book.py asks of every figure)."""
-    steps = running.step_times(bench.step_records())
+    steps = running.step_times(steptimes.step_records())
     assert steps.figure is not None and "preset" in steps.caption and "seed" in steps.caption
-    checks = running.gpu_records(bench.RECORDS)
+    checks = running.gpu_records(steptimes.RECORDS)
     assert checks and all({"device", "date", "code", "jax", "flax", "steps"} <= set(r) for r in checks)
     table = running.gpu_checks(checks).table
     assert all(r["device"] in table for r in checks)
-    record = running.load(bench.RECORDS / "book_time.json")
+    record = running.load(steptimes.RECORDS / "book_time.json")
     if record is not None:
         cost = running.book_cost(record)
         assert cost.figure is not None and "preset" in cost.caption and "seeds" in cost.caption
@@ -177,11 +177,11 @@ def test_a_damaged_gpu_or_step_record_stops_the_appendix_in_one_line_naming_it(t
     negative = _steps("compgen", "cpu", {PLAIN: {"s_per_step": -31.1}}, gemm=[1.0, 2.0])
     (tmp_path / "steps" / "y.json").write_text(json.dumps(negative))
     with pytest.raises(recordfile.RecordError, match=r"s_per_step must be a number > 0, got -31\.1; rewrite it with"):
-        bench.step_records(tmp_path)
+        steptimes.step_records(tmp_path)
 
 
 def test_a_record_of_other_code_or_naming_none_says_so():
-    current = bench.code_fingerprint()
+    current = steptimes.code_fingerprint()
     record = _book(_chapter("a", 1.0))
     assert "names no code fingerprint" in running.book_cost(record).notes
     assert "has changed since" in running.book_cost({**record, "code_fingerprint": "0ld"}).notes

@@ -3,15 +3,15 @@ the authors' code, and what was checked on a GPU, each drawn from a record under
 built (never typed into the page).
 
 - ``book_time.json``: where a quick build from an empty results store spent its time, per chapter and per run
-  (:func:`compgen.bench.book_time_record`; ``python -m compgen.bench --book book --record``);
+  (:func:`compgen.booktime.book_time_record`; ``python -m compgen.bench --book book --record``);
 - ``steps/*.json``: seconds per outer step of one code on one device in one session, ours or the authors'
-  (:func:`compgen.bench.step_records`; ``python -m compgen.bench --record`` writes ours);
+  (:func:`compgen.steptimes.step_records`; ``python -m compgen.bench --record`` writes ours);
 - ``gpu/*.json``: the steps ``tools/gpu_check.sh`` ran on a GPU machine, their status and seconds, with the device,
   the versions and what they found.
 
 Each is read by :mod:`compgen.recordfile`: a damaged record stops the page with one line naming it and the command
 that rewrites it (the records are committed: a damaged one is a bug to fix); a missing ``book_time.json`` is a note.
-A record of ours made by other code than this build's (:func:`compgen.bench.code_fingerprint`), or naming none, says
+A record of ours made by other code than this build's (:func:`compgen.steptimes.code_fingerprint`), or naming none, says
 so beside what it draws (:func:`code_note`).
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import bench, recordfile
+from compgen import booktime, recordfile, steptimes
 from compgen.experiments.fewshot import MODEL_LABELS
 from compgen.figures import FigureResult, plots
 
@@ -47,9 +47,9 @@ CODE_STATES = {recordfile.STALE: "code changed since", recordfile.NOT_RECORDED: 
 
 
 def code_state(record) -> str:
-    """Whether ``record`` was made by this build's code (:func:`compgen.bench.code_fingerprint`): one of
+    """Whether ``record`` was made by this build's code (:func:`compgen.steptimes.code_fingerprint`): one of
     :data:`compgen.recordfile.CURRENT`, ``STALE``, ``NOT_RECORDED``."""
-    return recordfile.code_state(record.get("code_fingerprint"), bench.code_fingerprint())
+    return recordfile.code_state(record.get("code_fingerprint"), steptimes.code_fingerprint())
 
 
 def code_note(record) -> str:
@@ -66,50 +66,53 @@ def code_note(record) -> str:
 
 
 def _chapters(record) -> list[dict]:
-    """The record's chapters as :func:`compgen.bench.book_time` rows (a missing GEMM reading as NaN)."""
+    """The record's chapters as :func:`compgen.booktime.book_time` rows (a missing GEMM reading as NaN)."""
     return [{**row, "gemm": np.nan if row["gemm"] is None else row["gemm"]} for row in record["chapters"]]
 
 
 def budget_verdict(record) -> str:
     """One sentence: whether the recorded build is within the quick book's budget
-    (:func:`compgen.bench.budget_problems`)."""
+    (:func:`compgen.booktime.budget_problems`)."""
     rows = _chapters(record)
-    exceeded, not_measured = bench.budget_problems(rows)
-    total = sum(bench.at_budget_machine(r["training_cells"], r["gemm"]) for r in rows if r["chapter"] != "results")
-    budget = f"{bench.BUDGET_MINUTES['chapter']:.0f} minutes per chapter and {bench.BUDGET_MINUTES['book']:.0f} in all"
+    exceeded, not_measured = booktime.budget_problems(rows)
+    total = sum(booktime.at_budget_machine(r["training_cells"], r["gemm"]) for r in rows if r["chapter"] != "results")
+    budget = (
+        f"{booktime.BUDGET_MINUTES['chapter']:.0f} minutes per chapter and {booktime.BUDGET_MINUTES['book']:.0f} in all"
+    )
     if exceeded:
         return f"**Above the budget** of {budget}: " + "; ".join(exceeded) + "."
     if not_measured:
         return f"Not measured against the budget of {budget}: " + "; ".join(not_measured) + "."
     return (
         f"**Within the budget** of {budget}: {total / 60:.1f} minutes of training in all at "
-        f"{bench.BUDGET_GEMM:.0f} GFLOP/s."
+        f"{booktime.BUDGET_GEMM:.0f} GFLOP/s."
     )
 
 
 def book_cost(record) -> FigureResult:
     """The recorded quick build (``book_time.json``): each chapter's training minutes scaled to the budget's
-    machine against the chapter budget (figure), the whole table (:func:`compgen.bench.book_time_table`) and the
+    machine against the chapter budget (figure), the whole table (:func:`compgen.booktime.book_time_table`) and the
     budget's verdict."""
     if record is None:
         return FigureResult(notes=NO_BUILD)
     rows = _chapters(record)
     chapters = [r for r in rows if r["chapter"] != "results"]
-    minutes = [bench.at_budget_machine(r["training_cells"], r["gemm"]) / 60 for r in chapters]
+    minutes = [booktime.at_budget_machine(r["training_cells"], r["gemm"]) / 60 for r in chapters]
     fig, ax = plots.subplots(figsize=(plots.COLUMN_WIDTH, 3.2))
     ax.bar([r["chapter"] for r in chapters], minutes, color=SERIES_COLOURS["ours"], edgecolor="k", linewidth=0.6)
-    limit = bench.BUDGET_MINUTES["chapter"]
+    limit = booktime.BUDGET_MINUTES["chapter"]
     ax.axhline(limit, color="grey", ls="--", lw=0.8, label=f"budget per chapter ({limit:.0f} min)")
-    ax.set_ylabel(f"training minutes at {bench.BUDGET_GEMM:.0f} GFLOP/s")
+    ax.set_ylabel(f"training minutes at {booktime.BUDGET_GEMM:.0f} GFLOP/s")
     ax.set_ylim(0, max(limit, *minutes) * 1.15)
     ax.tick_params(axis="x", labelsize=8)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     caption = (
         f"The quick book's training per chapter: the wall minutes of the cells that train, on a machine whose 1024² "
-        f"float32 GEMM read the runs' own reading, scaled to one that reads {bench.BUDGET_GEMM:.0f} GFLOP/s. A build "
+        f"float32 GEMM read the runs' own reading, scaled to one that reads {booktime.BUDGET_GEMM:.0f} GFLOP/s. "
+        "A build "
         f"from an empty results store at preset `{record['preset']}` with its seeds, commit "
-        f"{bench.record_commit(record)}, on {record['cores']} cores, ended {record['date']} "
+        f"{steptimes.record_commit(record)}, on {record['cores']} cores, ended {record['date']} "
         "(`book/records/book_time.json`)." + (f" {record['note']}" if record.get("note") else "")
     )
     notes = (
@@ -118,7 +121,7 @@ def book_cost(record) -> FigureResult:
         + budget_verdict(record)
         + (f" {code_note(record)}" if code_note(record) else "")
     )
-    return FigureResult(figure=fig, caption=caption, table=bench.book_time_table(rows), notes=notes)
+    return FigureResult(figure=fig, caption=caption, table=booktime.book_time_table(rows), notes=notes)
 
 
 def _apart(run, runs) -> str:
@@ -141,7 +144,7 @@ def compile_times(record, top=10) -> FigureResult:
     if record is None:
         return FigureResult(notes=NO_BUILD)
     runs = sorted(record["runs"], key=lambda r: -r["compile"])
-    process = sum(r[p] for r in runs for p in bench.RUN_PARTS)
+    process = sum(r[p] for r in runs for p in booktime.RUN_PARTS)
     compiled = sum(r["compile"] for r in runs)
     lines = [
         "| chapter | learner | what sets the run apart | compile s | train + evaluate s | compile share |",
@@ -156,7 +159,7 @@ def compile_times(record, top=10) -> FigureResult:
         )
     caption = (
         f"The {min(top, len(runs))} longest compilations among the {len(runs)} runs of the recorded quick build "
-        f"(commit {bench.record_commit(record)}, {record['date']}): process seconds per run; compilation took "
+        f"(commit {steptimes.record_commit(record)}, {record['date']}): process seconds per run; compilation took "
         f"{compiled / 60:.1f} of the runs' {process / 60:.1f} process minutes ({compiled / max(process, 1e-9):.0%})."
     )
     return FigureResult(caption=caption, table="\n".join(lines))
@@ -175,8 +178,12 @@ def _ours(record, key: str, sharded: bool):
     """Our row for the paper case of figure key ``key`` (plain or tasks sharded) in ``record``, or ``None``."""
     if record is None:
         return None
-    for name in bench.CASES:
-        if bench.figure_key(name) == key and name.endswith(bench.SHARD_SUFFIX) == sharded and name in record["rows"]:
+    for name in steptimes.CASES:
+        if (
+            steptimes.figure_key(name) == key
+            and name.endswith(steptimes.SHARD_SUFFIX) == sharded
+            and name in record["rows"]
+        ):
             return record["rows"][name]
     return None
 
@@ -200,7 +207,7 @@ def _gb(row) -> str:
 
 def step_times(records) -> FigureResult:
     """Seconds per outer step at the paper's configurations, the authors' code against ours, one panel per device
-    the authors' code was measured on (its records, :func:`compgen.bench.step_records`), beside our newest record on
+    the authors' code was measured on (its records, :func:`compgen.steptimes.step_records`), beside our newest record on
     that device: bars on a log scale, and a table with peak memory and the ratio, only where the two were timed in
     one session (:func:`same_session`); figures of different sessions are shown with their dates, never divided."""
     theirs = [r for r in records if r["who"] == "authors"]
@@ -255,7 +262,7 @@ def step_times(records) -> FigureResult:
             notes.append(f"**Ours on {authors['device']}**: no record yet.")
         else:
             notes.append(
-                f"**Ours on {ours['device']}** (commit {bench.record_commit(ours)}, {ours['date']}): {ours['how']}."
+                f"**Ours on {ours['device']}** (commit {steptimes.record_commit(ours)}, {ours['date']}): {ours['how']}."
                 + (f" {code_note(ours)}" if code_note(ours) else "")
             )
     fig.tight_layout()
@@ -305,9 +312,7 @@ def serial_work(record) -> FigureResult:
     fewer, changed, runs = [], [], []
     for case, found in record["cases"].items():
         ours, theirs = found["ours"], found["theirs"]
-        cells = [
-            f"{c[k]['per_step']:,}" if c else "–" for k in ("ops", "fusions") for c in (ours, theirs)
-        ]
+        cells = [f"{c[k]['per_step']:,}" if c else "–" for k in ("ops", "fusions") for c in (ours, theirs)]
         lines.append(f"| {_case_label(case)} | {ours['inner_steps']} | {' | '.join(cells)} |")
         if theirs:
             fewer.append(ours["ops"]["per_step"] <= theirs["ops"]["per_step"])
@@ -318,9 +323,9 @@ def serial_work(record) -> FigureResult:
             changed.append(_case_label(case))
     commit = record["reference"]["commit"]
     caption = (
-        "Serial work per inner step at the paper's configurations (preset `paper`, one seed; the hyperteacher at M = 4, "
-        "K = 2): the operations of the lowered program and the instructions of the optimised CPU program (a fusion "
-        "counts one) that one inner step executes in sequence, summed over the inner loop and, under the "
+        "Serial work per inner step at the paper's configurations (preset `paper`, one seed; the hyperteacher at "
+        "M = 4, K = 2): the operations of the lowered program and the instructions of the optimised CPU program (a "
+        "fusion counts one) that one inner step executes in sequence, summed over the inner loop and, under the "
         "meta-gradient, its transposed loop; a nested loop counts its trip count times its body. Both codes are "
         f"lowered for a CPU with jax {record['jax']} and counted by the same code (`tools/hlo_count.py`); the "
         f"authors' at {record['reference']['repository']}"
@@ -358,7 +363,7 @@ def gpu_checks(records) -> FigureResult:
     for record in records:
         versions = f"{record['jax']}, {record['flax']}"
         state = CODE_STATES.get(code_state(record))
-        commit = bench.record_commit(record) + (f" ({state})" if state else "")
+        commit = steptimes.record_commit(record) + (f" ({state})" if state else "")
         for i, step in enumerate(record["steps"]):
             first = (record["date"], record["device"], versions, commit) if i == 0 else ("",) * 4
             seconds = "" if step.get("seconds") is None else f"{step['seconds']:.0f}"
@@ -375,11 +380,11 @@ def gpu_checks(records) -> FigureResult:
 
 def budget_policy() -> str:
     """The quick book's budget in words, from the constants the bench checks it with
-    (:data:`compgen.bench.BUDGET_MINUTES`, :data:`compgen.bench.BUDGET_GEMM`)."""
+    (:data:`compgen.booktime.BUDGET_MINUTES`, :data:`compgen.booktime.BUDGET_GEMM`)."""
     return (
-        f"The budget: at most {bench.BUDGET_MINUTES['chapter']:g} minutes of training per chapter and "
-        f"{bench.BUDGET_MINUTES['book']:g} in all, measured as the wall minutes of the cells that train and scaled "
-        f"to a machine whose 1024² float32 matrix product reads {bench.BUDGET_GEMM:g} GFLOP/s (each run records the "
+        f"The budget: at most {booktime.BUDGET_MINUTES['chapter']:g} minutes of training per chapter and "
+        f"{booktime.BUDGET_MINUTES['book']:g} in all, measured as the wall minutes of the cells that train and scaled "
+        f"to a machine whose 1024² float32 matrix product reads {booktime.BUDGET_GEMM:g} GFLOP/s (each run records the "
         "reading of the machine it trained on, `compgen.timing.gemm_gflops`)."
     )
 
@@ -438,7 +443,7 @@ def ledger_table(ledger_path, root) -> FigureResult:
 
 def _measured_s_per_step(record, section_name: str, model) -> float | None:
     """Our recorded seconds per outer step of one seed for a paper config of ``section_name`` and ``model``: the
-    plain paper case of that pair (:func:`compgen.bench.figure_key`), or ``None``."""
+    plain paper case of that pair (:func:`compgen.steptimes.figure_key`), or ``None``."""
     key = " ".join(filter(None, (section_name, model)))
     row = _ours(record, key, False)
     return None if row is None else row["s_per_step"] / row.get("runs", 1)
@@ -471,7 +476,7 @@ def paper_cost(records, device="H100") -> FigureResult:
             steps = sorted({c.outer_steps for c in configs})
             steps = f"{steps[0]:,}" + (f"–{steps[-1]:,}" if len(steps) > 1 else "")
             lines.append(f"| {name} | {figure} | {len(configs)} | {runs} | {steps} | {hours:,.1f} | {timed} |")
-    source = "no record of ours" if ours is None else f"our record at {bench.record_commit(ours)} ({ours['date']})"
+    source = "no record of ours" if ours is None else f"our record at {steptimes.record_commit(ours)} ({ours['date']})"
     caption = (
         f"The paper's configuration, figure by figure: its configs and runs, computed from the library's configs when "
         f"this page is built; GPU-hours on one {device} from the analytic FLOPs at "
