@@ -58,10 +58,12 @@ def test_three_leases_resumed_from_committed_files_equal_one_uninterrupted_run(t
     assert ledger.next_unfinished([work], tmp_path / "nowhere") == [work]
 
 
-def test_a_state_made_by_other_code_starts_again(tmp_path):
+def test_a_state_made_by_other_code_starts_again_and_a_resumed_chunk_must_fit(tmp_path):
     work = _work((1,))
     with pytest.raises(ledger.OutOfTime):
         ledger.advance(work, tmp_path, 0.0, preset="smoke", chunk=10, log=lambda line: None)
+    with pytest.raises(params.ParameterError, match="chunk must divide the 10 steps fig2c has done"):
+        ledger.advance(work, tmp_path, preset="smoke", chunk=20, log=lambda line: None)
     record = ledger.read_progress(tmp_path)
     (tmp_path / "progress.json").write_text(recordfile.dumps({**record, "code_fingerprint": "older"}))
     lines = []

@@ -137,55 +137,94 @@ def _per_chunk(metrics) -> dict:
 
 
 def advance(work, folder, budget_s=math.inf, preset=None, chunk=None, knobs=None, log=print, clock=time.monotonic):
-    """Continue ``work`` from the checkpoint in ``folder`` (from its start if there is none) until it is complete or
-    ``budget_s`` seconds would be exceeded by the next chunk (at least one chunk runs), saving a checkpoint and
-    ``progress.json`` after every chunk. ``preset`` overrides the work's (a rehearsal at ``smoke``); ``knobs``:
-    device choices (:data:`compgen.devices.KNOBS`), recorded per lease. Returns the progress record; raises
-    :class:`OutOfTime` (after saving) where the budget ended it first."""
-    started, seconds = clock(), {"compile": 0.0, "train": 0.0, "evaluate": 0.0}
-    knobs = dict(knobs or {})
-    sec = catalog.SECTIONS[work.section]
-    configs = work.configs(preset, **knobs)
-    cfg = configs[0]
-    chunk = chunk_for(cfg.eval_every, chunk)
-    folder = Path(folder)
+    """Continue ``work`` from the checkpoint in ``folder`` (from its start if there is none, or if its state was made
+    by other code or configs, :func:`staleness`) until it is complete or ``budget_s`` seconds would be exceeded by the
+    next chunk (at least one chunk runs), saving a checkpoint and ``progress.json`` after every chunk. ``preset``
+    overrides the work's (a rehearsal at ``smoke``); ``chunk``: outer steps per call (default: its last lease's, else
+    :func:`chunk_for`); ``knobs``: device choices (:data:`compgen.devices.KNOBS`), recorded per lease. Returns the
+    progress record; raises :class:`OutOfTime` (after saving) where the budget ended it first."""
+    started, folder = clock(), Path(folder)
     before = read_progress(folder)
     if before is not None and (why := staleness(before)):
         log(f"[ledger] {work.name}: its state was made by other code or configs ({'; '.join(why)}); starting again")
         for old in folder.glob("step-*.ckpt"):
             old.unlink()
         before = None
+    if chunk is None and before is not None:
+        chunk = before["leases"][-1]["chunk"]
+    run = _prepare(work, folder, preset, chunk, dict(knobs or {}), log, clock)
+    first_step, stopped = run["progress"]["done"], _train(run, work.name, started + budget_s, log, clock)
+    lease = {
+        "date": time.strftime("%Y-%m-%d"),
+        "device": str(jax.devices()[0].device_kind),
+        "backend": devices.default_backend(),
+        "jax_version": jax.__version__,
+        "steps": [first_step, run["progress"]["done"]],
+        "knobs": run["knobs"],
+        "matmul_precision": str(jax.config.jax_default_matmul_precision or "default"),
+        "chunk": run["chunk"],
+        "seconds": {k: round(v, 2) for k, v in run["seconds"].items()} | {"wall": round(clock() - started, 2)},
+    }
+    diverged = (before or {}).get("diverged", {}) | {run["section"].label(c): why for c, why in stopped.items()}
+    leases = [*(before or {}).get("leases", []), lease]
+    record = progress_record(
+        work, preset or work.preset, run["configs"], run["progress"], run["chunk"], leases, diverged
+    )
+    storage.write_atomic(folder / PROGRESS, recordfile.dumps(record).encode())
+    done, total = record["steps_done"], record["outer_steps"]
+    log(f"[ledger] {work.name}: {done:,} of {total:,} steps; progress in {folder / PROGRESS}")
+    if done < total and not diverged:
+        raise OutOfTime(f"{work.name}: at {done:,} of {total:,} steps")
+    return record
+
+
+def _prepare(work, folder, preset, chunk, knobs, log, clock) -> dict:
+    """What a lease of ``work`` trains with: its ``section``, ``configs``, ``runs``, ``program`` (and the ``knobs`` it
+    was built with), the steps ``compiled`` for one ``chunk``, the ``saver`` of ``folder``, the ``state`` and
+    ``progress`` restored from there or begun (with the evaluation at step 0), and ``seconds`` spent so far."""
+    sec = catalog.SECTIONS[work.section]
+    configs = work.configs(preset, **knobs)
+    chunk = chunk_for(configs[0].eval_every, chunk)
     runs = sec.run_arrays(configs)
-    prog, chosen = runner.fitting_program(sec, cfg, runs, log)
+    prog, chosen = runner.fitting_program(sec, configs[0], runs, log)
     state = prog.init(runs)
     saver = checkpoint.Checkpointer(folder, every=1, keep=1, log=log, compress=True)
     restored = saver.restore(state)
-    t = clock()
+    seconds, t = {"compile": 0.0, "train": 0.0, "evaluate": 0.0}, clock()
     compiled = prog.steps.lower(runs, state, chunk).compile()
-    seconds["compile"] += clock() - t
+    seconds["compile"] = clock() - t
     log(f"[ledger] {work.name}: compiled {chunk} steps in {seconds['compile']:.1f} s")
     if restored is None:
         t = clock()
         progress = {"done": 0, "steps": [], "evals": [jax.device_get(prog.evaluate(runs, state))], "eval_steps": [0]}
-        seconds["evaluate"] += clock() - t
+        seconds["evaluate"] = clock() - t
     else:
         state, progress = restored
-    first_step, total = progress["done"], cfg.outer_steps
-    stopped = {}  # config -> why its run diverged (runner.divergence_check)
+        if progress["done"] % chunk:
+            raise params.ParameterError(f"chunk must divide the {progress['done']:,} steps {work.name} has done")
+    run = {"section": sec, "configs": configs, "runs": runs, "program": prog, "knobs": chosen, "chunk": chunk}
+    return run | {"compiled": compiled, "saver": saver, "state": state, "progress": progress, "seconds": seconds}
+
+
+def _train(run, name, deadline, log, clock) -> dict:
+    """Train ``run`` (:func:`_prepare`) chunk by chunk until its last step, until the next chunk would end after
+    ``deadline`` (a time of ``clock``; the first chunk always runs), or until every config diverged, evaluating
+    every ``eval_every`` steps and saving after every chunk. ``{config: why}`` of the configs that diverged."""
+    sec, configs, progress, seconds = run["section"], run["configs"], run["progress"], run["seconds"]
+    cfg, stopped, last = configs[0], {}, None
     check = runner.divergence_check(sec, configs, stopped)
-    last = None
-    while progress["done"] < total:
-        if last is not None and clock() - started + last > budget_s:
+    while progress["done"] < cfg.outer_steps and not stopped:
+        if last is not None and clock() + last > deadline:
             break
         t = clock()
-        state, metrics = compiled(runs, state)
+        run["state"], metrics = run["compiled"](run["runs"], run["state"])
         progress["steps"].append(_per_chunk(metrics))
-        progress["done"] += chunk
+        progress["done"] += run["chunk"]
         seconds["train"] += (last := clock() - t)
         evaluation = None
         if progress["done"] % cfg.eval_every == 0:
             t = clock()
-            evaluation = jax.device_get(prog.evaluate(runs, state))
+            evaluation = jax.device_get(run["program"].evaluate(run["runs"], run["state"]))
             progress["evals"].append(evaluation)
             progress["eval_steps"].append(progress["done"])
             seconds["evaluate"] += clock() - t
@@ -193,30 +232,9 @@ def advance(work, folder, budget_s=math.inf, preset=None, chunk=None, knobs=None
             check(progress["steps"][-1], progress["done"], evaluation, progress["evals"][0])
         except runner.TrainingDiverged:
             pass  # every config is in ``stopped``
-        log(f"[ledger] {work.name}: step {progress['done']:,}/{total:,}  {sec.progress(cfg, metrics, evaluation)}")
-        saver.save(state, progress)
-        if stopped:
-            break
-    lease = {
-        "date": time.strftime("%Y-%m-%d"),
-        "device": str(jax.devices()[0].device_kind),
-        "backend": devices.default_backend(),
-        "jax_version": jax.__version__,
-        "steps": [first_step, progress["done"]],
-        "knobs": chosen,
-        "matmul_precision": str(jax.config.jax_default_matmul_precision or "default"),
-        "chunk": chunk,
-        "seconds": {k: round(v, 2) for k, v in seconds.items()} | {"wall": round(clock() - started, 2)},
-    }
-    diverged = (before or {}).get("diverged", {}) | {sec.label(c): why for c, why in stopped.items()}
-    record = progress_record(
-        work, preset or work.preset, configs, progress, chunk, [*(before or {}).get("leases", []), lease], diverged
-    )
-    storage.write_atomic(folder / PROGRESS, recordfile.dumps(record).encode())
-    log(f"[ledger] {work.name}: {progress['done']:,} of {total:,} steps; progress in {folder / PROGRESS}")
-    if progress["done"] < total and not diverged:
-        raise OutOfTime(f"{work.name}: at {progress['done']:,} of {total:,} steps")
-    return record
+        log(f"[ledger] {name}: step {progress['done']:,}/{cfg.outer_steps:,}  {sec.progress(cfg, metrics, evaluation)}")
+        run["saver"].save(run["state"], progress)
+    return stopped
 
 
 def _numbers(a, digits=7):
