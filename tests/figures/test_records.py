@@ -76,8 +76,8 @@ def test_pooling_joins_seed_sets_and_the_pooled_rule_needs_two_standard_errors(r
     both = records.pool(one, other)
     cfg = both.configs("fig2c")[0]
     assert cfg.seeds == (100, 7) and np.asarray(both.output(cfg)["eval/alignment"]).shape == (2, 1)
-    with C.pooled_rule():
-        pooled = glance.CHAPTERS["teacher_student"].claims(both)
+    assert both.pooled and not one.pooled  # pooling marks the runs: their claims are judged by the pooled rule
+    pooled = glance.CHAPTERS["teacher_student"].claims(both)
     fig2c = [c for c in pooled if c.figure == "Fig. 2C"]
     assert [c.verdict for c in fig2c] == [C.HOLDS] * 2 and "pooled over seeds" in fig2c[0].criterion
     assert "(2/2 seeds)" in fig2c[0].ours
@@ -86,10 +86,13 @@ def test_pooling_joins_seed_sets_and_the_pooled_rule_needs_two_standard_errors(r
 def test_the_pooled_rule_is_the_mean_above_two_standard_errors():
     two_against = ([0.3, 0.25, -0.05, 0.28, -0.02, 0.27], [0.0] * 6)  # the mean well above two standard errors
     assert not C.paired(*two_against, margin=0.1).sign_ok  # "every seed, or all but one": fails with two against
-    with C.pooled_rule():
-        assert C.paired(*two_against, margin=0.1).holds
-        assert not C.paired([0.5, -0.4, 0.45, -0.3], [0.0] * 4, margin=0.01).sign_ok  # the mean within 2 SE
-    assert not C._POOLED.get()  # the rule ends with its block
+    assert C.paired(*two_against, margin=0.1).holds_under(pooled=True)
+    assert not C.paired([0.5, -0.4, 0.45, -0.3], [0.0] * 4, margin=0.01).sign_ok_under(pooled=True)  # within 2 SE
+    spec = C.ClaimSpec("teacher_student", "Fig. 2C", "a claim", "a criterion")
+    check = C.paired(*two_against, margin=0.1)
+    assert spec.judge(check, "ours").verdict == C.NOT_REPRODUCED and "paired by seed" in spec.judge(check, "").criterion
+    assert spec.judge(check, "ours", pooled=True).verdict == C.HOLDS
+    assert "pooled over seeds" in spec.judge(check, "ours", pooled=True).criterion
 
 
 def test_configs_that_differ_only_in_their_seeds_stay_apart(runs_of, fake):
@@ -121,8 +124,7 @@ def test_seed_sets_whose_configs_differ_pool_as_not_run(runs_of, fake):
     assert "fig4ef" in records.missing(pooled)
     assert all(pooled.output(c) is None for c in pooled.configs("fig4ef"))
     assert pooled.configs("fig4ef") == book.figures["fig4ef"]  # the book's configs, not run
-    with C.pooled_rule():
-        found = glance.CHAPTERS["goals"].claims(pooled)
+    found = glance.CHAPTERS["goals"].claims(pooled)
     assert {c.verdict for c in found if c.figure.startswith("Fig. 4E")} == {C.NOT_RUN}
 
 

@@ -5,9 +5,11 @@ mazes, so seeds are compared with themselves). The criterion (:func:`paired`) is
 every claim:
 
 * **sign**: the difference has the paper's sign on every seed, or on all but one with the mean difference
-  above two standard errors of the per-seed differences (with a single seed: that seed); under
-  :func:`pooled_rule` (a claim judged on every seed the records hold, where "every seed" does not scale with their
-  number) the mean difference above two standard errors instead;
+  above two standard errors of the per-seed differences (with a single seed: that seed); for runs pooled over seed
+  sets (``pooled``: a claim judged on every seed the records hold, where "every seed" does not scale with their
+  number) the mean difference above two standard errors instead. The rule is an argument of the judgment
+  (:meth:`Check.holds_under`, :meth:`ClaimSpec.judge`), read from the runs judged
+  (:attr:`compgen.notebook.Runs.pooled`);
 * **size**: the mean difference reaches ``margin`` (absolute, or relative to the mean of the compared-to
   quantity), and any extra ``level`` condition holds (e.g. "connected students above 0.9").
 
@@ -19,8 +21,6 @@ advance, as data), and judges it on its numbers with :meth:`ClaimSpec.judge`.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import math
 from dataclasses import dataclass, field
 
@@ -32,35 +32,40 @@ HOLDS, NOT_REPRODUCED, NOT_RUN = "holds", "not reproduced at this preset", "not 
 SIGN_RULE = "the paper's sign on every seed, or on all but one with the mean above two standard errors"
 POOLED_SIGN_RULE = "the mean above two standard errors of the per-seed differences"
 MEANS_RULE = "judged on the means over seeds"
-_POOLED = contextvars.ContextVar("compgen_pooled_rule", default=False)
-
-
-@contextlib.contextmanager
-def pooled_rule():
-    """Within the block, :func:`paired` asks for :data:`POOLED_SIGN_RULE` instead of :data:`SIGN_RULE`: the rule
-    for a claim judged on every seed the records hold (6 or 12 rather than 3)."""
-    token = _POOLED.set(True)
-    try:
-        yield
-    finally:
-        _POOLED.reset(token)
 
 
 @dataclass(frozen=True)
 class Check:
     """The outcome of :func:`paired`: the per-seed differences (in the paper's direction), their mean and
-    standard error, how many seeds have the paper's sign, and whether sign and size both pass."""
+    standard error, how many seeds have the paper's sign, and whether the size passes; the sign is judged by a rule
+    (:meth:`sign_ok_under`), the per-seed one unless the runs were pooled."""
 
     differences: tuple
     mean: float
     standard_error: float
     agreeing: int
-    sign_ok: bool
     size_ok: bool
+
+    def sign_ok_under(self, pooled: bool = False) -> bool:
+        """The sign criterion: the paper's sign on every seed, or on all but one with the mean above two standard
+        errors; ``pooled``: the mean above two standard errors (see the module docstring)."""
+        n, mean, se = len(self.differences), self.mean, self.standard_error
+        if not math.isfinite(mean):
+            return False
+        if pooled:
+            return mean > 2 * se and mean > 0
+        return self.agreeing == n or (n > 2 and self.agreeing == n - 1 and mean > 2 * se)
+
+    def holds_under(self, pooled: bool = False) -> bool:
+        return self.sign_ok_under(pooled) and self.size_ok
+
+    @property
+    def sign_ok(self) -> bool:
+        return self.sign_ok_under(False)
 
     @property
     def holds(self) -> bool:
-        return self.sign_ok and self.size_ok
+        return self.holds_under(False)
 
 
 def paired(better, worse, margin=0.0, relative=False, level_ok=True) -> Check:
@@ -74,16 +79,11 @@ def paired(better, worse, margin=0.0, relative=False, level_ok=True) -> Check:
         raise ValueError(f"paired values must have the same non-empty shape, got {better.shape} and {worse.shape}")
     d = better - worse
     if not np.all(np.isfinite(d)):
-        return Check(tuple(d.tolist()), float("nan"), float("nan"), 0, False, False)
+        return Check(tuple(d.tolist()), float("nan"), float("nan"), 0, False)
     mean = float(d.mean())
     se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else 0.0
-    agreeing = int((d > 0).sum())
-    if _POOLED.get():
-        sign_ok = mean > 2 * se and mean > 0
-    else:
-        sign_ok = agreeing == d.size or (d.size > 2 and agreeing == d.size - 1 and mean > 2 * se)
     scale = abs(float(worse.mean())) if relative else 1.0
-    return Check(tuple(d.tolist()), mean, se, agreeing, sign_ok, bool(mean >= margin * scale and level_ok))
+    return Check(tuple(d.tolist()), mean, se, int((d > 0).sum()), bool(mean >= margin * scale and level_ok))
 
 
 def lower(smaller, larger, margin=0.0, relative=False, level_ok=True) -> Check:
@@ -96,7 +96,6 @@ def lower(smaller, larger, margin=0.0, relative=False, level_ok=True) -> Check:
         check.mean,
         check.standard_error,
         check.agreeing,
-        check.sign_ok,
         bool(check.mean >= margin * scale and level_ok),
     )
 
@@ -122,12 +121,13 @@ class Claim:
 
 
 def judge(
-    section, figure, claim, criterion, check: Check | None, ours: str, seeds=(), paper="–", anchor="", **details
+    section, figure, claim, criterion, check: Check | None, ours: str, seeds=(), paper="–", anchor="", pooled=False
 ) -> Claim:
-    """A :class:`Claim` from a :class:`Check` (``None``: not run)."""
+    """A :class:`Claim` from a :class:`Check` (``None``: not run), its sign judged by the per-seed rule, or by the
+    pooled one where ``pooled``."""
     if check is None:
-        return Claim(section, figure, claim, criterion, "–", paper, tuple(seeds), NOT_RUN, anchor, details)
-    verdict = HOLDS if check.holds else NOT_REPRODUCED
+        return Claim(section, figure, claim, criterion, "–", paper, tuple(seeds), NOT_RUN, anchor, {})
+    verdict = HOLDS if check.holds_under(pooled) else NOT_REPRODUCED
     return Claim(
         section,
         figure,
@@ -138,7 +138,7 @@ def judge(
         tuple(seeds),
         verdict,
         anchor,
-        {"differences": check.differences, "agreeing": check.agreeing, **details},
+        {"differences": check.differences, "agreeing": check.agreeing},
     )
 
 
@@ -165,15 +165,17 @@ class ClaimSpec:
         if self.on not in ("seeds", "means"):
             raise ValueError(f"ClaimSpec.on must be 'seeds' or 'means', got {self.on!r}")
 
-    def rule(self) -> str:
-        """The rule the criterion is judged by, in words (the pooled one inside :func:`pooled_rule`)."""
+    def rule(self, pooled: bool = False) -> str:
+        """The rule the criterion is judged by, in words (for runs pooled over seed sets where ``pooled``)."""
         if self.on == "means":
             return MEANS_RULE
-        return ("pooled over seeds, " + POOLED_SIGN_RULE) if _POOLED.get() else ("paired by seed, " + SIGN_RULE)
+        return ("pooled over seeds, " + POOLED_SIGN_RULE) if pooled else ("paired by seed, " + SIGN_RULE)
 
-    def judge(self, check: Check | None, ours: str, seeds=(), **fields) -> Claim:
+    def judge(self, check: Check | None, ours: str, seeds=(), pooled: bool = False, **fields) -> Claim:
         """The :class:`Claim` of :func:`judge` with this spec's texts filled from ``fields`` (``check`` ``None``:
-        not run); a paper number whose fields are not given (a learner the paper did not run) reads "–"."""
+        not run), judged by the rule for runs pooled over seed sets where ``pooled`` (the runs' own
+        :attr:`compgen.notebook.Runs.pooled`); a paper number whose fields are not given (a learner the paper did not
+        run) reads "–"."""
         fill = lambda text: text.format(**fields)
         try:
             paper = fill(self.paper)
@@ -183,12 +185,13 @@ class ClaimSpec:
             self.section,
             fill(self.figure),
             fill(self.claim),
-            f"{fill(self.criterion)}; {self.rule()}",
+            f"{fill(self.criterion)}; {self.rule(pooled and self.on == 'seeds')}",
             check,
             ours,
             seeds,
             paper=paper,
             anchor=fill(self.anchor),
+            pooled=pooled and self.on == "seeds",
         )
 
 

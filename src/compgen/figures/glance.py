@@ -8,7 +8,7 @@ the current claim code from numbers, never read as verdicts from a record:
 * ours on the book's seeds (the store), and on a second seed set that the book neither tunes on nor shows (the
   per-seed final numbers of ``tools/second_set.py``'s record, :mod:`compgen.figures.records`);
 * the two pooled: the same criterion on all their seeds under the pooled rule
-  (:func:`compgen.figures.claims.pooled_rule`); the page's headline counts these;
+  (the rule for runs pooled over seed sets, :attr:`compgen.notebook.Runs.pooled`); the page's headline counts these;
 * the twin world: ours and the authors' implementation at the same configs (``tools/twin.py``'s records, judged by
   :func:`compgen.figures.twin.judged`), a mark per seed set and the pooled one;
 * the paper's scale, where a record of it exists (``tools/paper_fig2c.py``).
@@ -102,8 +102,7 @@ def judged_sets(name: str, runs, second_set: dict | None) -> dict:
     second = second_set_runs(second_set, name)
     if second is not None and not set(second.seeds) & set(runs.seeds):  # sharing seeds, it is no second set
         found[",".join(map(str, second.seeds))] = module.claims(second)
-        with C.pooled_rule():
-            found["pooled"] = module.claims(records.pool(runs, second))
+        found["pooled"] = module.claims(records.pool(runs, second))
     return found
 
 

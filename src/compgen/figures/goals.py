@@ -205,8 +205,8 @@ def _claims(runs: Runs, name="acc", lead=FIG4E, drop=FIG4F, level=None, learners
                     f"drop {hnet_drop.mean():.1f} vs {mono_drop.mean():.1f} pts: "
                     f"{C.describe_difference(check_f, ' pts', 1)}"
                 )
-        found.append(lead.judge(check_e, ours_e, seeds, model=learner_label(m)))
-        found.append(drop.judge(check_f, ours_f, seeds, model=learner_label(m)))
+        found.append(lead.judge(check_e, ours_e, seeds, pooled=runs.pooled, model=learner_label(m)))
+        found.append(drop.judge(check_f, ours_f, seeds, pooled=runs.pooled, model=learner_label(m)))
     return found
 
 
@@ -285,7 +285,9 @@ def _figa10_claims(runs):
             continue
         spread = float(np.nanmax(grid) - np.nanmin(grid))
         check = C.lower(np.array([spread]), np.array([LEAD]))
-        found.append(FIGA10.judge(check, f"spread {spread:.1f} points", cfgs[0].seeds, model=MODEL_LABELS[m]))
+        found.append(
+            FIGA10.judge(check, f"spread {spread:.1f} points", cfgs[0].seeds, pooled=runs.pooled, model=MODEL_LABELS[m])
+        )
     return found
 
 

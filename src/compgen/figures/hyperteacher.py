@@ -176,8 +176,8 @@ def _fig3b_claims(runs: Runs, learners=HNETS):
         paper = (
             dict(hnet=PAPER_FIG3B[m], mono=max(PAPER_FIG3B["anil"], PAPER_FIG3B["maml"])) if m in PAPER_FIG3B else {}
         )
-        found.append(FIG3B_LEAD.judge(check_c, ours_c, seeds, model=learner_label(m), **paper))
-        found.append(FIG3B_NONCOMP.judge(check_n, ours_n, seeds, model=learner_label(m)))
+        found.append(FIG3B_LEAD.judge(check_c, ours_c, seeds, pooled=runs.pooled, model=learner_label(m), **paper))
+        found.append(FIG3B_NONCOMP.judge(check_n, ours_n, seeds, pooled=runs.pooled, model=learner_label(m)))
     return found
 
 
@@ -250,7 +250,7 @@ def _fig3cd_claims(runs: Runs, values, learners=HNETS):
                 check = C.paired(a, b, R2_MARGIN)
                 means = [f"{v.mean():.2f}" if np.isfinite(v).all() else "n/a" for v in (a, b)]  # NaN: undefined
                 ours = f"{means[0]} vs {means[1]}: {C.describe_difference(check)}"
-            found.append(FIG3CD.judge(check, ours, seeds, model=learner_label(m), support=what))
+            found.append(FIG3CD.judge(check, ours, seeds, pooled=runs.pooled, model=learner_label(m), support=what))
     return found
 
 
@@ -377,7 +377,7 @@ def _fig3e_claims(runs: Runs):
                 f"test − OOD gap {gap(k1).mean():.1f} (K=1) vs {gap(kk).mean():.1f} pts (K={kk.max_hot}): "
                 f"{C.describe_difference(check, ' pts', 1)}"
             )
-        found.append(FIG3E.judge(check, ours, seeds, model=MODEL_LABELS[m]))
+        found.append(FIG3E.judge(check, ours, seeds, pooled=runs.pooled, model=MODEL_LABELS[m]))
     return found
 
 

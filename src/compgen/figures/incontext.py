@@ -82,7 +82,9 @@ def _claims(runs: Runs, environment):
         check = C.paired(b, t, LEAD)
         seeds = cb.seeds
         ours = f"{b.mean():.1f} vs {t.mean():.1f} %: {C.describe_difference(check, ' pts', 1)}"
-    return [BOTTLENECK.judge(check, ours, seeds, environment=environment, figure=WORLDS[environment][0])]
+    return [
+        BOTTLENECK.judge(check, ours, seeds, pooled=runs.pooled, environment=environment, figure=WORLDS[environment][0])
+    ]
 
 
 def comparison(runs: Runs, paper: Runs, environment="hyperteacher") -> FigureResult:

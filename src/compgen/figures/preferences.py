@@ -230,8 +230,8 @@ def _fig4c_claims(runs: Runs, learners=HNETS):
                 f"{noncomp.mean():.3f} vs {comp.mean():.3f} ({noncomp.mean() / comp.mean():.2f}x): "
                 f"{C.describe_difference(check_n, digits=3)}"
             )
-        found.append(FIG4C_LEAD.judge(check_c, ours_c, seeds, model=learner_label(m)))
-        found.append(FIG4C_NONCOMP.judge(check_n, ours_n, seeds, model=learner_label(m)))
+        found.append(FIG4C_LEAD.judge(check_c, ours_c, seeds, pooled=runs.pooled, model=learner_label(m)))
+        found.append(FIG4C_NONCOMP.judge(check_n, ours_n, seeds, pooled=runs.pooled, model=learner_label(m)))
     return found
 
 
@@ -287,7 +287,7 @@ def _fig4b_claims(runs: Runs):
             check = C.paired(disc[1], conn[1], RELATIVE, relative=True)
             ours = f"{disc[1].mean():.3f} vs {conn[1].mean():.3f}: {C.describe_difference(check, digits=3)}"
             seeds = conn[0].seeds
-        found.append(FIG4B.judge(check, ours, seeds, model=MODEL_LABELS[m]))
+        found.append(FIG4B.judge(check, ours, seeds, pooled=runs.pooled, model=MODEL_LABELS[m]))
     return found
 
 
@@ -366,7 +366,7 @@ def _figa8_claims(runs: Runs):
             f"{largest:.3f} ({hidden[-1]} wide, T={templates[-1]}) vs {smallest:.3f} ({hidden[0]} wide, "
             f"T={templates[0]})"
         )
-        found.append(FIGA8.judge(check, ours, cfgs[0].seeds, model=MODEL_LABELS[m]))
+        found.append(FIGA8.judge(check, ours, cfgs[0].seeds, pooled=runs.pooled, model=MODEL_LABELS[m]))
     return found
 
 

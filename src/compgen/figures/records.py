@@ -6,7 +6,7 @@ therefore keeps, for each config, those final values per seed (:func:`entries`),
 them out again as runs that the chapter's own ``claims`` judge with the current claim code: no verdict is stored.
 
 :func:`pool` joins runs of the same configs on several seed sets (the book's seeds and a second set, say) into one
-set of runs over all their seeds; judged under :func:`compgen.figures.claims.pooled_rule`, that gives the pooled
+set of runs over all their seeds, marked ``pooled``; judged by the rule for pooled runs, that gives the pooled
 verdict of a claim.
 """
 
@@ -130,7 +130,7 @@ def pool(*sets: Runs) -> Runs:
                     for k in found[0]
                     if k.startswith("eval/")
                 }
-    return Runs(first.section, first.preset, figures, outputs)
+    return Runs(first.section, first.preset, figures, outputs, pooled=True)
 
 
 dumps = recordfile.dumps  # the record layer's writer, for the tools that import it from here

@@ -95,12 +95,13 @@ def _columns(runs: Runs):
 
 def _fig2c_claims(runs: Runs, values):
     seeds = runs.configs("fig2c")[0].seeds if runs.configs("fig2c") else ()
-    return fig2c_claims([(col, v) for (col, _), v in zip(_columns(runs), values)], seeds)
+    return fig2c_claims([(col, v) for (col, _), v in zip(_columns(runs), values)], seeds, runs.pooled)
 
 
-def fig2c_claims(column_values, seeds) -> list:
+def fig2c_claims(column_values, seeds, pooled=False) -> list:
     """Fig. 2C's two claims (discrete, continuous tasks) from ``[(Table A9 column, final alignment per seed or
-    None)]``: each distribution's connected columns against its disconnected ones (:func:`fig2c_check`)."""
+    None)]``: each distribution's connected columns against its disconnected ones (:func:`fig2c_check`), under the
+    rule for runs pooled over seed sets where ``pooled``."""
     found = []
     for distribution in ("discrete", "continuous"):
         pick = lambda connected: [
@@ -117,7 +118,7 @@ def fig2c_claims(column_values, seeds) -> list:
                 f"connected {conn_mean.mean():.3f}, disconnected {disc_mean.mean():.3f}: "
                 f"{C.describe_difference(check, digits=3)}"
             )
-        found.append(FIG2C.judge(check, ours, seeds, distribution=distribution))
+        found.append(FIG2C.judge(check, ours, seeds, pooled, distribution=distribution))
     return found
 
 
@@ -188,7 +189,7 @@ def _fig2d_claims(runs: Runs, values):
             f"{drop['continuous'].mean():+.3f}; difference {C.describe_difference(check, digits=3)}"
         )
         seeds = runs.configs("fig2d")[0].seeds
-    return [FIG2D.judge(check, ours, seeds)]
+    return [FIG2D.judge(check, ours, seeds, runs.pooled)]
 
 
 def fig2d(runs: Runs) -> FigureResult:
@@ -300,7 +301,7 @@ def _table_a1_claims(runs: Runs):
         mean_gain = gains.mean(0)
         check = table_a1_check(mean_gain)
         ours = f"mean gain from weight decay {mean_gain.mean():+.3f} (largest cell {gains.mean(1).max():+.3f})"
-    return [TABLE_A1.judge(check, ours, cfgs[0].seeds if cfgs else ())]
+    return [TABLE_A1.judge(check, ours, cfgs[0].seeds if cfgs else (), runs.pooled)]
 
 
 def table_a1(runs: Runs) -> FigureResult:

@@ -186,7 +186,7 @@ def judged(record: dict, chapter_claims=None) -> dict:
 
 
 def pooled(records: list, who: str, chapter_claims=None) -> list | None:
-    """The chapter's claims judged under :func:`compgen.figures.claims.pooled_rule` on every seed of ``records``
+    """The chapter's claims judged by the rule for pooled runs on every seed of ``records``
     (twin records of one chapter) whose seed set has every config of the claim figures, for ``who`` ("authors'" or
     "ours" at the matched world); ``None`` for ours without a matched world."""
     from compgen.figures import records as rec
@@ -206,8 +206,7 @@ def pooled(records: list, who: str, chapter_claims=None) -> list | None:
                 sets.append(runs)
     if not sets:
         return None
-    with C.pooled_rule():
-        return chapter_claims(rec.pool(*sets))
+    return chapter_claims(rec.pool(*sets))
 
 
 def _find(claims: list | None, claim):
