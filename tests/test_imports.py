@@ -30,6 +30,7 @@ LAYERS = [
     ("compgen.runner",),
     ("compgen.backends",),
     ("compgen.dispatch", "compgen.notebook", "compgen.ledger"),
+    ("compgen.analysis",),
     ("compgen.figures",),
     ("compgen.sweeps", "compgen.cli", "compgen.bench", "compgen.__main__"),
 ]

@@ -56,6 +56,8 @@ def test_round_trip_with_provenance(tmp_path):
     entry, sidecar = store.paths(TOY, ToyConfig())
     assert json.loads(sidecar.read_text())["config"] == meta["config"]  # a readable copy beside the entry
     assert store.entries("toy") == [(entry, json.loads(sidecar.read_text()))]
+    assert store.provenance(TOY, ToyConfig()) == meta["provenance"]  # the sidecar's copy, without the arrays
+    assert store.provenance(TOY, ToyConfig(steps=4)) is None
 
 
 def test_save_leaves_only_the_two_files_and_overwrites_in_place(tmp_path):

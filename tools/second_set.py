@@ -5,7 +5,7 @@
 
 Trains (or loads from the store) every run of every chapter at the preset with these seeds, exactly as the
 chapters do on theirs, then writes to ``book/search/second_set.json`` each run's final evaluation per seed
-(:func:`compgen.figures.records.entries`: the numbers every claim reads) with its config, and per chapter the commit
+(:func:`compgen.analysis.records.entries`: the numbers every claim reads) with its config, and per chapter the commit
 and code fingerprint they were computed at and the wall time. No verdict is stored: the page judges the claims on
 these numbers with the current claim code when the book is built (:func:`compgen.figures.glance.page`). With
 ``--chapters`` only those chapters are trained and recorded; the other chapters of an existing record at the same
@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from compgen import notebook, recordfile, results
-from compgen.figures import glance, records
+from compgen.analysis import records
+from compgen.figures import glance
 
 DEFAULT = Path(__file__).resolve().parents[1] / "book" / "search" / "second_set.json"
 

@@ -252,6 +252,15 @@ class Store:
             return None
         return arrays, meta
 
+    def provenance(self, section, config) -> dict | None:
+        """The provenance stored beside ``config``'s entry (its sidecar: device, commit, seconds, ...), or ``None``
+        where there is none or it cannot be read."""
+        sidecar = self.paths(section, config)[1]
+        try:
+            return json.loads(sidecar.read_text(encoding="utf-8")).get("provenance", {})
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+            return None
+
     def entries(self, section_name: str) -> list:
         """``(entry, meta)`` for every stored run of ``section_name`` (read from the ``.json`` beside each entry; an
         unreadable one gives ``meta`` = ``None``), sorted by path."""

@@ -3,7 +3,7 @@
 import pytest
 
 from compgen import results
-from compgen.figures import claims as C
+from compgen.analysis import claims as C
 from compgen.figures.compare import compare
 from compgen.params import ParameterError
 

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from compgen import notebook, recordfile, results
-from compgen.figures import claims as C
-from compgen.figures import glance, records, twin
+from compgen.analysis import claims as C
+from compgen.analysis import records
+from compgen.figures import glance, twin
 
 
 def test_an_empty_store_gives_not_run_everywhere(store):

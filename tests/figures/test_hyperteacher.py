@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from compgen.analysis import claims as C
 from compgen.experiments.fewshot import MODELS
 from compgen.figures import FigureResult, FigureResults
-from compgen.figures import claims as C
 from compgen.figures import hyperteacher as F
 
 

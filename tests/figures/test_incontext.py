@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from compgen.figures import claims as C
+from compgen.analysis import claims as C
 from compgen.figures import incontext as F
 
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from compgen.analysis import claims as C
 from compgen.figures import FigureResult, FigureResults
-from compgen.figures import claims as C
 from compgen.figures import preferences as F
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from compgen import params
-from compgen.figures import claims as C
+from compgen.analysis import claims as C
 from compgen.figures import goals as F
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from compgen import recordfile
-from compgen.figures import claims as C
+from compgen.analysis import claims as C
 from compgen.figures import twin as twin_tables
 from compgen.notebook import chapter_configs
 

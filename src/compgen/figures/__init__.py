@@ -3,25 +3,22 @@
 A chapter trains (or loads) its runs once (:func:`compgen.notebook.train`), and each figure cell is one call, e.g.
 ``hyperteacher.fig3b(runs)``, that returns a :class:`FigureResult`: the figure, its caption (naming the preset,
 the steps and the seeds), a markdown table of our numbers beside the paper's, and the computed claims
-(:mod:`compgen.figures.claims`). In a notebook the result displays itself in that order; elsewhere
+(:mod:`compgen.analysis.claims`). In a notebook the result displays itself in that order; elsewhere
 :meth:`FigureResult.markdown` gives the text. Every module also has ``claims(runs)``, which the
 results-at-a-glance page calls on stored runs without drawing anything.
 """
 
 from __future__ import annotations
 
-import functools
 import io
-import json
 from dataclasses import dataclass, field
-from importlib import resources
 
 import numpy as np
 
 from compgen import section
+from compgen.analysis import paper
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS
-from compgen.figures import claims as claims_
-from compgen.figures import plots
+from compgen.figures import plots, verdicts
 from compgen.notebook import Runs
 
 FIGURE_WIDTH = 7.2  # inches: the book's text column at 100 px per inch
@@ -33,15 +30,7 @@ MONOLITHIC = ("anil", "maml")
 # --------------------------------------------------------------------------------------------- the paper's numbers
 
 
-@functools.cache
-def _paper_numbers() -> dict:
-    return json.loads(resources.files(__name__).joinpath("paper_numbers.json").read_text(encoding="utf-8"))
-
-
-def paper_numbers(section_name: str) -> dict:
-    """The numbers the paper reports for a section (its tables), from ``paper_numbers.json`` beside this module;
-    each section's entry says in ``about`` what they are."""
-    return _paper_numbers()[section_name]
+paper_numbers = paper.paper_numbers  # the paper's numbers, for the chapters' figure modules
 
 
 # --------------------------------------------------------------------------------------------- display
@@ -74,7 +63,7 @@ class FigureResult:
         parts = [
             f"*{self.caption}*" if self.caption else "",
             self.table,
-            claims_.markdown_table(self.claims, link=False) if self.claims else "",
+            verdicts.markdown_table(self.claims, link=False) if self.claims else "",
             self.notes,
         ]
         return "\n\n".join(p for p in parts if p)
@@ -86,7 +75,7 @@ class FigureResult:
             show_figure(self.figure)
         if self.caption:
             display(Markdown(f"**{'Figure' if self.figure is not None else 'Table'}.** {self.caption}"))
-        for part in (self.table, claims_.markdown_table(self.claims, link=False) if self.claims else "", self.notes):
+        for part in (self.table, verdicts.markdown_table(self.claims, link=False) if self.claims else "", self.notes):
             if part:
                 display(Markdown(part))
 
@@ -250,16 +239,13 @@ def training_cost(runs: Runs) -> dict | None:
     """``{"minutes", "gemm"}``: the process-minutes the stored runs of ``runs`` took (their ``provenance`` wall
     time, compilation included) and the mean GEMM rate of the machines that trained them, weighted by time; ``None``
     where no run records it."""
-    import json
-
     if runs.store is None:
         return None
     seconds, weighted = 0.0, 0.0
     for cfg, output in runs.outputs.items():
-        sidecar = runs.store.paths(runs.section, cfg)[1]
-        if output is None or not sidecar.exists():
+        prov = None if output is None else runs.store.provenance(runs.section, cfg)
+        if prov is None:
             continue
-        prov = json.loads(sidecar.read_text()).get("provenance", {})
         wall, gemm = prov.get("wall_time_s"), prov.get("gemm_gflops")
         if wall and gemm:
             seconds, weighted = seconds + wall, weighted + wall * gemm

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 from compgen import catalog, dispatch, models, params, results
 from compgen.experiments.fewshot import HNETS
-from compgen.figures import claims as C
-from compgen.figures import goals, hyperteacher, preferences
+from compgen.figures import goals, hyperteacher, preferences, verdicts
 from compgen.notebook import Runs
 from compgen.section import figure_configs, make_config
 
@@ -91,7 +90,7 @@ class Comparison:
 
     def table(self) -> str:
         """The learner's claims, then the paper's hypernetworks', as a markdown table (each claim names its learner)."""
-        return C.markdown_table([*self.claims, *self.reference], link=False)
+        return verdicts.markdown_table([*self.claims, *self.reference], link=False)
 
     def result(self):
         """The chapter's figure of these runs (the learner beside the paper's), with the comparison's claims."""

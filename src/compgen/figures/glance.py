@@ -6,7 +6,7 @@ the chapter's claims with the same functions its figures use; a claim whose runs
 the current claim code from numbers, never read as verdicts from a record:
 
 * ours on the book's seeds (the store), and on a second seed set that the book neither tunes on nor shows (the
-  per-seed final numbers of ``tools/second_set.py``'s record, :mod:`compgen.figures.records`);
+  per-seed final numbers of ``tools/second_set.py``'s record, :mod:`compgen.analysis.records`);
 * the two pooled: the same criterion on all their seeds under the pooled rule
   (the rule for runs pooled over seed sets, :attr:`compgen.notebook.Runs.pooled`); the page's headline counts these;
 * the twin world: ours and the authors' implementation at the same configs (``tools/twin.py``'s records, judged by
@@ -30,8 +30,9 @@ import re
 from pathlib import Path
 
 from compgen import catalog, ledger, recordfile, results
-from compgen.figures import claims as C
-from compgen.figures import goals, hyperteacher, incontext, preferences, records, teacher_student
+from compgen.analysis import claims as C
+from compgen.analysis import records
+from compgen.figures import goals, hyperteacher, incontext, preferences, teacher_student, verdicts
 from compgen.figures import twin as twin_
 from compgen.notebook import stored
 
@@ -113,7 +114,7 @@ def _cell(claim, stale="") -> str:
     if claim is None:
         return "– not recorded"
     if claim.verdict == C.NOT_RUN:
-        return C.MARKS[C.NOT_RUN]
+        return verdicts.MARKS[C.NOT_RUN]
     cell = (
         f'{twin_.MARK[claim.verdict]} <span title="{html.escape(claim.ours)}">{html.escape(short(claim.ours))}</span>'
     )
@@ -133,7 +134,7 @@ def short(ours: str) -> str:
 
 def _pooled_cell(claim) -> str:
     if claim is None or claim.verdict == C.NOT_RUN:
-        return C.MARKS[C.NOT_RUN] if claim else "–"
+        return verdicts.MARKS[C.NOT_RUN] if claim else "–"
     return _cell(claim)
 
 

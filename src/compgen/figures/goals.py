@@ -6,6 +6,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from compgen.analysis import claims as C
 from compgen.experiments import goals as goals_experiment
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS, MODELS
 from compgen.figures import (
@@ -28,7 +29,6 @@ from compgen.figures import (
     size_grid,
     versus_monolithic,
 )
-from compgen.figures import claims as C
 from compgen.models import label as learner_label
 from compgen.notebook import Runs
 from compgen.tasks import goals as gl

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from compgen.analysis import claims as C
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS, MODELS
 from compgen.figures import (
     SPLIT_GROUPS,
@@ -23,7 +24,6 @@ from compgen.figures import (
     size_heatmap,
     versus_monolithic,
 )
-from compgen.figures import claims as C
 from compgen.models import label as learner_label
 from compgen.notebook import Runs
 from compgen.tasks import hyperteacher as ht

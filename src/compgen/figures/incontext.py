@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from compgen import models
+from compgen.analysis import claims as C
 from compgen.experiments import incontext as icl
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS, MODELS
 from compgen.figures import (
@@ -19,7 +20,6 @@ from compgen.figures import (
     mean_std,
     plots,
 )
-from compgen.figures import claims as C
 from compgen.notebook import Runs
 
 SECTION = "incontext"

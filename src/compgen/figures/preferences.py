@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from compgen.analysis import claims as C
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS, MODELS
 from compgen.experiments.preferences import is_paper_world, world_label
 from compgen.figures import (
@@ -22,7 +23,6 @@ from compgen.figures import (
     size_grid,
     versus_monolithic,
 )
-from compgen.figures import claims as C
 from compgen.models import label as learner_label
 from compgen.notebook import Runs
 from compgen.tasks import preferences as pf

@@ -7,8 +7,8 @@ import dataclasses
 import numpy as np
 
 from compgen import metrics
+from compgen.analysis import claims as C
 from compgen.figures import FigureResult, caption, final, mean_std, paper_numbers, plots
-from compgen.figures import claims as C
 from compgen.notebook import Runs
 from compgen.tasks import support, teacher
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compgen.figures import claims as C
+from compgen.analysis import claims as C
 from compgen.figures.teacher_student import (
     ALIGNMENT_MARGIN,
     DECAY_GAIN,

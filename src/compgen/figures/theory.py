@@ -1,5 +1,5 @@
 """Figures of the theory chapter (paper §3.1-3.2, App. A.3): support graphs of Table A9 and the counterexamples of
-:mod:`compgen.figures.counterexamples`, built exactly (nothing is trained).
+:mod:`compgen.analysis.counterexamples`, built exactly (nothing is trained).
 
 :func:`constructions` builds every student at a preset; the figure functions draw them. The presets only change
 how the losses are measured: test inputs per task, and how hard Adam searches for the best latent of a student
@@ -15,8 +15,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from compgen import params
+from compgen.analysis import counterexamples as ce
 from compgen.figures import FigureResult, plots
-from compgen.figures import counterexamples as ce
 from compgen.section import Preset
 from compgen.tasks import support
 from compgen.tasks.teacher import apply_teacher, generated_weight

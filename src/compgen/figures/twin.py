@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from compgen import recordfile
-from compgen.figures import claims as C
+from compgen.analysis import claims as C
 
 SHORT = {C.HOLDS: "✅", C.NOT_REPRODUCED: "❌", C.NOT_RUN: "–"}  # markdown tables
 # HTML cells (the results page): marks every font has, coloured by the page's style
@@ -189,7 +189,7 @@ def pooled(records: list, who: str, chapter_claims=None) -> list | None:
     """The chapter's claims judged by the rule for pooled runs on every seed of ``records``
     (twin records of one chapter) whose seed set has every config of the claim figures, for ``who`` ("authors'" or
     "ours" at the matched world); ``None`` for ours without a matched world."""
-    from compgen.figures import records as rec
+    from compgen.analysis import records as rec
 
     if chapter_claims is None:
         chapter_claims = claims_of(records[0]["chapter"])

@@ -1,4 +1,4 @@
-"""Tests of compgen.figures.counterexamples: exact students that fit the training tasks and fail OOD (App. A.3).
+"""Tests of compgen.analysis.counterexamples: exact students that fit the training tasks and fail OOD (App. A.3).
 
 Sizes are small and every teacher has the default shapes, so each construction compiles once (compiling
 dominates the run time) and the teacher initialisation compiles once per session; the OOD
@@ -13,7 +13,7 @@ import jax
 import numpy as np
 import pytest
 
-from compgen.figures import counterexamples as ce
+from compgen.analysis import counterexamples as ce
 from compgen.tasks import support
 
 FAST = dict(num_inputs=256, fit_inputs=128, fit_steps=60, restarts=0)

@@ -7,8 +7,9 @@ import zlib
 import numpy as np
 import pytest
 
-from compgen.figures import claims as C
-from compgen.figures import glance, records
+from compgen.analysis import claims as C
+from compgen.analysis import records
+from compgen.figures import glance
 
 # The metrics each chapter's claims read (a test below fails if one reads another)
 METRICS = {

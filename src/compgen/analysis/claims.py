@@ -202,26 +202,3 @@ def describe_difference(check: Check, unit="", digits=2) -> str:
     n = len(check.differences)
     spread = f" ± {check.standard_error:.{digits}f}" if n > 1 else ""
     return f"{check.mean:+.{digits}f}{spread}{unit} ({check.agreeing}/{n} seeds)"
-
-
-MARKS = {HOLDS: "✅ holds", NOT_REPRODUCED: "❌ not reproduced at this preset", NOT_RUN: "– not run"}
-
-
-def markdown_table(claims, link=True, extra=None) -> str:
-    """A markdown table of claims: figure, verdict, claim, paper, ours, criterion, seeds (the verdict second, so a
-    table wider than the page shows it without scrolling). ``extra`` (``(title, cells)``, a cell per claim) adds a
-    column after the verdict."""
-    extra_title, cells = extra if extra else (None, None)
-    extra_head, extra_rule = (f" {extra_title} |", "---|") if extra else ("", "")
-    lines = [
-        f"| figure | verdict |{extra_head} the paper's claim | paper | ours | criterion | seeds |",
-        f"|---|---|{extra_rule}---|---|---|---|---|",
-    ]
-    for i, c in enumerate(claims):
-        figure = f"[{c.figure}]({c.anchor})" if link and c.anchor else c.figure
-        seeds = ", ".join(map(str, c.seeds)) or "–"
-        column = f" {cells[i]} |" if extra else ""
-        lines.append(
-            f"| {figure} | {MARKS[c.verdict]} |{column} {c.claim} | {c.paper} | {c.ours} | {c.criterion} | {seeds} |"
-        )
-    return "\n".join(lines)

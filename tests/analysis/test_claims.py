@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from compgen.figures import claims as C
+from compgen.analysis import claims as C
+from compgen.figures import verdicts
 
 
 @pytest.mark.parametrize(
@@ -44,7 +45,7 @@ def test_claims_record_the_verdict_and_render():
     assert claim.holds and claim.details["agreeing"] == 2 and "+10.5" in claim.ours
     missing = C.judge("hyperteacher", "Fig. 3B", "hnets win", "≥ 5 points", None, "–")
     assert missing.verdict == C.NOT_RUN
-    table = C.markdown_table([claim, missing])
+    table = verdicts.markdown_table([claim, missing])
     assert "[Fig. 3B](#fig3b)" in table and "holds" in table and "not run" in table
     with pytest.raises(ValueError, match="same non-empty shape"):
         C.paired([1.0], [1.0, 2.0])
