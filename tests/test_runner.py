@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compgen import devices, dispatch, params, results, runner, section, storage
+from compgen import backends, devices, dispatch, params, results, runner, section, storage
 from compgen.experiments import hyperteacher as HT
 from compgen.experiments import teacher_student as ts
 from compgen.section import make_config
@@ -28,10 +28,10 @@ def test_stored_numbers_do_not_depend_on_what_else_was_trained_or_how(store, mon
     monkeypatch.setenv("COMPGEN_LANES", "0")
     a = tiny()
     siblings = [tiny(masks="01", distribution="continuous"), tiny(outer_steps=9, eval_every=3)]
-    dispatch.train_or_load(S, [a], workers=1, log=lambda _: None)
+    dispatch.train_or_load(S, [a], backend=backends.Workers(1), log=lambda _: None)
     alone = stored_bytes(S, a)
     for together, workers in (([a, *siblings], 1), ([siblings[0], a, siblings[1]], 2)):
-        dispatch.train_or_load(S, together, force=True, workers=workers, log=lambda _: None)
+        dispatch.train_or_load(S, together, backend=backends.Workers(workers), force=True, log=lambda _: None)
         assert stored_bytes(S, a) == alone, (len(together), workers)
 
 
@@ -112,9 +112,9 @@ def test_hyperteacher_split_alone_and_beside_its_sibling_store_the_same_bytes(st
     monkeypatch.setenv("COMPGEN_LANES", "0")
     cfg = make_config(HT.SECTION, "smoke", "hnet_linear", outer_steps=6, eval_every=3)
     sibling = dataclasses.replace(cfg, split="non_compositional")
-    dispatch.train_or_load(HT.SECTION, [cfg], workers=1, log=lambda _: None)
+    dispatch.train_or_load(HT.SECTION, [cfg], backend=backends.Workers(1), log=lambda _: None)
     alone = stored_bytes(HT.SECTION, cfg)
-    dispatch.train_or_load(HT.SECTION, [sibling, cfg], force=True, workers=1, log=lambda _: None)
+    dispatch.train_or_load(HT.SECTION, [sibling, cfg], force=True, backend=backends.Workers(1), log=lambda _: None)
     assert stored_bytes(HT.SECTION, cfg) == alone
 
 
@@ -122,7 +122,7 @@ def test_a_run_whose_updates_stay_non_finite_stops_and_is_not_stored(store, tiny
     cfg = tiny(outer_lr=1e30, outer_steps=120, eval_every=60)  # Adam's step of 1e30 overflows the parameters
     lines = []
     with pytest.raises(runner.TrainingDiverged, match=r"diverged at step .*outer_lr"):
-        dispatch.train_or_load(S, [cfg], workers=1, log=lines.append)
+        dispatch.train_or_load(S, [cfg], backend=backends.Workers(1), log=lines.append)
     assert runner.load(S, cfg) is None
 
 
@@ -130,7 +130,7 @@ def test_a_run_whose_loss_explodes_is_stopped_and_not_stored(store, tiny):
     """inner_lr=1e12: the updates stay finite while the loss reaches ~1e22; it was stored as a result."""
     cfg = tiny(inner_lr=1e12, outer_steps=120, eval_every=60)
     with pytest.raises(runner.TrainingDiverged, match=r"diverged at step 60 .*training loss reached .*bound 1e\+06"):
-        dispatch.train_or_load(S, [cfg], workers=1, log=lambda _: None)
+        dispatch.train_or_load(S, [cfg], backend=backends.Workers(1), log=lambda _: None)
     assert runner.load(S, cfg) is None
 
 
@@ -157,10 +157,10 @@ def test_a_loss_that_turns_nan_is_divergence_a_degenerate_metric_is_not(tiny):
 def test_checkpoint_interval_is_checked_before_training(store, monkeypatch, tiny):
     monkeypatch.setenv("COMPGEN_CHECKPOINT_EVERY", "abc")
     with pytest.raises(params.ParameterError, match="COMPGEN_CHECKPOINT_EVERY"):
-        dispatch.train_or_load(S, [tiny()], workers=1, log=lambda _: None)
+        dispatch.train_or_load(S, [tiny()], backend=backends.Workers(1), log=lambda _: None)
     monkeypatch.delenv("COMPGEN_CHECKPOINT_EVERY")
     with pytest.raises(params.ParameterError, match="checkpoint_every"):
-        dispatch.train_or_load(S, [tiny()], workers=1, log=lambda _: None, checkpoint_every=-5)
+        backends.Workers(1, checkpoint_every=-5)
 
 
 def test_a_program_compiles_its_training_chunk_once_for_every_config_of_its_shape(tiny):
@@ -187,7 +187,7 @@ def test_a_program_compiles_its_training_chunk_once_for_every_config_of_its_shap
 
 def test_a_stored_run_says_where_its_wall_time_went(store, tiny):
     cfg = tiny(seeds=(103,))
-    dispatch.train_or_load(S, [cfg], workers=1, log=lambda _: None)
+    dispatch.train_or_load(S, [cfg], backend=backends.Workers(1), log=lambda _: None)
     prov = results.Store.default().load(S, cfg)[1]["provenance"]
     seconds = prov["seconds"]
     assert set(seconds) == {"wall", "compile", "setup", "train", "evaluate"}
@@ -215,12 +215,13 @@ def test_a_configs_xla_level_reaches_its_programs_and_separates_them(tiny):
 
 CHILD = """
 import json, sys
-from compgen import dispatch
+from compgen import backends, dispatch
 from compgen.experiments import teacher_student as ts
 from compgen.section import make_config
 
 configs = [make_config(ts.SECTION, "smoke", **fields) for fields in json.loads(sys.argv[1])]
-dispatch.train_or_load(ts.SECTION, configs, log=lambda line: print(line, flush=True), checkpoint_every=int(sys.argv[2]))
+backend = backends.Workers(checkpoint_every=int(sys.argv[2]))
+dispatch.train_or_load(ts.SECTION, configs, backend=backend, log=lambda line: print(line, flush=True))
 """
 
 
@@ -269,29 +270,30 @@ def test_an_unusable_store_or_checkpoint_folder_fails_before_training(tmp_path, 
     for variable, path in (("COMPGEN_RESULTS", blocker), ("COMPGEN_RESULTS", blocker / "sub")):
         monkeypatch.setenv(variable, str(path))
         with pytest.raises(params.ParameterError, match=f"{variable}: cannot write in .*a-file is a file"):
-            dispatch.train_or_load(S, [cfg], workers=1, log=lines.append)
+            dispatch.train_or_load(S, [cfg], backend=backends.Workers(1), log=lines.append)
     monkeypatch.setenv("COMPGEN_RESULTS", str(tmp_path / "store"))
     monkeypatch.setenv("COMPGEN_CHECKPOINTS", str(blocker))
     with pytest.raises(params.ParameterError, match="COMPGEN_CHECKPOINTS: .*a-file is a file"):
-        dispatch.train_or_load(S, [cfg], workers=1, log=lines.append, checkpoint_every=1)
+        dispatch.train_or_load(S, [cfg], backend=backends.Workers(1, checkpoint_every=1), log=lines.append)
     assert not any("[train]" in line for line in lines)
-    dispatch.train_or_load(S, [cfg], workers=1, log=lines.append)  # no checkpoints: the folder is not needed
-    dispatch.train_or_load(S, [cfg], workers=1, log=lines.append, checkpoint_every=1)  # nothing to train: not checked
+    dispatch.train_or_load(S, [cfg], backend=backends.Workers(1), log=lines.append)  # no checkpoints: no folder
+    dispatch.train_or_load(S, [cfg], backend=backends.Workers(1, checkpoint_every=1), log=lines.append)  # stored
 
 
 READ_ONLY_CHILD = """
 import json, sys
-from compgen import dispatch, params, section
+from compgen import backends, dispatch, params, section
 from compgen.experiments import teacher_student as ts
 tiny = json.loads(sys.argv[1])
 lines = []
-dispatch.train_or_load(ts.SECTION, [section.make_config(ts.SECTION, "smoke", **tiny)], workers=1, log=lines.append)
+config = section.make_config(ts.SECTION, "smoke", **tiny)
+dispatch.train_or_load(ts.SECTION, [config], backend=backends.Workers(1), log=lines.append)
 print("trained" if any("[train]" in line for line in lines) else "loaded")
 if sys.argv[2:] == ["first"]:
     sys.exit(0)
 try:
     other = section.make_config(ts.SECTION, "smoke", **{**tiny, "outer_steps": 3})
-    dispatch.train_or_load(ts.SECTION, [other], workers=1, log=lines.append)
+    dispatch.train_or_load(ts.SECTION, [other], backend=backends.Workers(1), log=lines.append)
     print("trained")
 except params.ParameterError as error:
     print("refused:", error)

@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from compgen import cli, params, results, runner, sweeps
+from compgen import backends, cli, params, results, runner, sweeps
 from compgen.catalog import get
 from compgen.experiments import teacher_student as ts
 from compgen.section import figure_configs
@@ -98,8 +98,10 @@ def test_clear_errors(tmp_path):
         sweeps.load(write('section = "teacher_student"\npreset = "huge"'))
     with pytest.raises(ValueError, match=r"--set: unknown field\(s\) \['step'\]; allowed: .*'outer_steps'"):
         sweeps.expand(sweeps.load(write('section = "teacher_student"\n[grid]\nn_in = [4]')), overrides={"step": 3})
-    with pytest.raises(ValueError, match=r"backend must be one of \('local', 'devices', 'ray'\), got 'slurm'"):
+    with pytest.raises(ValueError, match=r"backend must be one of Local\(\), Devices\(\) or Ray\(...\) .*got 'slurm'"):
         sweeps.run_sweep(write('section = "teacher_student"\n[grid]\nn_in = [4]'), backend="slurm")
+    with pytest.raises(ValueError, match=r"backend must be one of Local\(\), Devices\(\) or Ray\(...\) .*Workers"):
+        sweeps.run_sweep(write('section = "teacher_student"\n[grid]\nn_in = [4]'), backend=backends.Workers(2))
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["sweep", str(write('section = "teacher_student"')), "--backend", "slurm"])
     assert exit_info.value.code == 2
@@ -227,8 +229,8 @@ def test_bad_ray_options_are_refused_before_ray_starts(options, expected, tmp_pa
     path = _tiny(tmp_path, 'masks = ["0;1"]\n')
     for extra in (["--backend", "ray"], ["--backend", "ray", "--dry-run"], []):
         assert re.search(expected, _cli_error(["sweep", str(path), *extra, *options], capsys))
-    with pytest.raises(params.ParameterError, match="ray_cpus must be a finite number >= 0"):
-        sweeps.run_sweep(path, "ray", ray_cpus=-2)
+    with pytest.raises(params.ParameterError, match="cpus must be a finite number >= 0"):
+        backends.Ray(cpus=-2)
     assert not (tmp_path / "store").exists()
 
 
@@ -280,10 +282,10 @@ def local_store(tmp_path_factory):
         patch.setattr(runner, "train_lanes", train_lanes)
         lines = []
         with pytest.raises(params.ParameterError, match=r"2 of 4 grid points cannot be built, so nothing is trained"):
-            sweeps.run_sweep(path, "local", log=lines.append)
+            sweeps.run_sweep(path, backends.Local(), log=lines.append)
         assert not (tmp / "store").exists()
-        report = sweeps.run_sweep(path, "local", log=lines.append, keep_going=True)
-        again = sweeps.run_sweep(path, "local", log=lines.append, keep_going=True)
+        report = sweeps.run_sweep(path, backends.Local(), log=lines.append, keep_going=True)
+        again = sweeps.run_sweep(path, backends.Local(), log=lines.append, keep_going=True)
     return tmp / "store", path, report, again
 
 
@@ -356,7 +358,7 @@ def test_ray_backend_stores_every_run(local_store, tmp_path, monkeypatch):
     path = _tiny(tmp_path, 'masks = ["0;1", "1;01"]\n')
     ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024**2, log_to_driver=False)
     try:
-        ray_report = sweeps.run_sweep(path, "ray", log=lambda _: None)
+        ray_report = sweeps.run_sweep(path, backends.Ray(), log=lambda _: None)
     finally:
         ray.shutdown()
     assert ray_report.failed == [] and sorted(c.masks for c in ray_report.trained) == ["0;1", "1;01"]

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from compgen import catalog, dispatch, results
+from compgen import backends, catalog, dispatch, results
 from compgen.section import figure_configs
 
 
@@ -37,10 +37,10 @@ def main(argv=None) -> int:
         parser.error(f"{args.figure} at {args.preset} has {len(configs)} config(s) of {args.model}; need 2 or more")
     first = configs[0]
     start = time.time()
-    dispatch.train_or_load(section, [first], workers=1, force=True)
+    dispatch.train_or_load(section, [first], backend=backends.Workers(1), force=True)
     alone, t_alone = stored_bytes(section, first), time.time() - start
     start = time.time()
-    dispatch.train_or_load(section, configs[1:] + [first], workers=2, force=True)
+    dispatch.train_or_load(section, configs[1:] + [first], backend=backends.Workers(2), force=True)
     together, t_together = stored_bytes(section, first), time.time() - start
     same = sorted(k for k in alone if together.get(k) == alone[k])
     print(section.label(first))

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import recordfile, results
+from compgen import backends, recordfile, results
 from compgen.figures import twin as tables
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -565,7 +565,9 @@ def train_ours(chapter: str, preset: str, seed_sets, workers=None, train=True, f
         chosen = [c for f, cs in by_figure.items() if train and f in (figures or by_figure) for c in cs]
         chosen = [c for c in chosen if not models or getattr(c, "model", None) in models]
         chosen = list(dict.fromkeys(chosen))  # a config shared by two figures trains once
-        outputs = dict(zip(chosen, dispatch.train_or_load(sec, chosen, workers=workers))) if chosen else {}
+        outputs = (
+            dict(zip(chosen, dispatch.train_or_load(sec, chosen, backend=backends.Workers(workers)))) if chosen else {}
+        )
         stored = lambda c: runner.load(sec, c, log=lambda _: None)
         found[",".join(map(str, seeds))] = {c: outputs[c] if c in outputs else stored(c) for c in configs}
     return found

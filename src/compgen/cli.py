@@ -188,7 +188,7 @@ def _run(args):
         from compgen import devices  # before the section's import starts jax's backend: XLA reads the flag then
 
         os.environ["XLA_FLAGS"] = devices.xla_flags_with_host_devices(os.cpu_count() or 1)
-    from compgen import dispatch, runner
+    from compgen import backends, dispatch, runner
     from compgen.figures import summary_table
 
     try:
@@ -210,11 +210,11 @@ def _run(args):
                     f"[devices] every meta-batch sharded over {jax.local_device_count()} {jax.default_backend()} "
                     "device(s)"
                 )
-                outputs = dispatch.train_or_load(
-                    sec, configs, force=args.force, workers=1, checkpoint_every=args.checkpoint_every
-                )
+                backend = backends.Workers(1, checkpoint_every=args.checkpoint_every)
+                outputs = dispatch.train_or_load(sec, configs, backend=backend, force=args.force)
         else:
-            outputs = dispatch.train_or_load(sec, configs, force=args.force, checkpoint_every=args.checkpoint_every)
+            backend = backends.Workers(checkpoint_every=args.checkpoint_every)
+            outputs = dispatch.train_or_load(sec, configs, backend=backend, force=args.force)
     except params.ParameterError as error:  # refused before training (compgen.memory), here or in a worker
         raise _fail(error) from None
     except runner.TrainingDiverged as error:

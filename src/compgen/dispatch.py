@@ -1,12 +1,10 @@
 """Train or load a section's configs: :func:`train_or_load`, the one call that notebooks, the command line, sweeps
 and tools make.
 
-Results in a :class:`compgen.results.Store` are loaded, the rest are trained by one of :data:`BACKENDS` and stored:
-``"local"`` (this process, :func:`compgen.runner.train_and_store`), ``"workers"`` (worker processes - by default one
-per CPU core -, :mod:`compgen.backends.workers`), ``"devices"`` (one thread per device,
-:func:`compgen.devices.train_on_devices`) or ``"ray"`` (Ray tasks, :mod:`compgen.backends.ray`). Every config is
-trained by its own program (:mod:`compgen.runner`), so its numbers do not depend on the backend. A config at the
-paper's sizes trains alone in a worker that shards its tasks over every CPU core
+Results in a :class:`compgen.results.Store` are loaded, the rest are trained by a backend (a value of
+:mod:`compgen.backends`: ``Local()``, ``Workers(n)``, ``Devices()``, ``Ray(address, gpus, cpus)``) and stored.
+Every config is trained by its own program (:mod:`compgen.runner`), so its numbers do not depend on the backend. A
+config at the paper's sizes trains alone in a worker that shards its tasks over every CPU core
 (:func:`compgen.devices.shard_count` decides from the config and the machine only); otherwise each worker runs on a
 core of its own (:mod:`compgen.cores`). :func:`check_environment` refuses a bad ``COMPGEN_*`` variable before
 anything loads or trains.
@@ -18,11 +16,9 @@ import sys
 
 import jax
 
-from compgen import cores, devices, models, params, precision, results, runner, timing
+from compgen import backends, cores, devices, models, params, precision, results, runner, timing
 from compgen.backends.ray import train_on_ray
 from compgen.backends.workers import balance, default_workers, requested_workers, run_workers
-
-BACKENDS = ("local", "workers", "devices", "ray")
 
 
 def check_environment() -> None:
@@ -41,42 +37,38 @@ def check_environment() -> None:
     precision.requested()
 
 
-def train_or_load(
-    section,
-    configs,
-    store=None,
-    backend: str = "workers",
-    force: bool = False,
-    workers: int | None = None,
-    checkpoint_every=None,
-    log=print,
-    failures: dict | None = None,
-    ray_options: dict | None = None,
-):
+def train_or_load(section, configs, store=None, backend=None, force=False, log=print) -> list:
     """Results for each config (a list, in order): dicts of arrays with a leading seed axis.
 
     Results in ``store`` (a :class:`compgen.results.Store`; default :meth:`~compgen.results.Store.default`) are
-    loaded unless ``force``; the rest are trained by ``backend`` and stored there:
+    loaded unless ``force``; the rest are trained by ``backend`` (a :mod:`compgen.backends` value; default
+    :class:`~compgen.backends.Workers`) and stored there. A learner registered by name in this process only (a
+    notebook's) trains in this process, whatever the backend. The first config whose training fails raises; to
+    train the others and collect the failures use :func:`train_or_load_each`."""
+    outputs, errors = _load_or_train(section, configs, store, backend, force, log, keep_going=False)
+    if errors:
+        raise next(iter(errors.values()))
+    return outputs
 
-    * ``"local"``: in this process, one config after another;
-    * ``"workers"``: in ``workers`` processes (default one per CPU core, 1 on an accelerator); a config that
-      :func:`compgen.devices.shard_count` shards trains first, alone in one worker with its tasks sharded over
-      that many host devices;
-    * ``"devices"``: one thread per local device, each config on one device;
-    * ``"ray"``: one Ray task per config (``ray_options``: ``address``, ``num_gpus``, ``num_cpus``), each training
-      into a private store and returning its files, so workers need no shared file system.
 
-    A learner registered by name in this process only (a notebook's) trains ``"local"``, whatever the backend.
-    Every config is trained by its own program, so its numbers do not depend on the backend. A config whose
-    training fails raises; with ``failures`` (a dict) its error is recorded there (``{config: message}``) instead
-    and its result is ``None``.
-    """
-    if backend not in BACKENDS:
-        raise params.ParameterError(f"backend must be one of {BACKENDS}, got {backend!r}")
+def train_or_load_each(section, configs, store=None, backend=None, force=False, log=print) -> tuple:
+    """:func:`train_or_load` that trains every config it can: ``(results, failures)``, a config whose training failed
+    having ``None`` as its result and ``"<error type>: <message>"`` in ``failures`` (``{config: message}``)."""
+    outputs, errors = _load_or_train(section, configs, store, backend, force, log, keep_going=True)
+    return outputs, {c: f"{type(e).__name__}: {e}" for c, e in errors.items()}
+
+
+def _load_or_train(section, configs, store, backend, force, log, keep_going) -> tuple:
+    """``(results in the order of configs, {config: exception})``: load what ``store`` holds, train the rest."""
+    backend = backends.Workers() if backend is None else backend
+    if not isinstance(backend, backends.Backend):
+        raise params.ParameterError(
+            f"backend must be a compgen.backends value ({', '.join(backends.NAMES)}: e.g. backends.Workers(2)), "
+            f"got {params._short(backend)}"
+        )
     store = results.Store.default() if store is None else store
     configs = list(configs)
     check_environment()  # a bad value fails before anything loads or trains
-    every = runner.checkpoint_interval(checkpoint_every)
     loaded, todo = {}, []
     for c in dict.fromkeys(configs):
         stored = None if force else store.load(section, c, log=log)
@@ -89,42 +81,11 @@ def train_or_load(
             f"[results] reusing {section.label(c)}: run {store.paths(section, c)[0].stem} ({prov['date']}, "
             f"{prov['wall_time_s']:.0f} s on {prov['device']}, commit {prov['git_commit'][:8]})"
         )
-    if not todo:
-        return [loaded[c] for c in configs]
-    store.check_writable(section, bool(every))  # a store that cannot take the results fails now, not after training
-    if backend != "local" and not all(models.known_elsewhere(getattr(c, "model", None)) for c in todo):
-        log(f"[train] a learner registered in this process only (not by import path): {backend} -> local")
-        backend = "local"
-    timing.gemm_gflops()  # the machine's speed, read before the workers compete for its cores; every run records it
-    errors = {}  # config -> the exception its training raised
-    if backend == "workers":  # a config sharded over every core (devices.shard_count) trains first, alone
-        shards = {c: 1 if devices.task_mesh() is not None else devices.shard_count(section, c) for c in todo}
-        for c in (c for c in todo if shards[c] > 1):
-            run_workers(section, [[c]], 1, store, log, every, shards=shards[c], force=force)
-        rest = [c for c in todo if shards[c] == 1]
-        slots = default_workers(sys.maxsize) if workers is None else workers  # processes this machine runs at once
-        jobs = balance(rest, min(slots, len(rest)), section)
-        # in workers when several run at once, or one job that a worker trains as it would beside others (on a core
-        # of its own, so with the same numbers: compgen.cores)
-        if slots > 1 and (len(jobs) > 1 or cores.shares(slots)):
-            run_workers(section, jobs, slots, store, log, every, force=force)
-        elif rest:
-            errors = _train_here(section, rest, store, log, every, force, keep_going=failures is not None)
-    elif backend == "local":
-        errors = _train_here(section, todo, store, log, every, force, keep_going=failures is not None)
-    elif backend == "devices":
-        log(f"[train] one config per device at a time over {jax.local_device_count()} device(s): {jax.local_devices()}")
-        job = lambda c, job_log: runner.train_and_store(section, [c], store, job_log, every, force)
-        errors = dict(devices.train_on_devices(job, todo, log=log))
-    else:
-        errors = dict(train_on_ray(section, todo, store, every, log, **(ray_options or {})))
-    if errors and failures is None:
-        raise next(iter(errors.values()))
+    errors = _train(section, todo, store, backend, force, log, keep_going) if todo else {}
     for c in errors:
         log(f"[train] FAILED {section.label(c)}: {errors[c]}")
     for c in todo:
         if c in errors:
-            failures[c] = f"{type(errors[c]).__name__}: {errors[c]}"
             loaded[c] = None
             continue
         stored = store.load(section, c, log=log)
@@ -134,7 +95,43 @@ def train_or_load(
                 "under another code version (was the library edited during the run?)"
             )
         loaded[c] = stored[0]
-    return [loaded[c] for c in configs]
+    return [loaded[c] for c in configs], errors
+
+
+def _train(section, todo, store, backend, force, log, keep_going) -> dict:
+    """Train and store ``todo`` with ``backend``; ``{config: exception}`` of those that failed (without
+    ``keep_going`` a failure in this process raises at once)."""
+    every = runner.checkpoint_interval(backend.checkpoint_every)
+    store.check_writable(section, bool(every))  # a store that cannot take the results fails now, not after training
+    if not isinstance(backend, backends.Local) and not all(
+        models.known_elsewhere(getattr(c, "model", None)) for c in todo
+    ):
+        log(
+            f"[train] a learner registered in this process only (not by import path): {type(backend).__name__} -> Local"
+        )
+        backend = backends.Local(checkpoint_every=backend.checkpoint_every)
+    timing.gemm_gflops()  # the machine's speed, read before the workers compete for its cores; every run records it
+    if isinstance(backend, backends.Workers):  # a config sharded over every core (devices.shard_count) trains first
+        shards = {c: 1 if devices.task_mesh() is not None else devices.shard_count(section, c) for c in todo}
+        for c in (c for c in todo if shards[c] > 1):
+            run_workers(section, [[c]], 1, store, log, every, shards=shards[c], force=force)
+        rest = [c for c in todo if shards[c] == 1]
+        slots = default_workers(sys.maxsize) if backend.n is None else backend.n  # processes at once
+        jobs = balance(rest, min(slots, len(rest)), section)
+        # in workers when several run at once, or one job that a worker trains as it would beside others (on a core
+        # of its own, so with the same numbers: compgen.cores)
+        if slots > 1 and (len(jobs) > 1 or cores.shares(slots)):
+            run_workers(section, jobs, slots, store, log, every, force=force)
+            return {}
+        return _train_here(section, rest, store, log, every, force, keep_going) if rest else {}
+    if isinstance(backend, backends.Local):
+        return _train_here(section, todo, store, log, every, force, keep_going)
+    if isinstance(backend, backends.Devices):
+        log(f"[train] one config per device at a time over {jax.local_device_count()} device(s): {jax.local_devices()}")
+        job = lambda c, job_log: runner.train_and_store(section, [c], store, job_log, every, force)
+        return dict(devices.train_on_devices(job, todo, log=log))
+    options = {"address": backend.address, "num_gpus": backend.gpus, "num_cpus": backend.cpus}
+    return dict(train_on_ray(section, todo, store, every, log, **options))
 
 
 def _train_here(section, configs, store, log, every, force, keep_going) -> dict:

@@ -43,7 +43,7 @@ import math
 import sys
 from pathlib import Path
 
-from compgen import devices, dispatch, params, results, runner
+from compgen import backends, devices, dispatch, params, results, runner
 from compgen.backends import ray as ray_backend
 from compgen.catalog import SECTIONS, get
 from compgen.section import PRESET_NAMES, figure_configs, make_config
@@ -53,7 +53,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10: sweep files must then be JSON
     tomllib = None
 
-BACKENDS = ("local", "devices", "ray")
+BACKENDS = ("local", "devices", "ray")  # the command line's --backend of a sweep
 FILE_KEYS = ("section", "preset", "seeds", "experiment", "fixed", "at", "cases", "grid", "exclude", "description")
 MAX_POINTS = 10_000  # grid points of one sweep file: 50x the paper's largest (theory/overparam, 200 points)
 MAX_EXCLUDE = 100  # exclude rules (the paper's sweeps have at most 3)
@@ -326,32 +326,22 @@ def _build(sweep, section, preset, grid):
 # --------------------------------------------------------------------------------------------- running
 
 
-def run_sweep(
-    sweep,
-    backend: str = "local",
-    preset: str | None = None,
-    overrides: dict | None = None,
-    force: bool = False,
-    checkpoint_every: int | None = None,
-    log=print,
-    ray_address: str | None = None,
-    ray_gpus: float = 0,
-    ray_cpus: float = 1,
-    store=None,
-    keep_going: bool = False,
-) -> Report:
+def run_sweep(sweep, backend=None, store=None, preset=None, overrides=None, force=False, keep_going=False, log=print):
     """Train every run of ``sweep`` (a :class:`Sweep` or a path) not yet in ``store`` (default
-    :meth:`compgen.results.Store.default`) with ``backend`` (:func:`compgen.dispatch.train_or_load`).
+    :meth:`compgen.results.Store.default`) with ``backend`` (a :mod:`compgen.backends` value, default
+    :class:`~compgen.backends.Local`; :func:`compgen.dispatch.train_or_load_each`).
 
     Every grid point is built first: if one cannot be, nothing is trained and a :class:`compgen.params.ParameterError`
     names it (with ``keep_going`` the valid points are trained and the invalid ones reported). Returns a
     :class:`Report`; failures (a config that cannot be built, a run that raises) are collected there and logged.
     """
-    if backend not in BACKENDS:
-        raise params.ParameterError(f"backend must be one of {BACKENDS}, got {params._short(backend)}")
-    check_ray_options(ray_address, ray_gpus, ray_cpus, ("ray_address", "ray_gpus", "ray_cpus"))
+    backend = backends.Local() if backend is None else backend
+    if not isinstance(backend, (backends.Local, backends.Devices, backends.Ray)):
+        raise params.ParameterError(
+            f"backend must be one of Local(), Devices() or Ray(...) (compgen.backends), got {params._short(backend)}"
+        )
     dispatch.check_environment()
-    runner.checkpoint_interval(checkpoint_every)
+    runner.checkpoint_interval(backend.checkpoint_every)
     store = results.Store.default() if store is None else store
     sweep = load(sweep) if isinstance(sweep, (str, Path)) else sweep
     section = get(sweep.section)
@@ -371,23 +361,8 @@ def run_sweep(
             report.stored.append(point.config)
         else:
             todo.append(point)
-    log(
-        f"[sweep] {sweep.name}: {len(todo)} config(s) to train with backend {backend!r}, "
-        f"{len(report.stored)} already stored"
-    )
-    failures = {}
-    ray_options = {"address": ray_address, "num_gpus": ray_gpus, "num_cpus": ray_cpus}
-    dispatch.train_or_load(
-        section,
-        [p.config for p in todo],
-        store,
-        backend,
-        force=force,
-        checkpoint_every=checkpoint_every,
-        log=log,
-        failures=failures,
-        ray_options=ray_options,
-    )
+    log(f"[sweep] {sweep.name}: {len(todo)} config(s) to train with {backend}, {len(report.stored)} already stored")
+    _, failures = dispatch.train_or_load_each(section, [p.config for p in todo], store, backend, force, log)
     for p in todo:
         if p.config in failures:
             report.failed.append((p.label, failures[p.config]))
@@ -429,22 +404,18 @@ def main(args, overrides) -> int:
         if args.backend not in BACKENDS:
             raise params.ParameterError(f"--backend must be one of {BACKENDS}, got {params._short(args.backend)}")
         check_ray_options(args.ray_address, args.ray_gpus, args.ray_cpus)
-        dispatch.check_environment()
-        sweep = load(args.file)
-        if args.dry_run:
-            return dry_run(sweep, args.preset, overrides, out=lambda line: print(line, flush=True))
-        report = run_sweep(
-            sweep,
+        backend = backends.named(
             args.backend,
-            args.preset,
-            overrides,
-            args.force,
             args.checkpoint_every,
             ray_address=args.ray_address,
             ray_gpus=args.ray_gpus,
             ray_cpus=args.ray_cpus,
-            keep_going=args.keep_going,
         )
+        dispatch.check_environment()
+        sweep = load(args.file)
+        if args.dry_run:
+            return dry_run(sweep, args.preset, overrides, out=lambda line: print(line, flush=True))
+        report = run_sweep(sweep, backend, None, args.preset, overrides, args.force, args.keep_going)
     except params.ParameterError as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None

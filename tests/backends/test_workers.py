@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compgen import catalog, cores, devices, dispatch, params, results, runner, timing
+from compgen import backends, catalog, cores, devices, dispatch, params, results, runner, timing
 from compgen.backends import workers
 from compgen.experiments import teacher_student as ts
 from compgen.section import make_config
@@ -84,7 +84,7 @@ def test_a_worker_reports_a_diverged_run_by_name_and_the_driver_raises_it(store,
 def test_the_same_run_in_a_worker_process_and_in_this_one_is_identical(store, tiny, stored_bytes):
     a, b = tiny(), tiny(masks="01;1", distribution="continuous")
     lines = []
-    dispatch.train_or_load(S, [a, b], workers=2, log=lines.append)
+    dispatch.train_or_load(S, [a, b], backend=backends.Workers(2), log=lines.append)
     assert {line.split()[0] for line in lines if "[train]" in line} == {
         "[worker",
     }  # both trained in workers
@@ -94,7 +94,7 @@ def test_the_same_run_in_a_worker_process_and_in_this_one_is_identical(store, ti
     in_workers = [stored_bytes(S, c) for c in (a, b)]
     readings = {results.Store.default().load(S, c)[1]["provenance"]["gemm_gflops"] for c in (a, b)}
     assert readings == {round(timing.gemm_gflops(), 1)}  # the workers record the reading this process took first
-    dispatch.train_or_load(S, [a, b], force=True, workers=1, log=lambda _: None)
+    dispatch.train_or_load(S, [a, b], force=True, backend=backends.Workers(1), log=lambda _: None)
     assert [stored_bytes(S, c) for c in (a, b)] == in_workers
 
 
@@ -110,9 +110,9 @@ def test_a_quick_run_is_identical_in_a_worker_and_in_this_process(store, stored_
     its first update. The tiny configs above cannot show it: their products are too small to be split."""
     sec = catalog.get(section)
     cfg = make_config(sec, "quick", model, outer_steps=2, eval_every=2, seeds=(2020,), **fields)
-    dispatch.train_or_load(sec, [cfg], backend="workers", workers=2, log=lambda _: None)
+    dispatch.train_or_load(sec, [cfg], backend=backends.Workers(2), log=lambda _: None)
     in_worker = stored_bytes(sec, cfg)
-    dispatch.train_or_load(sec, [cfg], backend="local", force=True, log=lambda _: None)
+    dispatch.train_or_load(sec, [cfg], backend=backends.Local(), force=True, log=lambda _: None)
     assert stored_bytes(sec, cfg) == in_worker
 
 
@@ -123,11 +123,11 @@ def test_a_large_run_trains_alone_with_its_tasks_split_and_stores_the_unsplit_nu
     numbers equal the unsplit run's up to float32 round-off, and a config below the threshold is untouched."""
 
     large, small = tiny(), tiny(masks="01;1", distribution="continuous")
-    dispatch.train_or_load(S, [large], workers=1, log=lambda _: None)
+    dispatch.train_or_load(S, [large], backend=backends.Workers(1), log=lambda _: None)
     unsplit = runner.load(S, large)
     monkeypatch.setattr(devices, "shard_count", lambda section, cfg: 2 if cfg == large else 1)
     lines = []
-    dispatch.train_or_load(S, [small, large], force=True, workers=1, log=lines.append)
+    dispatch.train_or_load(S, [small, large], force=True, backend=backends.Workers(1), log=lines.append)
     split_lines = [line for line in lines if line.startswith("[worker 0]")]
     assert "[devices] every meta-batch sharded over 2 cpu device(s)" in split_lines[0]
     assert any("[train]" in line for line in lines if not line.startswith("[worker"))  # the small one, here
@@ -144,12 +144,13 @@ def test_a_large_run_trains_alone_with_its_tasks_split_and_stores_the_unsplit_nu
 
 CHILD = """
 import json, sys
-from compgen import dispatch
+from compgen import backends, dispatch
 from compgen.experiments import teacher_student as ts
 from compgen.section import make_config
 
 configs = [make_config(ts.SECTION, "smoke", **fields) for fields in json.loads(sys.argv[1])]
-dispatch.train_or_load(ts.SECTION, configs, log=lambda line: print(line, flush=True), checkpoint_every=int(sys.argv[2]))
+backend = backends.Workers(checkpoint_every=int(sys.argv[2]))
+dispatch.train_or_load(ts.SECTION, configs, backend=backend, log=lambda line: print(line, flush=True))
 """
 
 

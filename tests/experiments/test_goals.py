@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from compgen import dispatch, models, params, runner
+from compgen import backends, dispatch, models, params, runner
 from compgen.experiments import fewshot
 from compgen.experiments import goals as G
 from compgen.section import differences_from_paper, figure_configs, make_config
@@ -84,7 +84,7 @@ def test_evaluation_goals_come_from_the_right_split():
 def test_run_is_stored_reproducible_finite_and_keeps_parameters(store):
     cfg = make_config(S, "smoke", "anil", outer_steps=2, eval_every=2, meta_batch=4, outer_lr=3e-3)
     other = dataclasses.replace(cfg, split="non_compositional")
-    first = dispatch.train_or_load(S, [cfg, other], workers=1, log=lambda line: None)
+    first = dispatch.train_or_load(S, [cfg, other], backend=backends.Workers(1), log=lambda line: None)
     out = first[0]
     for key in ("loss", "acc", "acc_all", "acc_first", "acc_last", "skipped"):
         assert out[f"steps/{key}"].shape == (1, 2) and np.isfinite(out[f"steps/{key}"]).all()
@@ -121,7 +121,7 @@ def test_small_world_config_trains_and_imitates(store):
     cfg = make_config(G.SECTION, "smoke", "hnet_linear", outer_steps=2, eval_every=2, meta_batch=2, **world)
     assert cfg.world == gl.GoalsWorld(**world) and cfg.n_in == 5 * 5 * 5 and cfg.n_out == 6
     assert cfg.demo_length == G.shortest_demonstration_bound(2020, cfg.world) < 25
-    out = dispatch.train_or_load(G.SECTION, [cfg], workers=1, log=lambda line: None)[0]
+    out = dispatch.train_or_load(G.SECTION, [cfg], backend=backends.Workers(1), log=lambda line: None)[0]
     assert np.isfinite(out["eval/loss"]).all() and out["eval/acc"].shape == (1, 2, 3)
     assert out["eval/r2_ood"].shape == (1, 2, 4 + 2 + 2 + 3)  # one one-hot per factor of this world
     rollout = G.imitate(cfg, out["final/meta"][0], 2020, gl.goal_table(cfg.world)[[0, 40]], jax.random.key(0))

@@ -3,7 +3,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from compgen import dispatch, params, runner
+from compgen import backends, dispatch, params, runner
 from compgen.experiments import fewshot
 from compgen.experiments import hyperteacher as HT
 from compgen.section import differences_from_paper, figure_configs, make_config
@@ -83,8 +83,8 @@ def test_short_training_lowers_the_loss(model):
 def test_run_is_stored_reproducible_and_probed(store):
     cfg = make_config(S, "smoke", "hnet_linear", outer_steps=10, eval_every=10)
     other = dataclasses.replace(cfg, split="non_compositional")
-    first = dispatch.train_or_load(S, [cfg, other], workers=1, log=lambda _: None)
-    again = dispatch.train_or_load(S, [cfg, other], force=True, workers=1, log=lambda _: None)
+    first = dispatch.train_or_load(S, [cfg, other], backend=backends.Workers(1), log=lambda _: None)
+    again = dispatch.train_or_load(S, [cfg, other], force=True, backend=backends.Workers(1), log=lambda _: None)
     for a, b in zip(first, again):
         for key in a:
             np.testing.assert_array_equal(a[key], b[key])

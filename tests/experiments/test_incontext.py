@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from compgen import dispatch, models, params, runner
+from compgen import backends, dispatch, models, params, runner
 from compgen.experiments import fewshot
 from compgen.experiments import goals as G
 from compgen.experiments import hyperteacher as HT
@@ -125,7 +125,7 @@ def test_short_training_lowers_the_loss(name):
 def test_run_is_stored_and_has_the_hyperteacher_layout(store):
     cfg = make_config(S, "smoke", "bottleneck", outer_steps=4, eval_every=2)
     other = dataclasses.replace(cfg, split="non_compositional")
-    first = dispatch.train_or_load(S, [cfg, other], workers=1, log=lambda line: None)
+    first = dispatch.train_or_load(S, [cfg, other], backend=backends.Workers(1), log=lambda line: None)
     names = cfg.eval_set_names()
     for out in first:
         assert out["eval/accuracy"].shape == (1, 3, len(names)) and list(out["eval_steps"]) == [0, 2, 4]
@@ -133,7 +133,7 @@ def test_run_is_stored_and_has_the_hyperteacher_layout(store):
         assert out["eval/r2_ood"].shape == (1, 3, 2 * cfg.n_modules) and out["steps/loss"].shape == (1, 4)
     assert not np.array_equal(first[0]["eval/accuracy"], first[1]["eval/accuracy"])
     lines = []
-    again = dispatch.train_or_load(S, [cfg, other], workers=1, log=lines.append)
+    again = dispatch.train_or_load(S, [cfg, other], backend=backends.Workers(1), log=lines.append)
     assert all(line.startswith("[results] reusing") for line in lines) and len(lines) == 2
     for a, b in zip(first, again):
         for key in a:
@@ -212,7 +212,7 @@ def test_bad_goals_parameters_name_the_parameter(overrides, match):
 
 def test_short_goals_training_lowers_the_loss_and_is_stored(store):
     cfg = make_config(S, "smoke", "transformer", environment="goals", outer_steps=100, meta_batch=8, eval_every=50)
-    out = dispatch.train_or_load(S, [cfg], workers=1, log=lambda line: None)[0]
+    out = dispatch.train_or_load(S, [cfg], backend=backends.Workers(1), log=lambda line: None)[0]
     loss = np.asarray(out["steps/loss"])[0]
     assert np.isfinite(loss).all() and int(np.asarray(out["steps/skipped"])[0, -1]) == 0 and _drops(loss)
     for key in ("loss", "acc", "acc_all", "acc_first", "acc_last"):

@@ -3,7 +3,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from compgen import dispatch, models, params, runner
+from compgen import backends, dispatch, models, params, runner
 from compgen.experiments import fewshot
 from compgen.experiments import preferences as P
 from compgen.section import differences_from_paper, figure_configs, make_config
@@ -96,8 +96,8 @@ def test_short_training_lowers_the_evaluation_loss(model):
 def test_run_is_stored_reproducible_and_probed(store):
     cfg = make_config(S, "smoke", "hnet_linear", outer_steps=6, eval_every=3)
     other = dataclasses.replace(cfg, split="non_compositional")
-    first = dispatch.train_or_load(S, [cfg, other], workers=1, log=lambda _: None)
-    again = dispatch.train_or_load(S, [cfg, other], force=True, workers=1, log=lambda _: None)
+    first = dispatch.train_or_load(S, [cfg, other], backend=backends.Workers(1), log=lambda _: None)
+    again = dispatch.train_or_load(S, [cfg, other], force=True, backend=backends.Workers(1), log=lambda _: None)
     for a, b in zip(first, again):
         for key in a:
             np.testing.assert_array_equal(a[key], b[key])
@@ -153,7 +153,7 @@ def test_every_model_of_a_comparison_gets_the_same_budget(preset):
 def test_tiny_run_in_a_small_world(store):
     world = dict(layout="5x5", n_objects=2, n_modules=6, n_colours=6, horizon=4, backups=4, observation="free_cells")
     cfg = make_config(S, "smoke", "hnet_deepmlp", outer_steps=4, eval_every=2, **world)
-    out = dispatch.train_or_load(S, [cfg], workers=1, log=lambda _: None)[0]
+    out = dispatch.train_or_load(S, [cfg], backend=backends.Workers(1), log=lambda _: None)[0]
     assert cfg.eval_set_names() == ("valid", "test", "ood", "ood_4", "ood_5", "ood_6")
     assert out["eval/loss"].shape == (1, 3, 6) and np.isfinite(out["eval/loss"]).all()
     assert out["eval/r2_ood"].shape == (1, 3, 6)  # the probe decodes the 6 module weights

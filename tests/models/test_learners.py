@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from compgen import catalog, cli, dispatch, models, results, sweeps
+from compgen import backends, catalog, cli, dispatch, models, results, sweeps
 from compgen.experiments import hyperteacher as HT
 from compgen.params import ParameterError
 from compgen.section import figure_configs, make_config
@@ -91,8 +91,8 @@ def test_a_learner_registered_by_name_is_keyed_by_its_code_and_trains_here(store
     assert S.fingerprint_of(cfg) != S.fingerprint  # its module's code joins the key (the same module as OWN's)
     assert not models.known_elsewhere("gated") and models.known_elsewhere(OWN) and models.known_elsewhere("maml")
     lines = []
-    (output,) = dispatch.train_or_load(S, [cfg], results.Store(store), backend="workers", log=lines.append)
-    assert any("workers -> local" in line for line in lines)
+    (output,) = dispatch.train_or_load(S, [cfg], results.Store(store), backend=backends.Workers(), log=lines.append)
+    assert any("Workers -> Local" in line for line in lines)
     assert np.isfinite(output["steps/loss"]).all() and output["eval/accuracy"].shape[:2] == (1, 2)
 
 
@@ -105,7 +105,7 @@ def test_the_command_line_and_a_sweep_file_train_a_learner_named_by_import_path(
     sweep = tmp_path / "own.toml"
     fixed = "\n".join(f"{k} = {v!r}".replace("'", '"') for k, v in {**TINY, "model": OWN, "seeds": [4]}.items())
     sweep.write_text(f'section = "hyperteacher"\npreset = "smoke"\n[fixed]\n{fixed}\n[grid]\nsplit = ["random"]\n')
-    report = sweeps.run_sweep(sweep, "local", log=lambda line: None)
+    report = sweeps.run_sweep(sweep, backends.Local(), log=lambda line: None)
     assert len(store.entries("hyperteacher")) == 3, report
 
 
@@ -113,7 +113,7 @@ def test_a_worker_that_cannot_import_the_learner_fails_in_one_line_naming_it(sto
     monkeypatch.delenv("PYTHONPATH", raising=False)  # the copy is importable here, not in the worker
     cfg = make_config(S, "smoke", "copied_learner:gated_heads", **TINY)
     with pytest.raises(ParameterError, match="model 'copied_learner:gated_heads': cannot import copied_learner"):
-        dispatch.train_or_load(S, [cfg], results.Store(store), backend="workers", workers=2, log=lambda line: None)
+        dispatch.train_or_load(S, [cfg], results.Store(store), backend=backends.Workers(2), log=lambda line: None)
 
 
 # ------------------------------------------------------------------------ a user's learner is keyed by what it computes
