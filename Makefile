@@ -53,7 +53,7 @@ SMOKE        := _build/smoke
 SMOKE_STATIC := $(addprefix $(SMOKE)/,_config.yml _toc.yml \
                   $(shell find book -type f -not -path '*/.*' -not -name '*.py' -not -name '*.ipynb'))
 
-.PHONY: help install execute book check-book test test-unit test-lanes test-book lint bench sweep twin-env twin clean distclean FORCE
+.PHONY: help install execute book check-book test test-unit test-lanes test-book lint bench sweep twin-env twin bench-authors clean distclean FORCE
 
 help: ## list the targets
 	@echo "usage: make <target> [PRESET=smoke|quick|paper] [PARAMS=\"-p name value ...\"]"
@@ -193,6 +193,13 @@ twin-env: ## a separate virtualenv (.venv-twin) with the reference's dependencie
 	$(PYTHON) -m venv $(TWIN_VENV)
 	$(TWIN_VENV)/bin/pip install -q -r tools/twin-requirements.txt
 	@echo "twin environment ready: $(TWIN_VENV) (reference at $(REFERENCE))"
+
+# BENCH_ARGS go to tools/bench_authors.py, e.g. BENCH_ARGS='--only "hyperteacher hnet_linear" --record'
+BENCH_ARGS ?=
+bench-authors: $(INSTALL_STAMP) ## time the authors' step and ours alternately on a CPU: make bench-authors REFERENCE=<checkout> [BENCH_ARGS=--record]
+	@test -x $(TWIN_VENV)/bin/python || { echo "run make twin-env REFERENCE=<checkout> first"; exit 2; }
+	@test -n "$(REFERENCE)" -a -f "$(REFERENCE)/run_fewshot.py" || { echo "usage: make bench-authors REFERENCE=<checkout of smonsays/modular-hyperteacher>"; exit 2; }
+	$(BIN)/python tools/bench_authors.py --reference "$(REFERENCE)" --twin-python $(TWIN_VENV)/bin/python $(BENCH_ARGS)
 
 twin: $(INSTALL_STAMP) ## train a chapter's claim configs with the reference: make twin REFERENCE=<checkout> [CHAPTER=hyperteacher] [TWIN_ARGS="--jobs 2"]
 	@test -x $(TWIN_VENV)/bin/python || { echo "run make twin-env REFERENCE=<checkout> first"; exit 2; }

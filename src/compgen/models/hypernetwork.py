@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from compgen.initializers import truncated_normal
 from compgen.models.base import Model
@@ -112,12 +113,15 @@ def hypernetwork(name, n_in, n_out, hidden, num_hidden, n_templates) -> Model:
         return fast
 
     def generate(meta, fast):
-        """The base network's layers [(W, b), ...] from the current embeddings."""
+        """The base network's layers [(W, b), ...] from the current embeddings. A group's chunks, flattened, are
+        cut into their weights and biases by one ``split``, whose derivative is one concatenation (slicing each
+        piece would differentiate to a zero-padded array per piece and their sum: more operations per inner step)."""
         layers = []
-        for group, (_n_chunks, (fan_in, fan_out)) in shapes.items():
+        for group, (n_chunks, (fan_in, fan_out)) in shapes.items():
             chunks = apply_generator(meta["generators"][group], normalise_embedding(fast["embeddings"][group]))
-            for c in chunks:
-                layers.append((c[: fan_in * fan_out].reshape(fan_in, fan_out), c[fan_in * fan_out :]))
+            ends = np.cumsum([fan_in * fan_out, fan_out] * n_chunks)[:-1]
+            pieces = jnp.split(chunks.reshape(-1), ends)
+            layers += [(w.reshape(fan_in, fan_out), b) for w, b in zip(pieces[::2], pieces[1::2])]
         return layers
 
     def head(meta, fast, x):
