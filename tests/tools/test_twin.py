@@ -309,7 +309,7 @@ def test_ours_at_the_matched_world_keeps_each_configs_own_output(monkeypatch):
 
     trained = []
 
-    def fake_run(sec, configs, workers=None):
+    def fake_run(sec, configs, backend=None):
         trained.extend(configs)
         return [{"config": c} for c in configs]
 
@@ -324,7 +324,7 @@ def test_ours_at_the_matched_world_trains_only_the_chosen_models(monkeypatch):
     from compgen import dispatch, runner
 
     trained, loaded = [], []
-    fake_run = lambda sec, configs, workers=None: trained.extend(configs) or configs
+    fake_run = lambda sec, configs, backend=None: trained.extend(configs) or configs
     monkeypatch.setattr(dispatch, "train_or_load", fake_run)
     monkeypatch.setattr(runner, "load", lambda sec, c, **_: loaded.append(c))
     found = twin.train_ours("goals", "quick", [[2020]], models=["hnet_linear"])["2020"]
