@@ -53,8 +53,7 @@ def test_the_committed_records_are_the_authors_at_paper_cases_and_ours():
             assert set(record["rows"]) <= set(steptimes.CASES)
     cpu = steptimes.on_device(found, "authors", "cpu")
     with_figures = {name for name in steptimes.CASES if steptimes.authors(name, "cpu", found)}
-    assert f"goals anil paper{steptimes.SHARD_SUFFIX}" in with_figures  # compgen's default at paper sizes
-    assert not any("quick" in name or name.startswith("teacher_student") for name in with_figures)
+    assert with_figures and all(steptimes.CASES[name][1] == "paper" for name in with_figures)  # the paper's configs
     assert len({n for n in with_figures if not n.endswith(steptimes.SHARD_SUFFIX)}) == len(cpu["rows"])
 
 

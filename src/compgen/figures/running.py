@@ -198,7 +198,7 @@ def same_session(authors: dict, ours: dict) -> bool:
 
 def _label(key: str) -> str:
     section, _, model = key.partition(" ")
-    return f"{section}, {MODEL_LABELS.get(model, model)}"
+    return f"{section}, {MODEL_LABELS.get(model, model)}" if model else section
 
 
 def _gb(row) -> str:
