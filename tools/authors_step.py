@@ -2,7 +2,8 @@
 
 Runs inside the twin virtualenv (``make twin-env REFERENCE=<checkout>``), never in the project's: it imports the
 reference checkout given by ``--reference`` (smonsays/modular-hyperteacher) and, of this project, only
-``tools/hlo_count.py`` and the wandb stub of ``tools/twin_driver.py``. The reference's own code builds the step:
+``tools/hlo_count.py`` and the wandb stub and config translation of ``tools/twin_driver.py``. The reference's own
+code builds the step:
 
 * a few-shot case runs ``run_fewshot(cfg)`` with its experiment's ``run`` replaced by one that keeps the experiment
   and its initial state, so nothing trains; the step is the experiment's jitted ``step`` (their
@@ -34,7 +35,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import hlo_count  # noqa: E402
-from twin_driver import _stub_wandb  # noqa: E402
+from twin_driver import _stub_wandb, reference_config  # noqa: E402
 
 EVAL_TASKS = 128  # tasks of each evaluation set the reference builds (never used here)
 
@@ -66,13 +67,7 @@ def fewshot_step(reference: str, flat: dict, steps_outer: int):
     run_fewshot.FewshotExperiment = Experiment
     cfg = {k: v for k, v in flat.items() if k not in ("eval_every", "eval_tasks", "twin_keep_adapted")}
     cfg["steps_outer"] = steps_outer  # the loader's length; the paper's schedules are constant
-    names = {k: v for k, v in cfg.items() if k.startswith("dataset_")}
-    dataset = dataset_config(cfg["dataset"], **{k[len("dataset_") :]: v for k, v in names.items()})
-    for key in ("num_tasks_test", "num_tasks_valid", "num_tasks_ood"):
-        dataset[key] = EVAL_TASKS
-    cfg["dataset"] = dataset.to_dict()
-    for k in names:
-        del cfg[k]
+    cfg = reference_config(cfg, EVAL_TASKS, dataset_config)
     run_fewshot.run_fewshot(ConfigDict(cfg, type_safe=False), logbook=None)
     experiment = kept["experiment"]
     batches = iter(experiment.metatrainset)

@@ -96,15 +96,14 @@ class Lease:
         return entry
 
 
-def run_child(lease, command, limit, compile_bound, env) -> tuple:
-    """Run ``command``, echoing its lines; ``(status, lines)``: "ok", "out of time", "no compile within N s" (killed),
-    "killed at its limit", or "failed (rc)"."""
+def run_child(lease, command, limit, compile_bound, env) -> str:
+    """Run ``command``, echoing and logging its lines; its status: "ok", "out of time", "no compile within N s"
+    (killed), "killed at its limit", or "failed (rc)"."""
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
-    lines, compiled = [], threading.Event()
+    compiled = threading.Event()
 
     def read():
         for line in child.stdout:
-            lines.append(line.rstrip())
             lease.say("  " + line.rstrip())
             if "[ledger]" in line and " compiled " in line:
                 compiled.set()
@@ -130,8 +129,8 @@ def run_child(lease, command, limit, compile_bound, env) -> tuple:
         time.sleep(0.2)
     reader.join(5)
     if why:
-        return why, lines
-    return {0: "ok", OUT_OF_TIME: "out of time"}.get(child.returncode, f"failed ({child.returncode})"), lines
+        return why
+    return {0: "ok", OUT_OF_TIME: "out of time"}.get(child.returncode, f"failed ({child.returncode})")
 
 
 def advance_work(lease, work, args, state, choices, reserve, bound, preset, env) -> str:
@@ -146,7 +145,7 @@ def advance_work(lease, work, args, state, choices, reserve, bound, preset, env)
         command += ["--state", str(state), "--ledger", str(args.ledger), "--knobs", json.dumps(knobs)]
         command += ["--until", f"{until:.1f}"] + (["--preset", preset] if preset else [])
         command += ["--chunk", str(args.chunk)] if args.chunk else []
-        status, _ = run_child(lease, command, left + 15, bound, env)
+        status = run_child(lease, command, left + 15, bound, env)
         lease.step(f"ledger {work.name}", status, began, knobs=knobs, before=before)
         if not status.startswith("no compile"):
             return status
@@ -217,7 +216,8 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT / "src"))
     from compgen import ledger, params
 
-    for work in ledger.next_unfinished(ledger.read(args.ledger), state):
+    works = ledger.read(args.ledger)
+    for work in ledger.next_unfinished(works, state):
         if lease.left() - reserve < (5 if args.cpu else 30):
             lease.step(f"ledger {work.name}", "skipped (budget spent)", time.monotonic())
             continue
@@ -231,7 +231,6 @@ def main(argv=None) -> int:
         if status != "ok":
             break
 
-    works = ledger.read(args.ledger)
     standing = [ledger.status(w, state / w.name) for w in works]
     record = {"date": time.strftime("%Y-%m-%d %H:%M"), "kind": kind, "budget_s": budget, "steps": lease.steps}
     (args.out / "lease.json").write_text(json.dumps(record | {"ledger": standing}, indent=1) + "\n")

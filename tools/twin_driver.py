@@ -34,6 +34,20 @@ import types
 import numpy as np
 
 
+def reference_config(flat: dict, eval_tasks: int, dataset_config) -> dict:
+    """The reference's config dict from its flat one: the ``dataset_*`` keys gathered into the dataset's config by
+    the reference's own ``dataset_config``, each evaluation set of ``eval_tasks`` tasks."""
+    cfg = dict(flat)
+    names = {k: v for k, v in cfg.items() if k.startswith("dataset_")}
+    dataset = dataset_config(cfg["dataset"], **{k[len("dataset_") :]: v for k, v in names.items()})
+    for key in ("num_tasks_test", "num_tasks_valid", "num_tasks_ood"):
+        dataset[key] = eval_tasks
+    cfg["dataset"] = dataset.to_dict()
+    for k in names:
+        del cfg[k]
+    return cfg
+
+
 def _stub_wandb(recorder=None):
     """The reference imports wandb at module level; run_fewshot.py uses it through the logbook and for
     histograms, run_theory.py calls ``wandb.log`` directly (kept by ``recorder``)."""
@@ -116,14 +130,7 @@ def main(argv=None):
                 super().add_callback(onevent, callback_fn)
 
     reference.FewshotExperiment = Experiment
-    cfg = dict(flat)
-    names = {k: v for k, v in cfg.items() if k.startswith("dataset_")}
-    dataset = dataset_config(cfg["dataset"], **{k[len("dataset_") :]: v for k, v in names.items()})
-    for key in ("num_tasks_test", "num_tasks_valid", "num_tasks_ood"):
-        dataset[key] = eval_tasks
-    cfg["dataset"] = dataset.to_dict()
-    for k in names:
-        del cfg[k]
+    cfg = reference_config(flat, eval_tasks, dataset_config)
 
     recorder = Recorder()
     start = time.perf_counter()

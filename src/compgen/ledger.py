@@ -285,14 +285,27 @@ def progress_record(work, preset, configs, progress, chunk, leases, diverged) ->
     )
 
 
+def standing(record) -> dict:
+    """Where the work of a ``paper_run`` record stands: ``state`` ("complete", "diverged" or "in progress"),
+    ``leases`` (their number), ``devices`` (theirs, in order of first use, as text) and ``device_hours`` (their wall
+    seconds in all, in hours)."""
+    leases = record["leases"]
+    return {
+        "state": "complete" if record["complete"] else "diverged" if record["diverged"] else "in progress",
+        "leases": len(leases),
+        "devices": ", ".join(dict.fromkeys(lease["device"] for lease in leases)),
+        "device_hours": sum(lease["seconds"].get("wall", 0) for lease in leases) / 3600,
+    }
+
+
 def status(work, folder) -> str:
     """One line: where ``work`` stands in ``folder``."""
     found = read_progress(folder)
     if found is None:
         return f"{work.name}: not started"
+    where = standing(found)
     done, total = found["steps_done"], found["outer_steps"]
-    state = "complete" if found["complete"] else ("diverged" if found["diverged"] else "in progress")
-    return f"{work.name}: {state}, {done:,} of {total:,} steps over {len(found['leases'])} lease(s)"
+    return f"{work.name}: {where['state']}, {done:,} of {total:,} steps over {where['leases']} lease(s)"
 
 
 def next_unfinished(works, root) -> list:

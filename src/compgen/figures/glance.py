@@ -408,14 +408,17 @@ def _paper_scale_summary(found) -> str:
         )
     record = found["record"]
     seeds = ", ".join(map(str, record["configs"][0]["seeds"]))
-    devices = ", ".join(dict.fromkeys(lease["device"] for lease in record["leases"]))
-    done, total = record["steps_done"], record["outer_steps"]
+    stand = ledger.standing(record)
+    done, total, leases = (
+        record["steps_done"],
+        record["outer_steps"],
+        f"{stand['leases']} lease(s) on {stand['devices']}",
+    )
     where = (
-        f"trained to its last step over {len(record['leases'])} lease(s) on {devices}, and judged from its record with "
-        "the chapter's claim code"
+        f"trained to its last step over {leases}, and judged from its record with the chapter's claim code"
         if record["complete"]
-        else f"in progress: {done:,} of {total:,} outer steps after {len(record['leases'])} lease(s) on {devices}; "
-        "its cells say how far it stands and give no verdict before the last step"
+        else f"in progress: {done:,} of {total:,} outer steps after {leases}; its cells say how far it stands and "
+        "give no verdict before the last step"
     )
     cfg = record["configs"][0]["config"]
     return (

@@ -428,15 +428,11 @@ def ledger_table(ledger_path, root) -> FigureResult:
         if found is None:
             lines.append(f"| {work.name} | {work.figure} | {size} | 0 of {total:,} | 0 | – | – | not started |")
             continue
-        leases = found["leases"]
-        devices = ", ".join(dict.fromkeys(lease["device"] for lease in leases))
-        hours = sum(lease["seconds"].get("wall", 0) for lease in leases) / 3600
-        state = "complete" if found["complete"] else "diverged" if found["diverged"] else "in progress"
-        if ledger.staleness(found):
-            state += " (stale: the next lease starts it again)"
+        where = ledger.standing(found)
+        state = where["state"] + (" (stale: the next lease starts it again)" if ledger.staleness(found) else "")
         lines.append(
-            f"| {work.name} | {work.figure} | {size} | {found['steps_done']:,} of {total:,} | {len(leases)} | "
-            f"{devices} | {hours:.2f} | {state} |"
+            f"| {work.name} | {work.figure} | {size} | {found['steps_done']:,} of {total:,} | {where['leases']} | "
+            f"{where['devices']} | {where['device_hours']:.2f} | {state} |"
         )
     caption = (
         "The paper-scale ledger (`records/ledger.json`), in the order the leases take its works: each work's "

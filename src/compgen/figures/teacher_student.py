@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from compgen import metrics
+from compgen import ledger, metrics
 from compgen.analysis import claims as C
 from compgen.figures import FigureResult, caption, final, mean_std, paper_numbers, plots
 from compgen.notebook import Runs
@@ -423,14 +423,12 @@ def paper_scale(record) -> FigureResult:
             f"{'connected' if col.connected else 'disconnected'} | {mean_std(values[:, -1])} | {mean_std(rel, 4)} | "
             f"{mean_std(r2)} |"
         )
-    leases = record["leases"]
-    devices = ", ".join(dict.fromkeys(lease["device"] for lease in leases))
-    hours = sum(lease["seconds"].get("wall", 0) for lease in leases) / 3600
+    where = ledger.standing(record)
     stand = "complete" if record["complete"] else f"in progress: {done:,} of {total:,} outer steps"
     what = (
-        f"Fig. 2C at the paper's configuration, {stand} ({len(leases)} lease(s) on {devices}, {hours:.2f} device-hours "
-        f"in all): module alignment over outer steps, one student per Table A9 column (green: connected support; "
-        f"thick: seed mean, thin: single seeds; dashed: {PAPER_REFERENCE})"
+        f"Fig. 2C at the paper's configuration, {stand} ({where['leases']} lease(s) on {where['devices']}, "
+        f"{where['device_hours']:.2f} device-hours in all): module alignment over outer steps, one student per "
+        f"Table A9 column (green: connected support; thick: seed mean, thin: single seeds; dashed: {PAPER_REFERENCE})"
     )
     return FigureResult(
         fig,
@@ -444,8 +442,6 @@ def paper_scale_section(folder):
     """What the chapter shows of Fig. 2C at the paper's scale: :func:`paper_scale` of the ledger's state in
     ``folder`` (with a note when it is stale, :func:`compgen.ledger.staleness`), or a note that no lease has run it. A
     damaged record stops the chapter with one line naming it (:func:`compgen.recordfile.read`)."""
-    from compgen import ledger
-
     record = ledger.read_progress(folder)
     if record is None:
         return (
