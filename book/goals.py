@@ -138,7 +138,7 @@ figures.show(figures.header(runs, "fig4ef", chapter.MODEL_LABELS))
 # [second appendix](twin-goals):
 
 # %%
-figures.show(glance.findings(runs, "search/second_set.json", "search"))
+figures.show(glance.findings(runs, glance.SEED_SETS, "search"))
 
 # %% [markdown]
 # ## The world
@@ -333,7 +333,7 @@ figures.show(
         "search/twin_goals.json",
         preset,
         runs,
-        glance.judged_sets(runs.section.name, runs, glance.load_second_set("search/second_set.json", preset)),
+        glance.judged_sets(runs.section.name, runs, glance.load_seed_sets(glance.SEED_SETS, preset)),
         chapter.MODEL_LABELS,
     )
 )

@@ -122,7 +122,7 @@ figures.show(figures.header(runs, "fig3b", chapter.MODEL_LABELS))
 # [appendix](twin-hyperteacher) describes those runs).
 
 # %%
-figures.show(glance.findings(runs, "search/second_set.json", "search"))
+figures.show(glance.findings(runs, glance.SEED_SETS, "search"))
 
 # %% [markdown]
 # ## The splits
@@ -302,7 +302,7 @@ figures.show(
         "search/twin_hyperteacher.json",
         preset,
         runs,
-        glance.judged_sets(runs.section.name, runs, glance.load_second_set("search/second_set.json", preset)),
+        glance.judged_sets(runs.section.name, runs, glance.load_seed_sets(glance.SEED_SETS, preset)),
         chapter.MODEL_LABELS,
     )
 )

@@ -111,7 +111,7 @@ figures.show(figures.header(runs, "comparison", chapter.LABELS))
 # and on both together; the [appendix](search-incontext) lists what was tried for the bottleneck's claim.
 
 # %%
-figures.show(glance.findings(runs, "search/second_set.json", "search"))
+figures.show(glance.findings(runs, glance.SEED_SETS, "search"))
 
 # %% [markdown]
 # (incontext-comparison)=

@@ -139,7 +139,7 @@ figures.show(figures.header(runs, "fig4c", chapter.MODEL_LABELS), chapter.world_
 # was tried.
 
 # %%
-figures.show(glance.findings(runs, "search/second_set.json", "search"))
+figures.show(glance.findings(runs, glance.SEED_SETS, "search"))
 
 # %% [markdown]
 # ## The world and its tasks
@@ -374,7 +374,7 @@ figures.show(
         "search/twin_preferences.json",
         preset,
         runs,
-        glance.judged_sets(runs.section.name, runs, glance.load_second_set("search/second_set.json", preset)),
+        glance.judged_sets(runs.section.name, runs, glance.load_seed_sets(glance.SEED_SETS, preset)),
         chapter.MODEL_LABELS,
     )
 )

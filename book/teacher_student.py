@@ -138,7 +138,7 @@ figures.show(figures.header(runs, "fig2c"))
 # what was tried.
 
 # %%
-figures.show(glance.findings(runs, "search/second_set.json", "search"))
+figures.show(glance.findings(runs, glance.SEED_SETS, "search"))
 
 # %% [markdown]
 # (fig2c)=
@@ -332,7 +332,7 @@ figures.show(
         "search/twin_teacher_student.json",
         preset,
         runs,
-        glance.judged_sets(runs.section.name, runs, glance.load_second_set("search/second_set.json", preset)),
+        glance.judged_sets(runs.section.name, runs, glance.load_seed_sets(glance.SEED_SETS, preset)),
         {},
     )
 )

@@ -25,7 +25,7 @@ def judged_lines() -> list:
     lines = []
     second = recordfile.read(SEARCH / "second_set.json", "second_set")
     for name in glance.CHAPTERS:
-        runs = glance.second_set_runs(second, name)
+        runs = glance.set_runs(second, name)
         if runs is not None:
             lines += _lines(f"second set {','.join(map(str, runs.seeds))}", glance.CHAPTERS[name].claims(runs))
     for name in glance.CHAPTERS:

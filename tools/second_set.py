@@ -1,10 +1,12 @@
-"""Train every chapter on a second seed set and record its runs' final numbers for the results-at-a-glance page.
+"""Train every chapter on a further seed set and record its runs' final numbers for the results-at-a-glance page.
 
     COMPGEN_RESULTS=<store> python tools/second_set.py --preset quick --seeds 31 32 33
+    COMPGEN_RESULTS=<store> python tools/second_set.py --preset quick --seeds 51 52 53 --out book/search/third_set.json
     COMPGEN_RESULTS=<store> python tools/second_set.py --preset quick --seeds 31 32 33 --chapters teacher_student
 
 Trains (or loads from the store) every run of every chapter at the preset with these seeds, exactly as the
-chapters do on theirs, then writes to ``book/search/second_set.json`` each run's final evaluation per seed
+chapters do on theirs, then writes to ``--out`` (default ``book/search/second_set.json``; the book reads the records of
+:data:`compgen.figures.glance.SEED_SETS`) each run's final evaluation per seed
 (:func:`compgen.analysis.records.entries`: the numbers every claim reads) with its config, and per chapter the commit
 and code fingerprint they were computed at and the wall time. No verdict is stored: the page judges the claims on
 these numbers with the current claim code when the book is built (:func:`compgen.figures.glance.page`). With
@@ -24,7 +26,8 @@ from compgen import notebook, recordfile, results
 from compgen.analysis import records
 from compgen.figures import glance
 
-DEFAULT = Path(__file__).resolve().parents[1] / "book" / "search" / "second_set.json"
+BOOK = Path(__file__).resolve().parents[1] / "book"
+DEFAULT = BOOK / "search" / "second_set.json"
 
 
 def main(argv=None) -> int:
@@ -42,6 +45,7 @@ def main(argv=None) -> int:
     )
     args = parser.parse_args(argv)
     try:
+        _check_disjoint(args)
         record = _kept(args) if set(args.chapters) != set(glance.CHAPTERS) else _empty(args)
     except recordfile.RecordError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -66,7 +70,7 @@ def main(argv=None) -> int:
 
 def _empty(args) -> dict:
     return {
-        "about": "Every chapter's runs on a second seed set that the book neither tunes on nor shows, as final numbers "
+        "about": "Every chapter's runs on a seed set that the book neither tunes on nor shows, as final numbers "
         "per seed (tools/second_set.py, see its docstring); the claims are judged on them when the book is built.",
         "preset": args.preset,
         "seeds": args.seeds,
@@ -75,6 +79,16 @@ def _empty(args) -> dict:
         "wall_s": {},
         "runs": {},
     }
+
+
+def _check_disjoint(args):
+    """Refuse seeds that another of the book's seed-set records at the preset already holds: pooled, a seed would
+    count twice (the page leaves such a set out)."""
+    for path in (BOOK / p for p in glance.SEED_SETS):
+        other = glance.load_seed_set(path, args.preset)
+        if other is not None and path.resolve() != args.out.resolve() and set(other["seeds"]) & set(args.seeds):
+            shared = sorted(set(other["seeds"]) & set(args.seeds))
+            raise _error(args, f"--seeds {shared} are already in {path}; choose seeds no other seed set holds")
 
 
 def _kept(args) -> dict:

@@ -73,19 +73,62 @@ def test_the_second_set_and_the_pooled_column_are_judged_from_per_seed_numbers(s
     outputs = {c: with_gaps(c, fake) for cs in by_figure.values() for c in cs}
     second = notebook.Runs(sec, "smoke", by_figure, outputs)
     path.write_text(json.dumps(_second_set(second)))
-    page = glance.page("smoke", second_set=path)
+    page = glance.page("smoke", seed_sets=[path])
     assert "<th>ours, 31–33</th>" in page and "<th>pooled</th>" in page
     assert page.count('">+0.170 (1/1)</span>') == 2  # both Fig. 2C claims on seed 100
     assert page.count('+0.087 ± 0.044 (3/3 seeds)">+0.087 (3/3)</span>') == 2  # every number on hover
     assert page.count('">+0.107 (4/4)</span>') == 2 and page.count(twin.MARK[C.NOT_REPRODUCED]) >= 2
-    assert "Pooled over the book's seeds and the second set" in page and "(stale)" not in page
+    assert "Pooled over the book's seeds and the second seed set" in page and "(stale)" not in page
     path.write_text(json.dumps(_second_set(second, fingerprint="older")))
-    page = glance.page("smoke", second_set=path)
+    page = glance.page("smoke", seed_sets=[path])
     assert "The training code of Teacher and student (§3.3) has changed since" in page and "(stale)" in page
     path.write_text(json.dumps(_second_set(second, preset="quick")))
-    page = glance.page("smoke", second_set=path)
+    page = glance.page("smoke", seed_sets=[path])
     assert "ours, 31–33" not in page and "was made at preset `quick`; this page is at `smoke`" in page
-    assert glance.load_second_set(tmp_path / "missing.json", "smoke") is None
+    assert glance.load_seed_set(tmp_path / "missing.json", "smoke") is None
+
+
+def _recorded_set(tmp_path, seeds, gaps, fake, name="second.json"):
+    """A seed-set record of Fig. 2C's smoke configs on ``seeds``, the disconnected alignment per seed given."""
+    sec, by_figure = notebook.chapter_configs("teacher_student", "smoke", seeds)
+    output = _alignment(gaps)
+    runs = notebook.Runs(sec, "smoke", by_figure, {c: output(c, fake) for cs in by_figure.values() for c in cs})
+    path = tmp_path / name
+    path.write_text(json.dumps(_second_set(runs)))
+    return path
+
+
+def test_every_recorded_set_gets_a_column_and_the_pooled_one_counts_edges_apart(store, tmp_path, fake):
+    """Seeds 100 (gap 0.17), 31-33 (0.17, 0.02, 0.07) and 51-53 (0.3 each): pooled over seven seeds the mean gap is
+    0.190 ± 0.043, clear of the 0.1 margin; over the first four alone it is 0.107 ± 0.037, at the criterion.
+    The headline counts and the forest plot come from the same categories."""
+    _store_runs("teacher_student", None, _alignment({}), fake)
+    second = _recorded_set(tmp_path, [31, 32, 33], {31: 0.8, 32: 0.95, 33: 0.9}, fake)
+    third = _recorded_set(tmp_path, [51, 52, 53], {51: 0.67, 52: 0.67, 53: 0.67}, fake, "third.json")
+    page = glance.page("smoke", seed_sets=[second])
+    assert page.count("at the criterion</span>") == 2  # both Fig. 2C claims, in the pooled column
+    assert "**1 holds clearly, 2 are at the criterion, 1 is clearly not reproduced and 23 were not run**" in page
+    assert page.count('class="forest-row"') == sum(len(v) for v in glance.claims("smoke").values())
+    page = glance.page("smoke", seed_sets=[second, third])
+    assert "<th>ours, 31–33</th>" in page and "<th>ours, 51–53</th>" in page and "at the criterion</span>" not in page
+    assert "Pooled over the book's seeds and 2 further seed sets (7 seeds per claim" in page
+    assert "**3 hold clearly, 1 is clearly not reproduced and 23 were not run**" in page
+    assert "○ the book's seeds, □ seeds 31–33, △ seeds 51–53" in page  # the legend names each set's mark
+    assert page.count('">+0.190 (7/7)</span>') == 2
+    overlapping = _recorded_set(tmp_path, [33, 34, 35], {}, fake, "overlapping.json")
+    found = glance.judged_sets("teacher_student", notebook.stored("teacher_student", "smoke", None),
+                               glance.load_seed_sets([second, overlapping, third], "smoke"))  # fmt: skip
+    assert list(found) == ["100", "31,32,33", "51,52,53", "pooled"]  # a set sharing a seed with one before is left out
+
+
+def test_a_chapters_findings_word_verdicts_as_the_page_and_draw_its_claims(store, tmp_path, fake):
+    _store_runs("teacher_student", None, _alignment({}), fake)
+    second = _recorded_set(tmp_path, [31, 32, 33], {31: 0.8, 32: 0.95, 33: 0.9}, fake)
+    text = glance.findings(notebook.stored("teacher_student", "smoke", None), [second])
+    assert "pooled over 4 seeds: **holds, at the criterion** (" in text
+    assert "Pooled over every seed set, 1 holds clearly, 2 are at the criterion and 1 is clearly not reproduced" in text
+    assert text.count('class="forest-row"') == len(glance.claims("smoke")["teacher_student"])
+    assert '<a href="#fig2c">' in text  # the chapter's own figures
 
 
 def test_the_twin_columns_judge_both_codes_at_the_same_world(store, tmp_path, fake):
@@ -156,7 +199,7 @@ def test_a_damaged_second_set_stops_the_page_in_one_line_naming_it(what, text, e
     path = tmp_path / "second_set.json"
     path.write_text(text)
     with pytest.raises(recordfile.RecordError) as error:
-        glance.page("smoke", second_set=path)
+        glance.page("smoke", seed_sets=[path])
     message = str(error.value)
     assert message.startswith(f"{path}: second-seed-set record") and expected in message and "\n" not in message
     assert "tools/second_set.py" in message
@@ -179,7 +222,7 @@ def test_a_second_set_without_fingerprints_is_flagged_never_current(runs_of, fak
     runs = runs_of("teacher_student", "smoke", lambda c: fake(c, {"eval/alignment": np.full(len(c.seeds), 0.5)}))
     record = {**_second_set(runs), "fingerprints": {}}
     assert glance.stale_chapters(record) == ["teacher_student"]
-    text = glance._second_set_summary(record, glance.stale_chapters(record), {})
+    text = glance._seed_sets_summary([record], {})
     assert "names no code fingerprint for Teacher and student (§3.3)" in text and "(stale)" in text
     assert glance.stale_chapters(_second_set(runs)) == []
     assert glance.stale_chapters(_second_set(runs, fingerprint="older")) == ["teacher_student"]
@@ -189,8 +232,8 @@ def test_a_second_set_on_the_books_own_seeds_is_not_compared(runs_of, fake):
     runs = runs_of("teacher_student", "smoke", lambda c: fake(c, {"eval/alignment": np.full(len(c.seeds), 0.5)}))
     record = _second_set(runs)  # the book's seeds
     assert list(glance.judged_sets("teacher_student", runs, record)) == [",".join(map(str, runs.seeds))]
-    text = glance._second_set_summary(record, [], {"teacher_student": runs})
-    assert "This build's seeds of Teacher and student (§3.3) are among the second set's" in text
+    text = glance._seed_sets_summary([record], {"teacher_student": runs})
+    assert "This build's seeds of Teacher and student (§3.3) are among seed 100, so those are not compared" in text
 
 
 def test_a_smoke_second_set_whose_configs_follow_its_seeds_shows_not_run(store, tmp_path, fake):
@@ -205,11 +248,11 @@ def test_a_smoke_second_set_whose_configs_follow_its_seeds_shows_not_run(store, 
     second = notebook.Runs(sec, "smoke", by_figure, {c: output(c) for cs in by_figure.values() for c in cs})
     path = tmp_path / "second.json"
     path.write_text(json.dumps(_second_set(second)))
-    record = glance.load_second_set(path, "smoke")
+    record = glance.load_seed_set(path, "smoke")
     book = notebook.stored("goals", "smoke", None)
     found = glance.judged_sets("goals", book, record)
     assert found["31,32,33"] and {c.verdict for c in found["pooled"]} == {C.NOT_RUN}
-    page = glance.page("smoke", second_set=path)
+    page = glance.page("smoke", seed_sets=[path])
     assert "<th>ours, 31–33</th>" in page and "<th>pooled</th>" in page
 
 

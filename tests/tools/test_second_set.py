@@ -45,7 +45,7 @@ def test_chapters_records_only_those_and_keeps_the_rest(store, tmp_path, monkeyp
                             "--chapters", "teacher_student"]) == 0  # fmt: skip
     new = json.loads(path.read_text())
     assert "claims" not in new and list(new["runs"]) == list(glance.CHAPTERS)  # chapters stay in order
-    assert new["schema"] == recordfile.SCHEMA and glance.load_second_set(path, "smoke") == new
+    assert new["schema"] == recordfile.SCHEMA and glance.load_seed_set(path, "smoke") == new
     entries = new["runs"]["teacher_student"]
     assert len(entries) == len(set(c for cs in by_figure.values() for c in cs))
     assert all(e["finals"]["eval/alignment"] == [0.5] and e["config"]["seeds"] == [31] for e in entries)
@@ -53,7 +53,7 @@ def test_chapters_records_only_those_and_keeps_the_rest(store, tmp_path, monkeyp
     assert new["commits"]["teacher_student"] == "fedcba9876543210" and new["commits"]["goals"] == "0123456789abcdef"
     assert new["fingerprints"]["teacher_student"] == glance.code_fingerprints()["teacher_student"]
     assert new["fingerprints"]["goals"] == "old" and new["wall_s"] == old["wall_s"]
-    text = glance._second_set_summary(new, glance.stale_chapters(new), {})
+    text = glance._seed_sets_summary([new], {})
     assert "commits `fedcba987654` (Teacher and student (§3.3)); `0123456789ab` (The hyperteacher" in text
     assert "Compositional goals (§4.3)" in text  # stale: recorded by other code
 
@@ -98,3 +98,10 @@ def test_a_damaged_record_to_update_is_one_line_and_kept(text, expected, store, 
     path.write_text(text)
     message = _one_line([*UPDATE, "--seeds", "31", "--out", str(path)], capsys)
     assert f"{path}: second-seed-set record" in message and expected in message and path.read_text() == text
+
+
+def test_seeds_another_seed_set_holds_are_refused(tmp_path, capsys):
+    held = glance.load_seed_set(second_set.DEFAULT, "quick")["seeds"]
+    out = str(tmp_path / "third.json")
+    message = _one_line(["--preset", "quick", "--seeds", str(held[0]), "99", "--out", out, "--no-train"], capsys)
+    assert f"--seeds [{held[0]}] are already in" in message and "second_set.json" in message

@@ -17,10 +17,17 @@ A :class:`Claim` records the paper's statement, the criterion in words, the pape
 ours, the seeds and the verdict: ``holds``, ``not reproduced at this preset`` or ``not run`` (no stored runs).
 A chapter declares each of its claims once, as a :class:`ClaimSpec` (the statement and the criterion fixed in
 advance, as data), and judges it on its numbers with :meth:`ClaimSpec.judge`.
+
+Where a judged claim stands (:class:`Standing`, :func:`category`): its mean difference on one axis shared by every
+claim, in units of its criterion (0 no difference, 1 the criterion), with two standard errors either side. A claim
+whose interval contains its criterion is **at the criterion**: more seeds could move its verdict either way, so it is
+counted apart from the claims that hold clearly and those clearly not reproduced (:func:`tally`). The criteria do not
+change: the verdict is the one above.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -38,13 +45,20 @@ MEANS_RULE = "judged on the means over seeds"
 class Check:
     """The outcome of :func:`paired`: the per-seed differences (in the paper's direction), their mean and
     standard error, how many seeds have the paper's sign, and whether the size passes; the sign is judged by a rule
-    (:meth:`sign_ok_under`), the per-seed one unless the runs were pooled."""
+    (:meth:`sign_ok_under`), the per-seed one unless the runs were pooled.
+
+    ``threshold`` is the mean difference the size criterion asks (the margin, in the differences' units) and
+    ``scale`` the unit of :meth:`standing`'s axis: the threshold, or for a claim without a margin (a quantity below a
+    level) the level's size; ``level_ok`` the caller's extra condition."""
 
     differences: tuple
     mean: float
     standard_error: float
     agreeing: int
     size_ok: bool
+    threshold: float = 0.0
+    scale: float = 1.0
+    level_ok: bool = True
 
     def sign_ok_under(self, pooled: bool = False) -> bool:
         """The sign criterion: the paper's sign on every seed, or on all but one with the mean above two standard
@@ -67,6 +81,34 @@ class Check:
     def holds(self) -> bool:
         return self.holds_under(False)
 
+    def standing(self) -> Standing:
+        """Where the mean difference stands against the criterion: ``1 + (mean - threshold) / scale`` (0 no
+        difference and 1 the criterion for a claim with a margin; 1 the level for one without), two standard errors
+        either side, and whether that interval contains the criterion (never where the extra level condition fails,
+        nor for a single value)."""
+        if not math.isfinite(self.mean):
+            return Standing(math.nan, math.nan, math.nan, False)
+        position = 1 + (self.mean - self.threshold) / self.scale
+        half = 2 * self.standard_error / self.scale
+        edge = self.level_ok and half > 0 and abs(self.mean - self.threshold) < 2 * self.standard_error
+        return Standing(position, position - half, position + half, edge)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A claim's mean difference in units of its criterion (:meth:`Check.standing`): ``position`` with two standard
+    errors either side (``low``, ``high``), and ``at_criterion``: that interval contains the criterion (1)."""
+
+    position: float
+    low: float
+    high: float
+    at_criterion: bool
+
+
+def _axis_scale(threshold: float, reference: float) -> float:
+    """The unit of the standing axis: the threshold, or the compared-to quantity's size where there is no margin."""
+    return threshold if threshold > 0 else (abs(reference) or 1.0)
+
 
 def paired(better, worse, margin=0.0, relative=False, level_ok=True) -> Check:
     """Check "``better`` exceeds ``worse`` by ``margin``" seed by seed (arrays over the same seeds).
@@ -79,24 +121,32 @@ def paired(better, worse, margin=0.0, relative=False, level_ok=True) -> Check:
         raise ValueError(f"paired values must have the same non-empty shape, got {better.shape} and {worse.shape}")
     d = better - worse
     if not np.all(np.isfinite(d)):
-        return Check(tuple(d.tolist()), float("nan"), float("nan"), 0, False)
+        return Check(tuple(d.tolist()), float("nan"), float("nan"), 0, False, level_ok=bool(level_ok))
     mean = float(d.mean())
     se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else 0.0
-    scale = abs(float(worse.mean())) if relative else 1.0
-    return Check(tuple(d.tolist()), mean, se, int((d > 0).sum()), bool(mean >= margin * scale and level_ok))
+    threshold = margin * (abs(float(worse.mean())) if relative else 1.0)
+    return Check(
+        tuple(d.tolist()),
+        mean,
+        se,
+        int((d > 0).sum()),
+        bool(mean >= threshold and level_ok),
+        threshold,
+        _axis_scale(threshold, float(worse.mean())),
+        bool(level_ok),
+    )
 
 
 def lower(smaller, larger, margin=0.0, relative=False, level_ok=True) -> Check:
     """Check "``smaller`` is below ``larger`` by ``margin``" (e.g. a loss), seed by seed."""
     smaller, larger = np.asarray(smaller, float), np.asarray(larger, float)
     check = paired(-smaller, -larger, 0.0, False, level_ok)
-    scale = abs(float(larger.mean())) if relative else 1.0
-    return Check(
-        check.differences,
-        check.mean,
-        check.standard_error,
-        check.agreeing,
-        bool(check.mean >= margin * scale and level_ok),
+    threshold = margin * (abs(float(larger.mean())) if relative else 1.0)
+    return dataclasses.replace(
+        check,
+        size_ok=bool(check.mean >= threshold and level_ok),
+        threshold=threshold,
+        scale=_axis_scale(threshold, float(larger.mean())),
     )
 
 
@@ -138,7 +188,7 @@ def judge(
         tuple(seeds),
         verdict,
         anchor,
-        {"differences": check.differences, "agreeing": check.agreeing},
+        {"differences": check.differences, "agreeing": check.agreeing, "standing": check.standing()},
     )
 
 
@@ -193,6 +243,34 @@ class ClaimSpec:
             anchor=fill(self.anchor),
             pooled=pooled and self.on == "seeds",
         )
+
+
+HOLDS_CLEARLY, AT_CRITERION, FAILS_CLEARLY = "holds clearly", "at the criterion", "clearly not reproduced"
+CATEGORIES = (HOLDS_CLEARLY, AT_CRITERION, FAILS_CLEARLY, NOT_RUN)  # what :func:`category` answers, in this order
+
+
+def category(claim: Claim) -> str:
+    """One of :data:`CATEGORIES`: not run, at the criterion (its interval contains the criterion, whatever its
+    verdict), else its verdict, which is then clear."""
+    if claim.verdict == NOT_RUN:
+        return NOT_RUN
+    standing = claim.details.get("standing")
+    if standing is not None and standing.at_criterion:
+        return AT_CRITERION
+    return HOLDS_CLEARLY if claim.holds else FAILS_CLEARLY
+
+
+def tally(claims) -> dict:
+    """``{category: how many of claims}`` for every one of :data:`CATEGORIES` (:func:`category`)."""
+    found = [category(c) for c in claims]
+    return {k: found.count(k) for k in CATEGORIES}
+
+
+def verdict_words(claim: Claim) -> str:
+    """The verdict as the book words it everywhere: "holds", "not reproduced" or "not run", with ", at the
+    criterion" where the claim's interval contains its criterion."""
+    words = {HOLDS: "holds", NOT_REPRODUCED: "not reproduced", NOT_RUN: "not run"}[claim.verdict]
+    return words + (", at the criterion" if category(claim) == AT_CRITERION else "")
 
 
 def describe_difference(check: Check, unit="", digits=2) -> str:

@@ -5,13 +5,14 @@ the chapter's claims with the same functions its figures use; a claim whose runs
 :func:`page` lays them out one compact table per chapter, one line per claim, with columns that are all judged by
 the current claim code from numbers, never read as verdicts from a record:
 
-* ours on the book's seeds (the store), and on a second seed set that the book neither tunes on nor shows (the
-  per-seed final numbers of ``tools/second_set.py``'s record, :mod:`compgen.analysis.records`);
-* the two pooled: the same criterion on all their seeds under the pooled rule
-  (the rule for runs pooled over seed sets, :attr:`compgen.notebook.Runs.pooled`); the page's headline counts these;
+* ours on the book's seeds (the store), and on each further seed set that the book neither tunes on nor shows (the
+  per-seed final numbers of ``tools/second_set.py``'s records, :data:`SEED_SETS`, :mod:`compgen.analysis.records`);
+* all of them pooled: the same criterion on all their seeds under the pooled rule
+  (the rule for runs pooled over seed sets, :attr:`compgen.notebook.Runs.pooled`); the page's headline counts these
+  and its forest plot (:mod:`compgen.figures.forest`) draws them, both by :func:`compgen.analysis.claims.category`;
 * the twin world: ours and the authors' implementation at the same configs (``tools/twin.py``'s records, judged by
   :func:`compgen.figures.twin.judged`), a mark per seed set and the pooled one;
-* the paper's scale, where a record of it exists (``tools/paper_fig2c.py``).
+* the paper's scale, where the paper-scale ledger has a record of it (:mod:`compgen.ledger`).
 
 A claim's wording, criterion and numbers are one click away (a ``<details>`` element), so that the page reads at a
 glance in a 1,300-pixel-wide browser.
@@ -24,6 +25,7 @@ sets cannot be paired, is "not run"; a record made by other code than this build
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import html
 import re
@@ -32,7 +34,7 @@ from pathlib import Path
 from compgen import catalog, ledger, recordfile, results
 from compgen.analysis import claims as C
 from compgen.analysis import records
-from compgen.figures import goals, hyperteacher, incontext, preferences, teacher_student, verdicts
+from compgen.figures import forest, goals, hyperteacher, incontext, preferences, teacher_student, verdicts
 from compgen.figures import twin as twin_
 from compgen.notebook import stored
 
@@ -50,6 +52,8 @@ TITLES = {
     "goals": "Compositional goals (§4.3)",
     "incontext": "In-context learners (beyond the paper)",
 }
+BEYOND_THE_PAPER = ("incontext",)  # chapters whose claims are not the paper's: drawn and counted apart
+SEED_SETS = ("search/second_set.json", "search/third_set.json")  # the recorded further seed sets, from book/
 
 
 def claims(preset="quick", seeds=None, chapters=None) -> dict:
@@ -61,11 +65,17 @@ def claims(preset="quick", seeds=None, chapters=None) -> dict:
     }
 
 
-def load_second_set(path, preset) -> dict | None:
-    """The second-seed-set record at ``path`` (written by ``tools/second_set.py``, checked by
+def load_seed_set(path, preset) -> dict | None:
+    """The seed-set record at ``path`` (written by ``tools/second_set.py``, checked by
     :func:`compgen.recordfile.read`) if it exists and was made at ``preset``, else ``None``."""
     record = recordfile.read_if_there(path, "second_set")
     return record if record is not None and record["preset"] == preset else None
+
+
+def load_seed_sets(paths, preset) -> list:
+    """The seed-set records at ``paths`` (a path or several) that exist and were made at ``preset``, in order."""
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths or ())
+    return [r for r in (load_seed_set(p, preset) for p in paths) if r is not None]
 
 
 def code_fingerprints() -> dict:
@@ -73,8 +83,8 @@ def code_fingerprints() -> dict:
     return {name: catalog.get(name).fingerprint for name in CHAPTERS}
 
 
-def second_set_runs(record: dict | None, name: str):
-    """The chapter's runs on the second seed set, from the record's final numbers (``None`` without a record or
+def set_runs(record: dict | None, name: str):
+    """The chapter's runs on a recorded seed set, from the record's final numbers (``None`` without a record or
     without that chapter in it); a config the record lacks (the preset changed since) is not run."""
     if record is None or name not in record.get("runs", {}):
         return None
@@ -88,23 +98,41 @@ def stale_chapters(record: dict | None) -> list:
 
 
 def _stale_why(record: dict, name: str) -> str:
-    """Why chapter ``name``'s runs in the second-set ``record`` may not be the current code's ("" if they are)."""
+    """Why chapter ``name``'s runs in the seed-set ``record`` may not be the current code's ("" if they are)."""
     state = recordfile.code_state(record.get("fingerprints", {}).get(name), code_fingerprints()[name])
     if state == recordfile.STALE:
         return f"the training code of {TITLES[name]} changed since the record was made"
     return "" if state == recordfile.CURRENT else f"the record names no code fingerprint for {TITLES[name]}"
 
 
-def judged_sets(name: str, runs, second_set: dict | None) -> dict:
-    """The chapter's claims per seed set of ours, judged now: ``{"<book's seeds>": [Claim], "<second set>":
-    [Claim], "pooled": [Claim]}`` (the last two only with a record of the chapter; pooled under the pooled rule)."""
+def seed_key(seeds) -> str:
+    """A seed set as the key of :func:`judged_sets`: ``"31,32,33"``."""
+    return ",".join(map(str, seeds))
+
+
+def judged_sets(name: str, runs, seed_sets=()) -> dict:
+    """The chapter's claims per seed set of ours, judged now: ``{"<book's seeds>": [Claim], "<a recorded set>":
+    [Claim], ..., "pooled": [Claim]}``: a set per record of ``seed_sets`` (records of :func:`load_seed_sets`) that
+    holds the chapter and shares no seed with the sets before it, and ``"pooled"`` over all of them under the pooled
+    rule, where there is at least one."""
     module = CHAPTERS[name]
-    found = {",".join(map(str, runs.seeds)): module.claims(runs)}
-    second = second_set_runs(second_set, name)
-    if second is not None and not set(second.seeds) & set(runs.seeds):  # sharing seeds, it is no second set
-        found[",".join(map(str, second.seeds))] = module.claims(second)
-        found["pooled"] = module.claims(records.pool(runs, second))
+    found, taken = {seed_key(runs.seeds): module.claims(runs)}, [runs]
+    for record in [seed_sets] if isinstance(seed_sets, dict) else seed_sets:
+        other = set_runs(record, name)
+        if other is not None and not set(other.seeds) & {s for r in taken for s in r.seeds}:
+            found[seed_key(other.seeds)] = module.claims(other)
+            taken.append(other)
+    if len(taken) > 1:
+        found["pooled"] = module.claims(records.pool(*taken))
     return found
+
+
+def row_claims(found: dict, book: str) -> list:
+    """Each claim of the book's seeds as the page counts and draws it: pooled over every seed set where there are
+    several (a claim the pooling could not judge is not run), else on the book's seeds."""
+    if "pooled" not in found:
+        return list(found[book])
+    return [twin_._find(found["pooled"], c) or dataclasses.replace(c, verdict=C.NOT_RUN) for c in found[book]]
 
 
 def _cell(claim, stale="") -> str:
@@ -133,8 +161,11 @@ def short(ours: str) -> str:
 
 
 def _pooled_cell(claim) -> str:
+    """The pooled verdict, with "at the criterion" beside it where its interval contains the criterion."""
     if claim is None or claim.verdict == C.NOT_RUN:
         return verdicts.MARKS[C.NOT_RUN] if claim else "–"
+    if C.category(claim) == C.AT_CRITERION:
+        return f'{_cell(claim)} <span class="edge">at the criterion</span>'
     return _cell(claim)
 
 
@@ -157,10 +188,11 @@ table.glance th, table.glance td { white-space: nowrap; overflow: hidden; text-o
 table.glance td:has(details[open]) { white-space: normal; } table.glance th { white-space: normal; }
 table.glance summary { overflow: hidden; text-overflow: ellipsis; cursor: pointer; }
 table.glance .holds { color: #1a7f37; font-weight: bold; } table.glance .fails { color: #cf222e; font-weight: bold; }
+table.glance td:has(.edge) { white-space: normal; } table.glance .edge { color: #9a6700; font-weight: bold; }
 </style>"""
 
 
-WIDTHS = {"seeds": 12, "pooled": 12, "twin": 10, "paper": 10}  # columns' share of the page (figure 7 %, claim the rest)
+WIDTHS = {"seeds": 9, "pooled": 12, "twin": 9, "paper": 9}  # columns' share of the page (figure 8 %, claim the rest)
 
 
 def _claim_details(c) -> str:
@@ -196,26 +228,21 @@ NOT_TWINNED = {
 }
 
 
-def page(preset="quick", seeds=None, second_set=None, twins=None, paper_scale=None) -> str:
-    """The page's markdown (see the module docstring): how it was built, the pooled counts of verdicts, and one
-    compact table per chapter. ``second_set``: the path of ``tools/second_set.py``'s record; ``twins``: the folder of
-    ``tools/twin.py``'s records (``twin_<section>.json`` and ``twin_<section>_*.json``); ``paper_scale``: the state
-    folder of the paper-scale ledger's Fig. 2C work (:mod:`compgen.ledger`)."""
-    record = load_second_set(second_set, preset) if second_set else None
+def page(preset="quick", seeds=None, seed_sets=(), twins=None, paper_scale=None) -> str:
+    """The page's markdown (see the module docstring): how it was built, the counts of claims by where they stand,
+    the forest plot of every claim, and one compact table per chapter. ``seed_sets``: the paths of
+    ``tools/second_set.py``'s records (:data:`SEED_SETS`); ``twins``: the folder of ``tools/twin.py``'s records
+    (``twin_<section>.json`` and ``twin_<section>_*.json``); ``paper_scale``: the state folder of the paper-scale
+    ledger's Fig. 2C work (:mod:`compgen.ledger`)."""
+    recorded = load_seed_sets(seed_sets, preset)
     runs = {name: stored(name, preset, seeds) for name in CHAPTERS}
-    sets = {name: judged_sets(name, runs[name], record) for name in CHAPTERS}
-    stale = stale_chapters(record)
-    every = [c for name in CHAPTERS for c in sets[name][_book(runs[name])]]
-    pooled = [c for name in CHAPTERS for c in sets[name].get("pooled", [])]
-    parts = [_headline(preset, every, pooled, record)]
-    if record:
-        parts.append(_second_set_summary(record, stale, runs))
-    elif second_set and Path(second_set).exists():
-        other = recordfile.read(second_set, "second_set")["preset"]
-        parts.append(
-            f"The second-seed-set record (`{second_set}`) was made at preset `{other}`; this page is at `{preset}`, "
-            "so its columns are left out."
-        )
+    sets = {name: judged_sets(name, runs[name], recorded) for name in CHAPTERS}
+    rows = {name: row_claims(sets[name], _book(runs[name])) for name in CHAPTERS}
+    parts = [_headline(preset, runs, sets, rows)]
+    if recorded:
+        parts.append(_seed_sets_summary(recorded, runs))
+    parts += [_other_preset(p, preset) for p in _paths(seed_sets) if Path(p).exists() and not load_seed_set(p, preset)]
+    parts.append(_forest(sets, runs, rows, link=True))
     twin_records = _twin_records(twins, preset) if twins else {}
     if twins:
         parts.append(_twin_summary(twin_records))
@@ -227,13 +254,13 @@ def page(preset="quick", seeds=None, second_set=None, twins=None, paper_scale=No
         found, book = sets[name], _book(runs[name])
         group = found[book]
         columns = [(f"ours, {_seeds_label(book).removeprefix('seeds ')}", [_cell(c) for c in group], "seeds")]
-        if record:
-            second = next((k for k in found if k not in (book, "pooled")), None)
-            why = _stale_why(record, name) if name in stale else ""
-            cells = [_cell(twin_._find(found.get(second), c), why) for c in group]
-            label = _seeds_label(second or ",".join(map(str, record["seeds"]))).removeprefix("seeds ")
-            columns.append((f"ours, {label}", cells, "seeds"))
-            columns.append(("pooled", [_pooled_cell(twin_._find(found.get("pooled"), c)) for c in group], "pooled"))
+        for record in recorded:
+            key = seed_key(record["seeds"])
+            why = _stale_why(record, name) if name in stale_chapters(record) else ""
+            cells = [_cell(twin_._find(found.get(key), c), why) for c in group]
+            columns.append((f"ours, {_seeds_label(key).removeprefix('seeds ')}", cells, "seeds"))
+        if recorded:
+            columns.append(("pooled", [_pooled_cell(c) for c in rows[name]], "pooled"))
         if twins:
             columns += _twin_columns(name, group, twin_records.get(name, []), found)
         if paper_claims:
@@ -244,8 +271,20 @@ def page(preset="quick", seeds=None, second_set=None, twins=None, paper_scale=No
     return "\n\n".join(parts)
 
 
+def _paths(seed_sets) -> list:
+    return [seed_sets] if isinstance(seed_sets, (str, Path)) else list(seed_sets or ())
+
+
+def _other_preset(path, preset) -> str:
+    other = recordfile.read(path, "second_set")["preset"]
+    return (
+        f"The seed-set record `{path}` was made at preset `{other}`; this page is at `{preset}`, so its column is left "
+        "out."
+    )
+
+
 def _book(runs) -> str:
-    return ",".join(map(str, runs.seeds))
+    return seed_key(runs.seeds)
 
 
 def _seeds_label(seeds: str) -> str:
@@ -255,53 +294,139 @@ def _seeds_label(seeds: str) -> str:
     return f"seeds {values[0]}–{values[-1]}" if len(values) > 2 else f"seeds {', '.join(values)}"
 
 
-def _headline(preset, every, pooled, record) -> str:
+def _set_labels(found: dict) -> list:
+    """The labels of the seed sets of one chapter's :func:`judged_sets`: the book's seeds, then the recorded sets."""
+    return ["the book's seeds"] + [_seeds_label(k) for k in list(found)[1:] if k != "pooled"]
+
+
+def _pooled_label(found: dict, rows: list) -> str:
+    """What a row's big point is: the claim pooled over every seed set, or on the book's seeds alone."""
+    return f"pooled over {_seeds_per_claim(rows)} seeds" if "pooled" in found else "the book's seeds"
+
+
+def _seeds_per_claim(claims) -> str:
+    """How many seeds the judged ``claims`` read: ``"9"``, ``"6 or 9"``, or ``"all"`` where none was judged."""
+    return " or ".join(map(str, sorted({len(c.seeds) for c in claims if c.verdict != C.NOT_RUN}))) or "all"
+
+
+def _forest(sets: dict, runs: dict, rows: dict, link: bool, chapters=None) -> str:
+    """The forest plot of the claims of ``chapters`` (default every chapter, those beyond the paper last)."""
+    chapters = list(chapters or CHAPTERS)
+    groups = []
+    for name in chapters:
+        found = sets[name]
+        book_rows = found[_book(runs[name])]
+        keys = [k for k in found if k != "pooled"]
+        plotted = []
+        for row, book_claim in zip(rows[name], book_rows):
+            per_set = tuple((_seeds_label(k), twin_._find(found[k], book_claim)) for k in keys)
+            plotted.append(forest.Row(row, per_set, f"{name}.html{row.anchor}" if link and row.anchor else row.anchor))
+        groups.append((TITLES[name], plotted))
+    first = chapters[0]
+    every = [c for name in chapters for c in rows[name]]
+    counts = C.tally(every)
+    alt = (
+        f"Forest plot of {len(every)} claims, each one's mean difference in units of its criterion with two standard "
+        f"errors: {_counted(counts)}."
+    )
+    return forest.plot(groups, _set_labels(sets[first]), _pooled_label(sets[first], rows[first]), alt)
+
+
+def _counted(counts: dict) -> str:
+    """``"12 hold clearly, 3 are at the criterion, 2 are clearly not reproduced and 1 was not run"`` (zeros left
+    out)."""
+    verbs = {C.HOLDS_CLEARLY: "hold clearly", C.AT_CRITERION: "are at the criterion",
+             C.FAILS_CLEARLY: "are clearly not reproduced", C.NOT_RUN: "were not run"}  # fmt: skip
+    said = [f"{n} {verbs[k]}" for k, n in counts.items() if n]
+    said = [s.replace(" are ", " is ").replace(" were ", " was ") if s.startswith("1 ") else s for s in said]
+    said = [s.replace(" hold ", " holds ") if s.startswith("1 ") else s for s in said]
+    return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1] if said else "none"
+
+
+def _headline(preset, runs: dict, sets: dict, rows: dict) -> str:
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    paper = [n for n in CHAPTERS if n not in BEYOND_THE_PAPER]
+    book = [c for n in paper for c in sets[n][_book(runs[n])]]
     count = lambda claims, verdict: sum(c.verdict == verdict for c in claims)
     text = (
         f"Built on {date} from commit `{results._git_commit()[:12]}` at preset **`{preset}`**, from the runs in the "
         f"results store and the records in `book/search/`; every verdict below is judged now, by the claims code of "
-        f"this commit. On the book's seeds, **{count(every, C.HOLDS)} of {len(every)} claims hold**, "
-        f"{count(every, C.NOT_REPRODUCED)} are not reproduced at this preset and {count(every, C.NOT_RUN)} "
-        f"{'was' if count(every, C.NOT_RUN) == 1 else 'were'} not run."
+        f"this commit. Of the paper's {len(book)} claims tested here, on the book's seeds "
+        f"**{count(book, C.HOLDS)} {_verb(count(book, C.HOLDS), 'hold')}**, {count(book, C.NOT_REPRODUCED)} "
+        f"{_verb(count(book, C.NOT_REPRODUCED), 'are')} not reproduced at this preset and {count(book, C.NOT_RUN)} "
+        f"{_verb(count(book, C.NOT_RUN), 'were')} not run."
     )
-    if pooled:
-        n = sorted({len(c.seeds) for c in pooled if c.verdict != C.NOT_RUN})
-        text += (
-            f" Pooled over the book's seeds and the second set ({' or '.join(map(str, n))} seeds per claim), "
-            f"**{count(pooled, C.HOLDS)} of {len(pooled)} hold**: the criterion's size reached by the mean over "
-            f"every seed, and that mean above two standard errors of the per-seed differences (the rule that "
-            'replaces "the paper\'s sign on every seed" when the seeds are many).'
-        )
+    every = [c for n in paper for c in rows[n]]
+    pooled = any("pooled" in sets[n] for n in paper)
+    where = (
+        f"Pooled over the book's seeds and {_sets_count(sets)} ({_seeds_per_claim(every)} seeds per claim, the mean "
+        'above two standard errors of the per-seed differences, the rule that replaces "the '
+        "paper's sign on every seed\" when the seeds are many)"
+        if pooled
+        else "On the book's seeds"
+    )
+    text += (
+        f" {where}, **{_counted(C.tally(every))}**. A claim is at the criterion where its mean difference, two "
+        "standard errors either side, reaches both sides of the criterion: more seeds could turn its verdict either "
+        "way, so it is neither a clear success nor a clear failure. The forest plot below places every claim on one "
+        "axis by that measure."
+    )
+    beyond = [c for n in BEYOND_THE_PAPER for c in rows[n]]
+    if beyond:
+        counted = _counted(C.tally(beyond))
+        text += f" The {len(beyond)} in-context claims are not the paper's and are counted apart: {counted}."
     return text
 
 
-def _second_set_summary(record: dict, stale: list, runs: dict) -> str:
-    seeds = _seeds_label(",".join(map(str, record["seeds"]))).removeprefix("seeds ")
-    missing = [TITLES[n] for n in CHAPTERS if (r := second_set_runs(record, n)) is not None and records.missing(r)]
+def _verb(n: int, plural: str) -> str:
+    """``plural`` ("hold", "are", "were") agreeing with a count ``n``."""
+    return {"hold": "holds", "are": "is", "were": "was"}[plural] if n == 1 else plural
+
+
+def _sets_count(sets: dict) -> str:
+    n = max(len([k for k in found if k != "pooled"]) for found in sets.values()) - 1
+    return "the second seed set" if n == 1 else f"{n} further seed sets"
+
+
+def _seed_sets_summary(recorded: list, runs: dict) -> str:
+    labels = [f"**ours, {_seeds_label(seed_key(r['seeds'])).removeprefix('seeds ')}**" for r in recorded]
+    columns = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+    where = "; ".join(f"{_seeds_label(seed_key(r['seeds']))} at {_commits(r)}" for r in recorded)
     text = (
-        f"The column **ours, {seeds}** judges every claim on a second seed set that the book neither tunes on nor "
-        f"shows: the final numbers per seed that `tools/second_set.py` recorded at {_commits(record)} (same preset), "
-        "judged by the same claims code as the book's column. **pooled** judges each claim on both sets' seeds "
-        "together; each cell's count is the number of seeds."
+        f"The column{'s' if len(labels) > 1 else ''} {columns} judge{'' if len(labels) > 1 else 's'} every claim on "
+        f"seeds that the book neither tunes on nor shows: the final numbers per seed that `tools/second_set.py` "
+        f"recorded ({where}; same preset), judged by the same claims code as the book's column. **pooled** judges "
+        "each claim on every set's seeds together; each cell's count is the number of seeds."
     )
-    recorded = record.get("fingerprints", {})
-    changed, unknown = [TITLES[n] for n in stale if recorded.get(n)], [TITLES[n] for n in stale if not recorded.get(n)]
+    for record in recorded:
+        text += _staleness(record, runs)
+    return text
+
+
+def _staleness(record: dict, runs: dict) -> str:
+    """What a seed-set record's columns show that is not this build's: other code, no fingerprint, shared seeds,
+    configs changed since."""
+    label, stale = _seeds_label(seed_key(record["seeds"])), stale_chapters(record)
+    fingerprints = record.get("fingerprints", {})
+    changed = [TITLES[n] for n in stale if fingerprints.get(n)]
+    unknown = [TITLES[n] for n in stale if not fingerprints.get(n)]
+    missing = [TITLES[n] for n in CHAPTERS if (r := set_runs(record, n)) is not None and records.missing(r)]
+    overlap = [TITLES[n] for n, r in runs.items() if set(record["seeds"]) & set(r.seeds)]
+    text = ""
     if changed:
         text += (
-            f" The training code of {', '.join(changed)} has changed since that record was made, so "
-            "its cells, marked (stale), show the older code's runs."
+            f" The training code of {', '.join(changed)} has changed since {label} were recorded, so those cells, "
+            "marked (stale), show the older code's runs."
         )
     if unknown:
         text += (
-            f" The record names no code fingerprint for {', '.join(unknown)}, so whether its code changed since cannot "
-            "be told: its cells are marked (stale)."
+            f" The record of {label} names no code fingerprint for {', '.join(unknown)}, so whether its code changed "
+            "since cannot be told: its cells are marked (stale)."
         )
-    overlap = [TITLES[n] for n, r in runs.items() if set(record["seeds"]) & set(r.seeds)]
     if overlap:
-        text += f" This build's seeds of {', '.join(overlap)} are among the second set's, so those are not compared."
+        text += f" This build's seeds of {', '.join(overlap)} are among {label}, so those are not compared."
     if missing:
-        text += f" Configs of {', '.join(missing)} changed since the record was made; theirs show as not run."
+        text += f" Configs of {', '.join(missing)} changed since {label} were recorded; theirs show as not run."
     return text
 
 
@@ -339,12 +464,6 @@ def _twin_columns(name, group, twin_records, ours_sets) -> list:
         ("twin: ours", [twin_.glance_cell(found, ours, c, link, "ours", why(c)) for c in group], "twin"),
         ("twin: authors'", [twin_.glance_cell(found, theirs, c, link, "authors'", why(c)) for c in group], "twin"),
     ]
-
-
-# Chapters whose claims have no twin, with why (the column shows "n/a", the reason on hover).
-NOT_TWINNED = {
-    "incontext": "not a claim of the paper, and the authors' run_fewshot.py trains no in-context learner to compare",
-}
 
 
 def _twin_summary(records: dict) -> str:
@@ -431,56 +550,57 @@ def _paper_scale_summary(found) -> str:
 
 # --------------------------------------------------------------------------------------------- a chapter's findings
 
-VERDICT_WORDS = {C.HOLDS: "**holds**", C.NOT_REPRODUCED: "**not reproduced**", C.NOT_RUN: "not run"}
 
-
-def findings(runs, second_set=None, twins=None) -> str:
+def findings(runs, seed_sets=(), twins=None) -> str:
     """What a chapter's runs show, as markdown computed now: one item per claim with its verdict and the numbers it
-    read on the book's seeds, on the second seed set and pooled over both (``second_set``: the path of
-    ``tools/second_set.py``'s record), and the twins' verdicts at the same world in both codes (``twins``: the folder
-    of ``tools/twin.py``'s records). Every word that depends on a verdict is chosen by it."""
+    read on the book's seeds, on each recorded seed set and pooled over all (``seed_sets``: the paths of
+    ``tools/second_set.py``'s records), the twins' verdicts at the same world in both codes (``twins``: the folder of
+    ``tools/twin.py``'s records), and the chapter's forest plot. The verdicts are worded as on the results page
+    (:func:`compgen.analysis.claims.verdict_words`); every word that depends on a verdict is chosen by it."""
     name = runs.section.name
-    record = load_second_set(second_set, runs.preset) if second_set else None
-    found = judged_sets(name, runs, record)
+    recorded = load_seed_sets(seed_sets, runs.preset)
+    found = judged_sets(name, runs, recorded)
     book = _book(runs)
-    second = next((k for k in found if k not in (book, "pooled")), None)
+    rows = row_claims(found, book)
+    older = {seed_key(r["seeds"]) for r in recorded if name in stale_chapters(r)}
     twin_records = _twin_records(twins, runs.preset).get(name, []) if twins else []
     twin_found = {}
     for r in twin_records:
         twin_found.update(twin_.judged(r))
-    stale = name in stale_chapters(record)
     lines = []
-    for claim in found[book]:
+    for claim, row in zip(found[book], rows):
         parts = [f"{_seeds_label(book).capitalize()}: {_said(claim)}"]
-        if second:
-            parts.append(
-                f"{_seeds_label(second)}{' (older code)' if stale else ''}: {_said(twin_._find(found[second], claim))}"
-            )
-            pooled = twin_._find(found.get("pooled"), claim)
-            if pooled is not None and pooled.verdict != C.NOT_RUN:
-                parts.append(f"pooled over {len(pooled.seeds)} seeds: {_said(pooled)}")
+        for key in (k for k in found if k not in (book, "pooled")):
+            label = _seeds_label(key) + (" (older code)" if key in older else "")
+            parts.append(f"{label}: {_said(twin_._find(found[key], claim))}")
+        if "pooled" in found and row.verdict != C.NOT_RUN:
+            parts.append(f"pooled over {len(row.seeds)} seeds: {_said(row)}")
         text = f"- **{claim.figure}** — {claim.claim}. " + "; ".join(parts) + "."
         if twin_found and not twin_records[0].get("not_expressible", {}).get(claim.figure):
             marks = []
             for s, sets in twin_found.items():
                 theirs = twin_._find(sets["authors'"], claim)
                 if theirs is not None and theirs.verdict != C.NOT_RUN:
-                    marks.append(f"{VERDICT_WORDS[theirs.verdict].strip('*')} on {_seeds_label(s)}")
+                    marks.append(f"{C.verdict_words(theirs)} on {_seeds_label(s)}")
             if marks:
                 text += f" The authors' code at the twin world: {', '.join(marks)}."
         lines.append(text)
     held = sum(c.verdict == C.HOLDS for c in found[book])
+    where = "Pooled over every seed set" if "pooled" in found else "On the book's seeds"
     head = (
         f"**What the runs show**, judged when this page was built (the claim tables below each figure and the "
-        f"[results page](results) give the criteria): {held} of {len(found[book])} claims hold on the book's seeds."
+        f"[results page](results) give the criteria): {held} of {len(found[book])} claims hold on the book's seeds. "
+        f"{where}, {_counted(C.tally(rows))} (at the criterion: the mean difference, two standard errors either side, "
+        "reaches both sides of the criterion)."
     )
-    return "\n".join([head, "", *lines])
+    plot = _forest({name: found}, {name: runs}, {name: rows}, link=False, chapters=[name])
+    return "\n".join([head, "", *lines, "", plot])
 
 
 def _said(claim) -> str:
-    """A claim's verdict and the numbers it read, as words."""
+    """A claim's verdict, worded as on the results page, in bold where judged, and the numbers it read."""
     if claim is None:
         return "not recorded"
     if claim.verdict == C.NOT_RUN:
         return "not run"
-    return f"{VERDICT_WORDS[claim.verdict]} ({claim.ours})"
+    return f"**{C.verdict_words(claim)}** ({claim.ours})"
