@@ -66,9 +66,9 @@ def _beyond(value: float, y: int, colour: str) -> str:
     if lo <= value <= hi:
         return ""
     right = value > hi
-    anchor, arrow = ("end", f"{value:.1f} →") if right else ("start", f"← {value:.1f}")
+    anchor, arrow, dx = ("end", f"{value:.1f} →", -8) if right else ("start", f"← {value:.1f}", 8)
     x = _x(hi) if right else _x(lo)
-    return f'<text x="{x}%" y="{y + 4}" text-anchor="{anchor}" font-size="11" fill="{colour}">{arrow}</text>'
+    return f'<text x="{x}%" dx="{dx}" y="{y + 4}" text-anchor="{anchor}" font-size="11" fill="{colour}">{arrow}</text>'
 
 
 def _describe(claim: C.Claim, label: str) -> str:

@@ -3,9 +3,15 @@
 
 from __future__ import annotations
 
-from compgen.analysis.claims import HOLDS, NOT_REPRODUCED, NOT_RUN
+from compgen.analysis.claims import AT_CRITERION, HOLDS, NOT_REPRODUCED, NOT_RUN, category
 
 MARKS = {HOLDS: "✅ holds", NOT_REPRODUCED: "❌ not reproduced at this preset", NOT_RUN: "– not run"}
+
+
+def mark(claim) -> str:
+    """The claim's verdict mark, with ", at the criterion" where its interval reaches both sides of the criterion
+    (:func:`compgen.analysis.claims.category`), as the results page words it."""
+    return MARKS[claim.verdict] + (", at the criterion" if category(claim) == AT_CRITERION else "")
 
 
 def markdown_table(claims, link=True, extra=None) -> str:
@@ -23,6 +29,6 @@ def markdown_table(claims, link=True, extra=None) -> str:
         seeds = ", ".join(map(str, c.seeds)) or "–"
         column = f" {cells[i]} |" if extra else ""
         lines.append(
-            f"| {figure} | {MARKS[c.verdict]} |{column} {c.claim} | {c.paper} | {c.ours} | {c.criterion} | {seeds} |"
+            f"| {figure} | {mark(c)} |{column} {c.claim} | {c.paper} | {c.ours} | {c.criterion} | {seeds} |"
         )
     return "\n".join(lines)
