@@ -3,7 +3,7 @@
 The search is a record, ``book/search/teacher_student.json`` (see :mod:`compgen.figures.search`): one entry per
 regime, student and training support, with the final alignment per seed. Besides the readable model and split
 names, each entry has the student's factors, weight decay, distribution and support, from which the chapter's
-criteria (:mod:`compgen.figures.teacher_student`) are checked regime by regime.
+criteria (:mod:`compgen.analysis.teacher_student`) are checked regime by regime.
 """
 
 from __future__ import annotations
@@ -11,18 +11,18 @@ from __future__ import annotations
 import numpy as np
 
 from compgen.analysis import claims as C
-from compgen.figures.teacher_student import (
+from compgen.analysis.teacher_student import (
     ALIGNMENT_MARGIN,
     DECAY_GAIN,
     FIG2C,
     FIG2D,
     IDENTIFIED,
-    PAPER_TABLE_A1,
     TABLE_A1,
     fig2c_check,
     fig2d_check,
     table_a1_check,
 )
+from compgen.figures.teacher_student import PAPER_TABLE_A1
 from compgen.notebook import Runs
 from compgen.tasks import support
 
