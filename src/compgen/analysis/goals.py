@@ -12,11 +12,7 @@ from compgen.models import label as learner_label
 from compgen.notebook import Runs
 
 SECTION = "goals"
-
-
 LEAD = 5.0  # accuracy points a claimed difference must reach
-
-
 OVER_MONOLITHIC = C.Lead(LEAD)  # Fig. 4E and A9: OOD step accuracy or optimal episodes (%) against ANIL/MAML
 OPTIMAL_LEVEL = 5.0  # % of optimal OOD episodes a hypernetwork must reach for the Fig. A9 claim
 
@@ -30,8 +26,6 @@ FIG4E = C.ClaimSpec(
     paper="qualitative",
     anchor="#fig4ef",
 )
-
-
 FIG4F = C.ClaimSpec(
     SECTION,
     "Fig. 4F",
@@ -40,8 +34,6 @@ FIG4F = C.ClaimSpec(
     paper="qualitative",
     anchor="#fig4ef",
 )
-
-
 FIGA9_LEAD = C.ClaimSpec(
     SECTION,
     "Fig. A9",
@@ -51,8 +43,6 @@ FIGA9_LEAD = C.ClaimSpec(
     paper="qualitative",
     anchor="#fig4ef",
 )
-
-
 FIGA9_DROP = C.ClaimSpec(
     SECTION,
     "Fig. A9",
@@ -61,8 +51,6 @@ FIGA9_DROP = C.ClaimSpec(
     paper="qualitative",
     anchor="#fig4ef",
 )
-
-
 FIGA10 = C.ClaimSpec(
     SECTION,
     "Fig. A10",

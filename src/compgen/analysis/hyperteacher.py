@@ -13,30 +13,19 @@ from compgen.models import label as learner_label
 from compgen.notebook import Runs
 
 SECTION = "hyperteacher"
-
-
 LEAD = 5.0  # accuracy points a claimed lead must reach
-
-
 R2_MARGIN = 0.1
 OVER_MONOLITHIC = C.Lead(LEAD)  # Fig. 3B: OOD accuracy (%) against the better of ANIL/MAML
 
 
 # Tables A2-A8 of the paper (App. B.2), accuracy in %: {(M, K): {row: {model: accuracy}}} and their names.
 _PAPER = paper_numbers(SECTION)
-
-
 PAPER_TABLES = {
     (t["M"], t["K"]): {row: dict(zip(_PAPER["columns"], values)) for row, values in t["accuracy"].items()}
     for t in _PAPER["tables"].values()
 }
-
-
 PAPER_TABLE_NAMES = {(t["M"], t["K"]): name for name, t in _PAPER["tables"].items()}
-
-
 PAPER_FIG3B = PAPER_TABLES[(8, 2)]["ood"]  # the paper's Fig. 3B setting (Table A6)
-
 
 FIG3B_LEAD = C.ClaimSpec(
     SECTION,
@@ -46,8 +35,6 @@ FIG3B_LEAD = C.ClaimSpec(
     paper="{hnet:.1f} vs {mono:.1f} % (A6)",
     anchor="#fig3b",
 )
-
-
 FIG3B_NONCOMP = C.ClaimSpec(
     SECTION,
     "Fig. 3B",
@@ -56,8 +43,6 @@ FIG3B_NONCOMP = C.ClaimSpec(
     paper="hnets below ANIL/MAML",
     anchor="#fig3b",
 )
-
-
 FIG3CD = C.ClaimSpec(  # {support}: "compositional than under non-compositional" or "connected than under ..."
     SECTION,
     "Fig. 3C/D",
@@ -66,8 +51,6 @@ FIG3CD = C.ClaimSpec(  # {support}: "compositional than under non-compositional"
     paper="R² near 1 vs reduced",
     anchor="#fig3cd",
 )
-
-
 FIG3E = C.ClaimSpec(
     SECTION,
     "Fig. 3E",

@@ -8,11 +8,7 @@ from compgen.analysis.values import final
 from compgen.notebook import Runs
 
 SECTION = "incontext"
-
-
 LEAD = 5.0
-
-
 WORLDS = {
     "hyperteacher": ("comparison", "fig3b", "accuracy", 12.5, "chance"),
     "goals": ("goals", "fig4ef", "acc", 100 / 6, "uniform guess (1 of 6 actions)"),

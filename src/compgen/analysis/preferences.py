@@ -12,11 +12,8 @@ from compgen.models import label as learner_label
 from compgen.notebook import Runs
 
 SECTION = "preferences"
-
-
 RELATIVE = 0.10  # a claimed difference in loss must reach 10 % of the compared-to loss
 OVER_MONOLITHIC = C.Lead(RELATIVE, higher=False, relative=True, digits=3, unit="")  # Fig. 4C: OOD loss
-
 
 FIG4C_LEAD = C.ClaimSpec(
     SECTION,
@@ -26,8 +23,6 @@ FIG4C_LEAD = C.ClaimSpec(
     paper="qualitative",
     anchor="#fig4c",
 )
-
-
 FIG4C_NONCOMP = C.ClaimSpec(
     SECTION,
     "Fig. 4C",
@@ -36,8 +31,6 @@ FIG4C_NONCOMP = C.ClaimSpec(
     paper="qualitative",
     anchor="#fig4c",
 )
-
-
 FIG4B = C.ClaimSpec(
     SECTION,
     "Fig. 4B",
@@ -46,8 +39,6 @@ FIG4B = C.ClaimSpec(
     paper="qualitative",
     anchor="#fig4b",
 )
-
-
 FIGA8 = C.ClaimSpec(
     SECTION,
     "Fig. A8",
