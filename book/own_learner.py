@@ -38,7 +38,7 @@
 # it computes: the programs its functions lower to at the config's shapes, constants and helpers included. Editing
 # what it computes retrains its runs and no other; a comment does not. A name is registered once: pass
 # `replace=True` to register another learner under it (the library's names are never replaced).
-# `compgen.figures.compare.compare(learner, section, figure, preset)` does what this chapter does for any of
+# `compgen.analysis.compare.compare(learner, section, figure, preset)` does what this chapter does for any of
 # the comparisons: Fig. 3B and 3C/D (hyperteacher), Fig. 4C (preferences), Fig. 4E/F (goals).
 
 # %% tags=["parameters", "hide-input"]
@@ -73,7 +73,8 @@ import jax
 import jax.numpy as jnp
 
 from compgen import figures, models, notebook
-from compgen.figures import compare
+from compgen.analysis import compare
+from compgen.figures import compare as drawn
 
 notebook.check_parameters(globals(), "learner")
 
@@ -135,7 +136,7 @@ chosen = learner or "mixture"
 # untuned (`settings_of`); every learner trains for the same outer steps on the same tasks and seeds.
 
 # %%
-figures.show(compare.cost_table(chosen, "hyperteacher", preset, **compare.settings_of("hyperteacher", preset)))
+figures.show(drawn.cost_table(chosen, "hyperteacher", preset, **compare.settings_of("hyperteacher", preset)))
 
 # %% [markdown]
 # ## On the hyperteacher: Fig. 3B
@@ -151,7 +152,7 @@ on_hyperteacher = compare.compare(
 )
 
 # %%
-figures.show(on_hyperteacher.result(), on_hyperteacher.summary())
+figures.show(drawn.result(on_hyperteacher), drawn.summary(on_hyperteacher))
 
 # %% [markdown]
 # ## In the goal grid world: Fig. 4E/F
@@ -167,7 +168,7 @@ on_goals = compare.compare(
 )
 
 # %%
-figures.show(on_goals.result(), on_goals.summary())
+figures.show(drawn.result(on_goals), drawn.summary(on_goals))
 
 # %% [markdown]
 # ## What to try next

@@ -16,7 +16,7 @@ import pytest
 from compgen.analysis import counterexamples as ce
 from compgen.tasks import support
 
-FAST = dict(num_inputs=256, fit_inputs=128, fit_steps=60, restarts=0)
+FAST = ce.Fit(num_inputs=256, fit_inputs=128, fit_steps=60, restarts=0)
 ZERO = 1e-10  # "zero to float precision" for a loss
 # An exact student must equal its teacher to float32 round-off: full float32 products on any backend, in the tests
 # (tests/conftest.py, full_precision) and in the module's fixtures, which are built before a test's fixture.
@@ -27,20 +27,20 @@ HIGHEST = functools.partial(jax.default_matmul_precision, "highest")
 @pytest.fixture(scope="module")
 def two_modules():
     with HIGHEST():
-        return ce.disconnected_two_modules(jax.random.key(0), num_tasks=4, **FAST)
+        return ce.disconnected_two_modules(jax.random.key(0), num_tasks=4, fit=FAST)
 
 
 @pytest.fixture(scope="module")
 def permutation():
     with HIGHEST():
-        return ce.disconnected_permutation(jax.random.key(1), num_tasks=6, **FAST)
+        return ce.disconnected_permutation(jax.random.key(1), num_tasks=6, fit=FAST)
 
 
 @pytest.fixture(scope="module")
 def lookup():
     # Table A9 column 1 (compositional and connected); default teacher shapes, so init compiles once
     with HIGHEST():
-        return ce.overparameterised_lookup(jax.random.key(2), ood_masks="02;135", **FAST)
+        return ce.overparameterised_lookup(jax.random.key(2), ood_masks="02;135", fit=FAST)
 
 
 def test_two_modules_fits_training_tasks_and_fails_ood(two_modules):
@@ -112,7 +112,7 @@ def test_errors_name_the_parameter():
     with pytest.raises(ValueError, match="n_in must be an integer >= 4"):
         ce.disconnected_two_modules(key, n_in=3)
     with pytest.raises(ValueError, match="restarts must be an integer >= 0"):
-        ce.disconnected_two_modules(key, restarts=-1)
+        ce.disconnected_two_modules(key, fit=ce.Fit(restarts=-1))
     with pytest.raises(ValueError, match="distribution must be"):
         ce.disconnected_permutation(key, distribution="uniform")
     with pytest.raises(ValueError, match="ood_masks must have one entry per module"):

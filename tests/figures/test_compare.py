@@ -1,74 +1,22 @@
-"""compare(): a learner defined outside the library judged by the paper's claims beside the paper's learners."""
+"""A comparison as the book words it: the learner's claims, then the paper's hypernetworks', and one sentence."""
 
-import pytest
-
-from compgen import results
 from compgen.analysis import claims as C
-from compgen.figures.compare import compare
-from compgen.params import ParameterError
+from compgen.analysis.compare import Comparison
+from compgen.figures import compare
+
+SPEC = C.ClaimSpec("hyperteacher", "Fig. 3B", "{model}: higher OOD accuracy than ANIL and MAML", "a criterion")
 
 
-def test_a_users_learner_gets_the_figures_claims_beside_the_papers_hypernetworks(store, importable):
-    lines = []
-    found = compare(
-        "own_learner:gated_heads",
-        "hyperteacher",
-        "fig3b",
-        "smoke",
-        seeds=[5],
-        store=results.Store(store),
-        log=lines.append,
-        hidden=8,
-        num_hidden=2,
-    )
-    # the learner's two Fig. 3B claims, then the two hypernetworks' on the same runs and seeds
-    assert [c.claim.split(":")[0] for c in found.claims] == ["gated_heads", "gated_heads"]
-    assert [c.claim.split(":")[0] for c in found.reference] == ["Linear hnet"] * 2 + ["Nonlinear hnet"] * 2
-    assert all(c.verdict in (C.HOLDS, C.NOT_REPRODUCED) and c.seeds == (5,) for c in found.claims + found.reference)
-    assert found.claims[0].paper == "–" and found.reference[0].paper != "–"  # the paper ran its own learners only
-    assert "better of ANIL/MAML" in found.claims[0].criterion
-    table = found.table().splitlines()
-    assert len(table) == 2 + 6 and "gated_heads: higher OOD accuracy" in table[2] and "Linear hnet" in table[4]
-    # the paper learners' runs keep their preset's hyper-parameters: the overrides are the learner's own
-    own = [c for c in found.runs.configs("fig3b") if c.model == "own_learner:gated_heads"]
-    assert len(own) == 2 and all(c.hidden == 8 for c in own)
-    assert all(c.hidden != 8 for c in found.runs.configs("fig3b", model="maml"))
-    again = compare(
-        "own_learner:gated_heads",
-        "hyperteacher",
-        "fig3b",
-        "smoke",
-        seeds=[5],
-        store=results.Store(store),
-        log=lines.append,
-        hidden=8,
-        num_hidden=2,
-    )
-    assert again.claims == found.claims  # loaded from the store, judged the same
+def _claim(model, better):
+    return SPEC.judge(C.paired(better, [0.0, 0.0], margin=1.0), "ours", (1, 2), model=model)
 
 
-def test_compare_names_what_it_can_compare():
-    with pytest.raises(ParameterError, match="section must be one of"):
-        compare("maml", "theory", "fig3b")
-    with pytest.raises(ParameterError, match="figure must be one of"):
-        compare("maml", "hyperteacher", "fig3e")
-
-
-@pytest.mark.parametrize(
-    "overrides, expected",
-    [
-        ({"outer_steps": 2}, "compare: outer_steps is not a learner's field .*hidden, num_hidden, inner_steps"),
-        ({"meta_batch": 1, "eval_every": 1}, "compare: eval_every, meta_batch are not a learner's field"),
-        ({"model": "anil"}, "compare: model is not a learner's field"),
-    ],
-)
-def test_compare_keeps_the_paper_learners_budget_for_the_learner(store, importable, overrides, expected):
-    with pytest.raises(ParameterError, match=expected) as error:
-        compare("own_learner:gated_heads", "hyperteacher", "fig3b", "smoke", store=results.Store(store), **overrides)
-    assert "\n" not in str(error.value) and not list(store.glob("**/*.result"))
-
-
-def test_compare_at_the_paper_preset_on_a_cpu_is_refused_with_its_estimate(store, importable):
-    with pytest.raises(ParameterError, match="compare: the \\d+ runs to train need at least [\\d,]+ hours on a CPU"):
-        compare("own_learner:gated_heads", "hyperteacher", "fig3b", "paper", store=results.Store(store))
-    assert not list(store.glob("**/*.result"))
+def test_the_table_and_the_sentence_count_the_learners_claims_against_the_papers():
+    own = [_claim("gated_heads", [2.0, 3.0])]
+    reference = [_claim("Linear hnet", [2.0, 2.5]), _claim("Nonlinear hnet", [0.1, 0.2])]
+    found = Comparison("own_learner:gated_heads", "hyperteacher", "fig3b", "smoke", None, own, reference)
+    table = compare.table(found).splitlines()
+    assert len(table) == 2 + 3 and "gated_heads: higher OOD accuracy" in table[2] and "Nonlinear hnet" in table[4]
+    sentence = compare.summary(found)
+    assert "1 of 1 claims hold (Fig. 3B: higher OOD accuracy than ANIL and MAML)" in sentence
+    assert "the paper's hypernetworks, on the same runs: 1 of 2." in sentence

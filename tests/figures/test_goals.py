@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from compgen.analysis import claims as C
+from compgen.analysis import goals as A
 from compgen.figures import FigureResult, FigureResults
 from compgen.figures import goals as F
 
@@ -27,7 +28,7 @@ def _accuracies(hnet_lead, hnet_drop, mono_drop=2.0, exact=0.2):
 def test_fig4ef_claims(runs_of, fake, lead, drop, holds):
     rule = _accuracies(lead, drop)
     runs = runs_of("goals", "quick", lambda c: rule(c, fake))
-    verdicts = {c.verdict for c in F.claims(runs) if c.figure in ("Fig. 4E", "Fig. 4F")}
+    verdicts = {c.verdict for c in A.claims(runs) if c.figure in ("Fig. 4E", "Fig. 4F")}
     assert verdicts == {C.HOLDS} if holds else C.NOT_REPRODUCED in verdicts
 
 
@@ -36,7 +37,7 @@ def test_a_record_missing_one_monolithic_learner_is_not_judged(runs_of, fake):
     alone: the claims read the comparison as not run."""
     rule = _accuracies(10.0, 20.0)
     runs = runs_of("goals", "quick", lambda c: None if c.model == "anil" else rule(c, fake))
-    verdicts = {c.verdict for c in F.claims(runs) if c.figure in ("Fig. 4E", "Fig. 4F")}
+    verdicts = {c.verdict for c in A.claims(runs) if c.figure in ("Fig. 4E", "Fig. 4F")}
     assert C.HOLDS not in verdicts
 
 
@@ -44,7 +45,7 @@ def test_figa9_needs_a_non_trivial_fraction_of_exact_episodes(runs_of, fake):
     for exact, verdict in ((0.2, C.HOLDS), (0.0, C.NOT_REPRODUCED)):
         rule = _accuracies(10.0, 20.0, exact=exact)
         runs = runs_of("goals", "quick", lambda c: rule(c, fake))
-        (first, *_) = [c for c in F.claims(runs) if c.figure == "Fig. A9"]
+        (first, *_) = [c for c in A.claims(runs) if c.figure == "Fig. A9"]
         assert first.verdict == verdict
 
 
@@ -94,6 +95,6 @@ def test_a_size_sweep_with_a_whole_cell_missing_is_not_judged_and_does_not_stop_
     gone = (sweep[0].hidden, sweep[0].templates)
     missing = {c for c in sweep if (c.hidden, c.templates) == gone}
     runs = runs_of("goals", "quick", lambda c: None if c in missing else rule(c, fake))
-    found = F.claims(runs)
+    found = A.claims(runs)
     assert not [c for c in found if c.figure == "Fig. A10"]
     assert [c for c in found if c.figure == "Fig. 4E"][0].verdict == C.HOLDS

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from compgen.analysis import claims as C
+from compgen.analysis import hyperteacher as A
 from compgen.experiments.fewshot import MODELS
 from compgen.figures import FigureResult, FigureResults
 from compgen.figures import hyperteacher as F
@@ -32,7 +33,7 @@ def _accuracies(cfg, lead, noncomp_lead, r2_gap=0.5, gap_k1=30.0):
 @pytest.mark.parametrize("lead, noncomp_lead, holds", [(10.0, -8.0, True), (-2.0, -8.0, False), (10.0, 9.0, False)])
 def test_fig3b_claims(runs_of, fake, lead, noncomp_lead, holds):
     runs = runs_of("hyperteacher", "quick", lambda c: fake(c, _accuracies(c, lead, noncomp_lead)))
-    claims = [c for c in F.claims(runs) if c.figure == "Fig. 3B"]
+    claims = [c for c in A.claims(runs) if c.figure == "Fig. 3B"]
     assert len(claims) == 4 and all(c.seeds for c in claims)
     verdicts = [c.verdict for c in claims]
     if holds:
@@ -43,15 +44,15 @@ def test_fig3b_claims(runs_of, fake, lead, noncomp_lead, holds):
 
 def test_fig3cd_and_fig3e_claims(runs_of, fake):
     good = runs_of("hyperteacher", "quick", lambda c: fake(c, _accuracies(c, 10.0, -8.0)))
-    assert {c.verdict for c in F.claims(good) if c.figure in ("Fig. 3C/D", "Fig. 3E")} == {C.HOLDS}
+    assert {c.verdict for c in A.claims(good) if c.figure in ("Fig. 3C/D", "Fig. 3E")} == {C.HOLDS}
     bad = runs_of("hyperteacher", "quick", lambda c: fake(c, _accuracies(c, 10.0, -8.0, r2_gap=0.02, gap_k1=10.0)))
-    verdicts = {c.figure: c.verdict for c in F.claims(bad) if c.figure in ("Fig. 3C/D", "Fig. 3E")}
+    verdicts = {c.figure: c.verdict for c in A.claims(bad) if c.figure in ("Fig. 3C/D", "Fig. 3E")}
     assert verdicts == {"Fig. 3C/D": C.NOT_REPRODUCED, "Fig. 3E": C.NOT_REPRODUCED}
 
 
 def test_missing_runs_are_not_run(runs_of):
     runs = runs_of("hyperteacher", "quick", lambda c: None)
-    assert {c.verdict for c in F.claims(runs)} == {C.NOT_RUN}
+    assert {c.verdict for c in A.claims(runs)} == {C.NOT_RUN}
 
 
 def test_figures_draw_with_captions_naming_preset_and_seeds(runs_of, fake):
@@ -67,15 +68,15 @@ def test_figures_draw_with_captions_naming_preset_and_seeds(runs_of, fake):
 
 def test_the_paper_tables_are_read_from_the_data_file():
     names = {(4, 1): "A2", (4, 2): "A3", (4, 4): "A4", (8, 1): "A5", (8, 2): "A6", (8, 4): "A7", (8, 8): "A8"}
-    assert F.PAPER_TABLE_NAMES == names and list(F.PAPER_TABLES) == list(names)
-    for (m, _), table in F.PAPER_TABLES.items():
+    assert A.PAPER_TABLE_NAMES == names and list(A.PAPER_TABLES) == list(names)
+    for (m, _), table in A.PAPER_TABLES.items():
         assert list(table) == ["train", "test", "ood", *(f"ood_{k}" for k in (1, 2, 4, 8) if k <= m)]
         assert all(list(row) == list(MODELS) for row in table.values())
-    assert F.PAPER_TABLES[(8, 2)]["ood"] == {"anil": 59.76, "maml": 60.6, "hnet_linear": 87.45, "hnet_deepmlp": 96.05}
+    assert A.PAPER_TABLES[(8, 2)]["ood"] == {"anil": 59.76, "maml": 60.6, "hnet_linear": 87.45, "hnet_deepmlp": 96.05}
 
 
 def test_fig3b_claims_quote_the_paper_table_a6(runs_of):
-    claims = [c for c in F.claims(runs_of("hyperteacher", "quick", lambda c: None)) if c.figure == "Fig. 3B"]
+    claims = [c for c in A.claims(runs_of("hyperteacher", "quick", lambda c: None)) if c.figure == "Fig. 3B"]
     assert [c.paper for c in claims] == [
         "87.5 vs 60.6 % (A6)",
         "hnets below ANIL/MAML",

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from compgen.analysis import claims as C
+from compgen.analysis import incontext as A
 from compgen.figures import incontext as F
 
 
@@ -28,7 +29,7 @@ def _accuracy(bottleneck_lead):
 def test_bottleneck_claim(runs_of, fake, lead, verdict):
     rule = _accuracy(lead)
     runs = runs_of("incontext", "quick", lambda c: rule(c, fake))
-    assert {c.verdict for c in F.claims(runs)} == {verdict}
+    assert {c.verdict for c in A.claims(runs)} == {verdict}
 
 
 def test_figures_draw_with_captions_naming_preset_and_seeds(runs_of, fake):

@@ -21,8 +21,6 @@ ENGINE = (
 )
 FITTING = ("optax",)
 READS = r"\bopen\(|\.read_text\(|\.read_bytes\(|\bjson\.loads?\(|\bnp\.load\(|\bpickle\."
-# Still to move into compgen.analysis: the learner comparison trains its runs through the dispatcher.
-NOT_YET_MOVED = {"compgen.figures.compare": {"compgen.dispatch"}}
 
 
 def _tree(name):
@@ -32,7 +30,7 @@ def _tree(name):
 @pytest.mark.parametrize("name", FIGURES)
 def test_a_figures_module_neither_trains_nor_fits_nor_reads_files(name):
     engine = {i for i in fingerprint.imports(name) if any(i == e or i.startswith(e + ".") for e in ENGINE)}
-    assert engine <= NOT_YET_MOVED.get(name, set()), f"{name} imports the training engine: {sorted(engine)}"
+    assert not engine, f"{name} imports the training engine: {sorted(engine)}"
     external = set()
     for node in ast.walk(_tree(name)):
         if isinstance(node, ast.Import):
@@ -57,4 +55,3 @@ def test_a_figures_module_draws_or_renders(name):
     ]
     renders = any(r in ("FigureResult", "str") for r in returns)
     assert draws or "import matplotlib" in source or renders, f"{name} neither draws nor renders"
-    assert set(NOT_YET_MOVED) <= set(FIGURES)  # a module moved out leaves this list

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from compgen.analysis import claims as C
+from compgen.analysis import preferences as A
 from compgen.figures import FigureResult, FigureResults
 from compgen.figures import preferences as F
 
@@ -33,7 +34,7 @@ def _losses(hnet_comp, mono, noncomp_factor=1.6, disconnected_factor=1.3):
 def test_fig4b_and_fig4c_claims(runs_of, fake, hnet, mono, noncomp, disconnected, holds):
     rule = _losses(hnet, mono, noncomp, disconnected)
     runs = runs_of("preferences", "quick", lambda c: rule(c, fake))
-    verdicts = {c.verdict for c in F.claims(runs) if c.figure in ("Fig. 4B", "Fig. 4C")}
+    verdicts = {c.verdict for c in A.claims(runs) if c.figure in ("Fig. 4B", "Fig. 4C")}
     assert verdicts == {C.HOLDS} if holds else C.NOT_REPRODUCED in verdicts
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from compgen.analysis import claims as C
+from compgen.analysis import teacher_student as A
 from compgen.figures import teacher_student as F
 from compgen.figures import teacher_student_search as Search
 
@@ -37,15 +38,15 @@ def _alignment(connected_value, disconnected_value, discrete_drop=0.2, continuou
 def test_fig2c_claims(runs_of, fake, connected, disconnected, holds):
     rule = _alignment(connected, disconnected)
     runs = runs_of("teacher_student", "smoke", lambda c: rule(c, fake))  # smoke runs every Table A9 column
-    verdicts = {c.verdict for c in F.claims(runs) if c.figure == "Fig. 2C"}
+    verdicts = {c.verdict for c in A.claims(runs) if c.figure == "Fig. 2C"}
     assert verdicts == ({C.HOLDS} if holds else {C.NOT_REPRODUCED})
 
 
 def test_fig2c_at_quick_judges_a_discrete_and_a_continuous_pair(runs_of, fake):
     rule = _alignment(0.97, 0.8)
     runs = runs_of("teacher_student", "quick", lambda c: rule(c, fake))
-    assert [c.verdict for c in F.claims(runs) if c.figure == "Fig. 2C"] == [C.HOLDS, C.HOLDS]
-    columns = sorted(col.column for col, cfg in F._columns(runs) if cfg is not None)
+    assert [c.verdict for c in A.claims(runs) if c.figure == "Fig. 2C"] == [C.HOLDS, C.HOLDS]
+    columns = sorted(col.column for col, cfg in A.columns(runs) if cfg is not None)
     assert columns == [1, 2, 3, 5]  # the continuous pair has the discrete pair's ring pairs and triangles
 
 
@@ -55,7 +56,7 @@ def test_fig2c_at_quick_judges_a_discrete_and_a_continuous_pair(runs_of, fake):
 def test_fig2d_claim(runs_of, fake, discrete_drop, continuous_drop, holds):
     rule = _alignment(0.97, 0.8, discrete_drop, continuous_drop)
     runs = runs_of("teacher_student", "quick", lambda c: rule(c, fake))
-    (claim,) = [c for c in F.claims(runs) if c.figure == "Fig. 2D"]
+    (claim,) = [c for c in A.claims(runs) if c.figure == "Fig. 2D"]
     assert claim.verdict == (C.HOLDS if holds else C.NOT_REPRODUCED)
 
 
@@ -63,7 +64,7 @@ def test_table_a1_claim_fails_when_weight_decay_helps(runs_of, fake):
     for gain, verdict in ((0.0, C.HOLDS), (0.2, C.NOT_REPRODUCED)):
         rule = _alignment(0.97, 0.8, wd_gain=gain)
         runs = runs_of("teacher_student", "quick", lambda c: rule(c, fake))
-        assert [c.verdict for c in F.claims(runs) if c.figure == "Table A1"] == [verdict]
+        assert [c.verdict for c in A.claims(runs) if c.figure == "Table A1"] == [verdict]
 
 
 def test_figures_draw_with_captions_naming_preset_and_seeds(runs_of, fake):
@@ -151,7 +152,7 @@ def test_the_books_search_record_renders_with_a_verdict_per_regime():
     tables = Search.search_tables(path)
     assert tables.count("| W1, the book's seeds |") == 2 and "**Fig. 2C**" in tables
     verdicts = Search.search_verdicts(path)
-    assert F.FIG2D.criterion in verdicts and verdicts.count("| W1 | 7, 8, 9 |") == 1
+    assert A.FIG2D.criterion in verdicts and verdicts.count("| W1 | 7, 8, 9 |") == 1
     findings = Search.search_findings(path)
     assert findings.count("\n* ") >= 3 and "regimes with its runs" in findings
 

@@ -151,6 +151,28 @@ def lower(smaller, larger, margin=0.0, relative=False, level_ok=True) -> Check:
 
 
 @dataclass(frozen=True)
+class Lead:
+    """ "A learner beats another" as a chapter declares it (the hypernetwork against the better of ANIL and MAML):
+    ``margin`` in the values' units (``relative``: a share of the other's mean), ``higher`` whether larger values
+    are better (an accuracy) or smaller (a loss), and how the values are written (``digits``; ``unit``, a difference
+    of percentages written in points)."""
+
+    margin: float
+    higher: bool = True
+    relative: bool = False
+    digits: int = 1
+    unit: str = " %"
+
+    def check(self, own, other, level_ok=True) -> tuple:
+        """``(Check, what it read)`` of ``own`` against ``other`` (per-seed values on the same seeds)."""
+        judge = paired if self.higher else lower
+        found = judge(own, other, self.margin, self.relative, level_ok)
+        d, points = self.digits, " pts" if self.unit == " %" else self.unit
+        own, other = np.asarray(own, float), np.asarray(other, float)
+        return found, f"{own.mean():.{d}f} vs {other.mean():.{d}f}{self.unit}: {describe_difference(found, points, d)}"
+
+
+@dataclass(frozen=True)
 class Claim:
     """One claim of the paper and our verdict on it (see module docstring)."""
 
@@ -168,28 +190,6 @@ class Claim:
     @property
     def holds(self) -> bool:
         return self.verdict == HOLDS
-
-
-def judge(
-    section, figure, claim, criterion, check: Check | None, ours: str, seeds=(), paper="–", anchor="", pooled=False
-) -> Claim:
-    """A :class:`Claim` from a :class:`Check` (``None``: not run), its sign judged by the per-seed rule, or by the
-    pooled one where ``pooled``."""
-    if check is None:
-        return Claim(section, figure, claim, criterion, "–", paper, tuple(seeds), NOT_RUN, anchor, {})
-    verdict = HOLDS if check.holds_under(pooled) else NOT_REPRODUCED
-    return Claim(
-        section,
-        figure,
-        claim,
-        criterion,
-        ours,
-        paper,
-        tuple(seeds),
-        verdict,
-        anchor,
-        {"differences": check.differences, "agreeing": check.agreeing, "standing": check.standing()},
-    )
 
 
 @dataclass(frozen=True)
@@ -222,27 +222,22 @@ class ClaimSpec:
         return ("pooled over seeds, " + POOLED_SIGN_RULE) if pooled else ("paired by seed, " + SIGN_RULE)
 
     def judge(self, check: Check | None, ours: str, seeds=(), pooled: bool = False, **fields) -> Claim:
-        """The :class:`Claim` of :func:`judge` with this spec's texts filled from ``fields`` (``check`` ``None``:
-        not run), judged by the rule for runs pooled over seed sets where ``pooled`` (the runs' own
-        :attr:`compgen.notebook.Runs.pooled`); a paper number whose fields are not given (a learner the paper did not
-        run) reads "–"."""
+        """The :class:`Claim` of ``check`` with this spec's texts filled from ``fields``: ``holds`` where the check
+        passes (its sign judged by the rule for runs pooled over seed sets where ``pooled``, the runs' own
+        :attr:`compgen.notebook.Runs.pooled`), ``not reproduced`` where not, ``not run`` where ``check`` is ``None``;
+        a paper number whose fields are not given (a learner the paper did not run) reads "–"."""
         fill = lambda text: text.format(**fields)
         try:
             paper = fill(self.paper)
         except KeyError:  # the paper's number of a learner it did not run
             paper = "–"
-        return judge(
-            self.section,
-            fill(self.figure),
-            fill(self.claim),
-            f"{fill(self.criterion)}; {self.rule(pooled and self.on == 'seeds')}",
-            check,
-            ours,
-            seeds,
-            paper=paper,
-            anchor=fill(self.anchor),
-            pooled=pooled and self.on == "seeds",
-        )
+        pooled = pooled and self.on == "seeds"
+        texts = (self.section, fill(self.figure), fill(self.claim), f"{fill(self.criterion)}; {self.rule(pooled)}")
+        if check is None:
+            return Claim(*texts, "–", paper, tuple(seeds), NOT_RUN, fill(self.anchor), {})
+        verdict = HOLDS if check.holds_under(pooled) else NOT_REPRODUCED
+        details = {"differences": check.differences, "agreeing": check.agreeing, "standing": check.standing()}
+        return Claim(*texts, ours, paper, tuple(seeds), verdict, fill(self.anchor), details)
 
 
 HOLDS_CLEARLY, AT_CRITERION, FAILS_CLEARLY = "holds clearly", "at the criterion", "clearly not reproduced"

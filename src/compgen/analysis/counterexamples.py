@@ -20,6 +20,8 @@ All functions are pure given their PRNG key and return plain dicts of numpy arra
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from functools import partial
 
 import jax
@@ -39,6 +41,7 @@ from compgen.tasks.teacher import (
 )
 
 __all__ = [
+    "Fit",
     "task_losses",
     "target_power",
     "fit_latents",
@@ -98,12 +101,13 @@ def fit_latents(student, teacher, z_teacher, z_init, x, steps=300, learning_rate
     return jax.vmap(one)(z_init, targets)
 
 
-def _best_fit(key, student, teacher, z_teacher, z_naive, x_fit, steps, learning_rate, restarts):
-    """Adam from the naive latent and from ``restarts`` random ones; keep the best per task."""
-    if not restarts:
+def _best_fit(key, student, teacher, z_teacher, z_naive, x_fit, fit, learning_rate):
+    """Adam from the naive latent and from ``fit.restarts`` random ones; keep the best per task."""
+    steps = fit.fit_steps
+    if not fit.restarts:
         return fit_latents(student, teacher, z_teacher, z_naive.astype(jnp.float32), x_fit, steps, learning_rate)
     scale = 1.0 / np.sqrt(z_naive.shape[-1])
-    random_inits = scale * jax.random.normal(key, (restarts,) + z_naive.shape)
+    random_inits = scale * jax.random.normal(key, (fit.restarts,) + z_naive.shape)
     inits = jnp.concatenate([z_naive[None].astype(jnp.float32), random_inits])  # (1 + restarts, tasks, T)
     z_all, curves = jax.vmap(lambda z0: fit_latents(student, teacher, z_teacher, z0, x_fit, steps, learning_rate))(
         inits
@@ -114,23 +118,22 @@ def _best_fit(key, student, teacher, z_teacher, z_naive, x_fit, steps, learning_
     return z_all[best, tasks], curves[best, tasks]
 
 
-def _evaluate(keys, student, teacher, z_train, z_ood, fit, z_train_student=None, z_ood_naive=None):
+def _evaluate(keys, student, teacher, latents, fit, learning_rate, z_train_student=None, z_ood_naive=None):
     """Train loss at the written-down ẑ; OOD loss at the naive and at the fitted ẑ; with the teacher, student and
     latents in the returned dict.
 
-    ``fit`` = (num_inputs, fit_inputs, fit_steps, learning_rate, restarts): ẑ is fitted on ``fit_inputs`` inputs;
-    every loss is measured on ``num_inputs`` fresh ones. The student's written-down latents default to the
-    teacher's (``z_train_student``, ``z_ood_naive``).
+    ``latents`` = (z_train, z_ood), the teacher's; ``fit`` (:class:`Fit`, its ``learning_rate`` given traced): ẑ is
+    fitted on ``fit.fit_inputs`` inputs; every loss is measured on ``fit.num_inputs`` fresh ones. The student's
+    written-down latents default to the teacher's (``z_train_student``, ``z_ood_naive``).
     """
-    num_inputs, fit_inputs, fit_steps, learning_rate, restarts = fit
+    z_train, z_ood = latents
+    num_inputs, fit_inputs = fit.num_inputs, fit.fit_inputs
     z_train_student = z_train if z_train_student is None else z_train_student
     z_ood_naive = z_ood if z_ood_naive is None else z_ood_naive
     key_x, key_restart = keys
     x = sample_inputs(key_x, fit_inputs + num_inputs, teacher["modules"].shape[1])
     x_fit, x_eval = x[:fit_inputs], x[fit_inputs:]
-    z_fit, curve = _best_fit(
-        key_restart, student, teacher, z_ood, z_ood_naive, x_fit, fit_steps, learning_rate, restarts
-    )
+    z_fit, curve = _best_fit(key_restart, student, teacher, z_ood, z_ood_naive, x_fit, fit, learning_rate)
     # one vmapped pass over [train; OOD naive; OOD fitted] keeps the compiled program small
     z_student = jnp.concatenate([z_train_student, z_ood_naive, z_fit]).astype(jnp.float32)
     z_teacher = jnp.concatenate([z_train, z_ood, z_ood])
@@ -157,7 +160,6 @@ def _evaluate(keys, student, teacher, z_train, z_ood, fit, z_train_student=None,
 # These programs are small and run for about a second; on a CPU, XLA's backend optimisation (mostly of the
 # random-number kernels) costs more compile time than it saves at run time, so it is switched off here.
 _COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}
-_EVAL_STATIC = ("num_inputs", "fit_inputs", "fit_steps", "restarts")
 
 
 def _check_int(name, value, minimum=1):
@@ -166,19 +168,30 @@ def _check_int(name, value, minimum=1):
     return int(value)
 
 
-def _check_eval(num_inputs, fit_inputs, fit_steps, learning_rate, restarts):
-    for name, value in (("num_inputs", num_inputs), ("fit_inputs", fit_inputs), ("fit_steps", fit_steps)):
-        _check_int(name, value)
-    _check_int("restarts", restarts, minimum=0)
-    if not float(learning_rate) > 0:
-        raise ValueError(f"learning_rate must be positive, got {learning_rate!r}")
-    return {
-        "num_inputs": int(num_inputs),
-        "fit_inputs": int(fit_inputs),
-        "fit_steps": int(fit_steps),
-        "learning_rate": float(learning_rate),
-        "restarts": int(restarts),
-    }
+@dataclass(frozen=True)
+class Fit:
+    """How a student's OOD latents are searched and its losses measured: Adam fits ẑ on ``fit_inputs`` inputs for
+    ``fit_steps`` steps at ``learning_rate``, from the naive ẑ and from ``restarts`` random starts; every loss is
+    measured on ``num_inputs`` fresh inputs. Checked when made (one line naming the field)."""
+
+    num_inputs: int = 1024
+    fit_inputs: int = 256
+    fit_steps: int = 300
+    learning_rate: float = 0.03
+    restarts: int = 2
+
+    def __post_init__(self):
+        for name in ("num_inputs", "fit_inputs", "fit_steps"):
+            object.__setattr__(self, name, _check_int(name, getattr(self, name)))
+        object.__setattr__(self, "restarts", _check_int("restarts", self.restarts, minimum=0))
+        if not float(self.learning_rate) > 0:
+            raise ValueError(f"learning_rate must be positive, got {self.learning_rate!r}")
+        object.__setattr__(self, "learning_rate", float(self.learning_rate))
+
+    @property
+    def shape(self) -> Fit:
+        """The fit without its learning rate: what a compiled program is specialised on (the rate is traced)."""
+        return dataclasses.replace(self, learning_rate=1.0)
 
 
 def _as_masks(masks, n_modules, name):
@@ -221,20 +234,17 @@ def _latents(key, train_rows, ood_rows, distribution):
 # --------------------------------------------------------------------------------------------------
 
 
-@partial(jax.jit, compiler_options=_COMPILER_OPTIONS, static_argnames=("n_in",) + _EVAL_STATIC)
-def _two_modules_core(keys, train_rows, ood_rows, n_in, num_inputs, fit_inputs, fit_steps, learning_rate, restarts):
+@partial(jax.jit, compiler_options=_COMPILER_OPTIONS, static_argnames=("n_in", "fit"))
+def _two_modules_core(keys, train_rows, ood_rows, n_in, fit, learning_rate):
     key_vec, key_latents = keys[0], keys[1]
     a, b, c, d = jax.random.normal(key_vec, (4, n_in))
     teacher = {"modules": jnp.stack([jnp.stack([a, b], -1), jnp.stack([c, d], -1)]), "readout": jnp.ones((2, 1))}
     student = {"modules": jnp.stack([jnp.stack([a, b], -1), jnp.stack([d, c], -1)]), "readout": jnp.ones((2, 1))}
-    z_train, z_ood = _latents(key_latents, train_rows, ood_rows, "continuous")
-    fit = (num_inputs, fit_inputs, fit_steps, learning_rate, restarts)
-    return _evaluate(keys[2:], student, teacher, z_train, z_ood, fit)
+    latents = _latents(key_latents, train_rows, ood_rows, "continuous")
+    return _evaluate(keys[2:], student, teacher, latents, fit, learning_rate)
 
 
-def disconnected_two_modules(
-    key, n_in=4, num_tasks=8, num_inputs=1024, fit_inputs=256, fit_steps=300, learning_rate=0.03, restarts=2
-):
+def disconnected_two_modules(key, n_in=4, num_tasks=8, fit: Fit = Fit()):
     """The paper's App. A.3 example: two modules, two hidden units, one output, masks {0} and {1}.
 
     Teacher: four random (so a.s. linearly independent) vectors ``a, b, c, d`` in R^n_in; module 0 gives
@@ -245,21 +255,21 @@ def disconnected_two_modules(
 
     Training tasks: ``num_tasks`` continuous latents (Algorithm 1, masks {0}, {1} cycled), student ẑ = z.
     OOD tasks: ``num_tasks`` continuous latents from mask {0, 1}; ẑ = z ("naive") and ẑ fitted by Adam
-    from z and from ``restarts`` random starts (``fit_steps`` steps on ``fit_inputs`` inputs).
+    from z and from random starts (:class:`Fit`).
     Returns a dict of numpy arrays: ``teacher``/``student`` params, ``train_masks``, ``ood_masks``,
     ``train_latents``, ``ood_latents``, per-task ``train_loss``, ``ood_loss_naive``, ``ood_loss_fitted``,
     ``ood_relative_loss_*`` (loss / ½ mean y²), the fitted latents and Adam loss curves.
     """
     _check_int("n_in", n_in, minimum=4)  # four independent vectors need n_in >= 4
     _check_int("num_tasks", num_tasks)
-    cfg = _check_eval(num_inputs, fit_inputs, fit_steps, learning_rate, restarts)
     train_masks, ood_masks = support.parse_masks("0;1", 2), support.parse_masks("01", 2)
     out = _two_modules_core(
         _split(key),
         jnp.asarray(cycle_masks(train_masks, num_tasks)),
         jnp.asarray(cycle_masks(ood_masks, num_tasks)),
         int(n_in),
-        **cfg,
+        fit.shape,
+        fit.learning_rate,
     )
     out = _to_numpy(out)
     out.update(train_masks=train_masks, ood_masks=ood_masks)
@@ -288,30 +298,19 @@ def cross_component_masks(masks, n_modules=None):
     return np.stack(pairs)
 
 
-@partial(jax.jit, compiler_options=_COMPILER_OPTIONS, static_argnames=("distribution",) + _EVAL_STATIC)
-def _permutation_core(
-    keys,
-    teacher,
-    train_rows,
-    ood_rows,
-    tie,
-    module_perm,
-    distribution,
-    num_inputs,
-    fit_inputs,
-    fit_steps,
-    learning_rate,
-    restarts,
-):
+@partial(jax.jit, compiler_options=_COMPILER_OPTIONS, static_argnames=("distribution", "fit"))
+def _permutation_core(keys, teacher, train_rows, ood_rows, permutation, distribution, fit, learning_rate):
+    """``permutation`` = (tie, module_perm): the teacher's readout rows tied and the student's hidden units per
+    module."""
+    tie, module_perm = permutation
     key_latents = keys[1]
     teacher = {"modules": teacher["modules"], "readout": teacher["readout"][tie]}
     student = {
         "modules": jax.vmap(lambda w, p: w[:, p])(teacher["modules"], module_perm),
         "readout": teacher["readout"],
     }
-    z_train, z_ood = _latents(key_latents, train_rows, ood_rows, distribution)
-    fit = (num_inputs, fit_inputs, fit_steps, learning_rate, restarts)
-    return _evaluate(keys[2:], student, teacher, z_train, z_ood, fit)
+    latents = _latents(key_latents, train_rows, ood_rows, distribution)
+    return _evaluate(keys[2:], student, teacher, latents, fit, learning_rate)
 
 
 def disconnected_permutation(
@@ -322,11 +321,7 @@ def disconnected_permutation(
     n_hidden=16,
     n_out=4,
     num_tasks=32,
-    num_inputs=1024,
-    fit_inputs=256,
-    fit_steps=300,
-    learning_rate=0.03,
-    restarts=2,
+    fit: Fit = Fit(),
 ):
     """Disconnected support at Table A9 size: a different hidden-unit permutation per support component.
 
@@ -356,7 +351,6 @@ def disconnected_permutation(
     for name, value in (("n_in", n_in), ("n_out", n_out), ("num_tasks", num_tasks)):
         _check_int(name, value)
     _check_int("n_hidden", n_hidden, minimum=2)
-    cfg = _check_eval(num_inputs, fit_inputs, fit_steps, learning_rate, restarts)
     n_modules = masks.shape[1]
     groups = tied_groups(n_hidden, len(components))
     tie = np.concatenate([np.full(len(g), g[0]) for g in groups])
@@ -372,10 +366,10 @@ def disconnected_permutation(
         teacher,
         jnp.asarray(cycle_masks(masks, num_tasks)),
         jnp.asarray(cycle_masks(ood_masks, num_tasks)),
-        jnp.asarray(tie),
-        jnp.asarray(module_perm),
+        (jnp.asarray(tie), jnp.asarray(module_perm)),
         distribution,
-        **cfg,
+        fit.shape,
+        fit.learning_rate,
     )
     out = _to_numpy(out)
     out.update(train_masks=masks, ood_masks=ood_masks, components=components, permutations=permutations, tie=tie)
@@ -395,8 +389,8 @@ def default_ood_masks(masks, n_modules=None, max_k=3):
     return np.stack([row for row in candidates if row.sum() >= 2 and tuple(row.tolist()) not in train])
 
 
-@partial(jax.jit, compiler_options=_COMPILER_OPTIONS, static_argnames=_EVAL_STATIC)
-def _lookup_core(keys, teacher, masks, ood_masks, num_inputs, fit_inputs, fit_steps, learning_rate, restarts):
+@partial(jax.jit, compiler_options=_COMPILER_OPTIONS, static_argnames=("fit",))
+def _lookup_core(keys, teacher, masks, ood_masks, fit, learning_rate):
     _, n_in, n_hidden = teacher["modules"].shape
     z_train = discrete_latents(masks)  # (K, M)
     num_train = z_train.shape[0]
@@ -408,8 +402,7 @@ def _lookup_core(keys, teacher, masks, ood_masks, num_inputs, fit_inputs, fit_st
     }
     z_ood = discrete_latents(ood_masks)
     naive = jnp.linalg.lstsq(z_train.T, z_ood.T)[0].T  # (tasks, K) with sum_k naive_k z_k = z
-    fit = (num_inputs, fit_inputs, fit_steps, learning_rate, restarts)
-    return _evaluate(keys[2:], student, teacher, z_train, z_ood, fit, jnp.eye(num_train), naive)
+    return _evaluate(keys[2:], student, teacher, (z_train, z_ood), fit, learning_rate, jnp.eye(num_train), naive)
 
 
 def overparameterised_lookup(
@@ -419,11 +412,7 @@ def overparameterised_lookup(
     n_in=16,
     n_hidden=16,
     n_out=4,
-    num_inputs=1024,
-    fit_inputs=256,
-    fit_steps=300,
-    learning_rate=0.03,
-    restarts=2,
+    fit: Fit = Fit(),
 ):
     """A student with one module per training task (discrete latents): a look-up table, not a composition.
 
@@ -441,10 +430,9 @@ def overparameterised_lookup(
     ood_masks = default_ood_masks(masks) if ood_masks is None else _as_masks(ood_masks, n_modules, "ood_masks")
     for name, value in (("n_in", n_in), ("n_hidden", n_hidden), ("n_out", n_out)):
         _check_int(name, value)
-    cfg = _check_eval(num_inputs, fit_inputs, fit_steps, learning_rate, restarts)
     keys = _split(key)
     teacher = init_teacher(keys[0], int(n_in), int(n_hidden), int(n_out), n_modules)  # eager: compiled once per shape
-    out = _lookup_core(keys, teacher, jnp.asarray(masks), jnp.asarray(ood_masks), **cfg)
+    out = _lookup_core(keys, teacher, jnp.asarray(masks), jnp.asarray(ood_masks), fit.shape, fit.learning_rate)
     out = _to_numpy(out)
     out.update(train_masks=masks, ood_masks=ood_masks)
     return out

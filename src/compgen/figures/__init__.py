@@ -1,11 +1,11 @@
-"""The book's figures, tables and claim checks: one module per section, a function per paper figure.
+"""The book's figures and tables: one module per section, a function per paper figure.
 
 A chapter trains (or loads) its runs once (:func:`compgen.notebook.train`), and each figure cell is one call, e.g.
 ``hyperteacher.fig3b(runs)``, that returns a :class:`FigureResult`: the figure, its caption (naming the preset,
-the steps and the seeds), a markdown table of our numbers beside the paper's, and the computed claims
-(:mod:`compgen.analysis.claims`). In a notebook the result displays itself in that order; elsewhere
-:meth:`FigureResult.markdown` gives the text. Every module also has ``claims(runs)``, which the
-results-at-a-glance page calls on stored runs without drawing anything.
+the steps and the seeds), a markdown table of our numbers beside the paper's, and the claims the chapter's analysis
+module judges (``compgen.analysis.<chapter>``, whose ``claims(runs)`` the results-at-a-glance page calls on stored
+runs). In a notebook the result displays itself in that order; elsewhere :meth:`FigureResult.markdown` gives the
+text.
 """
 
 from __future__ import annotations
@@ -17,14 +17,23 @@ import numpy as np
 
 from compgen import section
 from compgen.analysis import paper
+from compgen.analysis.values import (  # noqa: F401  (the numbers the figures draw, read where the claims read them)
+    MONOLITHIC,
+    SPLITS,
+    Versus,
+    best_per_seed,
+    final,
+    learners_of,
+    on_seeds,
+    size_grid,
+    versus_monolithic,
+)
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS
 from compgen.figures import plots, verdicts
 from compgen.notebook import Runs
 
 FIGURE_WIDTH = 7.2  # inches: the book's text column at 100 px per inch
 SPLIT_GROUPS = ("compositional (random)", "non-compositional")  # the bars of a figure over the two supports
-SPLITS = ("random", "non_compositional")  # compositional and non-compositional support, in that order
-MONOLITHIC = ("anil", "maml")
 
 
 # --------------------------------------------------------------------------------------------- the paper's numbers
@@ -142,29 +151,48 @@ def caption(what, preset, cfgs, labels=None, details=()) -> str:
     )
 
 
-def final(output, key, set_index=None, scale=1.0):
-    """The value of ``eval/<key>`` at the last evaluation per seed, on evaluation set ``set_index``: (seeds,)."""
-    values = np.asarray(output[f"eval/{key}"])[:, -1]
-    return scale * (values if set_index is None else values[:, set_index])
+def eval_curves(runs: Runs, cfgs, metric: str, labels, scale=1.0, sets=("test", "ood")) -> dict:
+    """``{"<learner>, <split>": (evaluation steps, {set: (seeds, evaluations)})}`` of ``metric`` (×``scale``) on the
+    evaluation ``sets`` of each config of ``cfgs`` (learners named by ``labels``): what
+    :func:`compgen.figures.plots.accuracy_curves` draws."""
+    data = {}
+    for c in cfgs:
+        out, names = runs.output(c), c.eval_set_names()
+        data[f"{labels[c.model]}, {c.split.replace('_', '-')}"] = (
+            out["eval_steps"],
+            {s: scale * np.asarray(out[f"eval/{metric}"])[:, :, names.index(s)] for s in sets},
+        )
+    return data
 
 
-def learning_diagnosis(
-    runs: Runs, figure: str, metric: str, label: str, scale=1.0, digits=1, extra=(), row="model", test_set=None, **where
-):
+@dataclass(frozen=True)
+class Metric:
+    """An evaluation metric as a table shows it: ``eval/<name>`` ×``scale``, headed ``label``, ``digits`` after the
+    point."""
+
+    name: str
+    label: str
+    scale: float = 1.0
+    digits: int = 1
+
+
+def learning_diagnosis(runs: Runs, figure: str, metric: Metric, extra=(), row="model", test_set=None, **where):
     """What each run of ``figure`` (its configs matching ``where``, e.g. ``split="random"``) did over training, as a
     markdown table with one row per config, named by its field ``row`` (the model by default; ``"split"`` compares
     one learner's supports), every value a mean over seeds:
 
-    * ``metric`` on the OOD set at every evaluation (×``scale``), and its change over the second half of
-      training (last evaluation minus the one at half the steps; near 0 is a plateau);
+    * ``metric`` on the OOD set at every evaluation, and its change over the second half of training (last
+      evaluation minus the one at half the steps; near 0 is a plateau);
     * with ``test_set`` (e.g. ``"test"``), ``metric`` on that in-distribution set at the last evaluation, so that
       the OOD column minus this one is what new combinations cost;
-    * each ``(name, column label)`` of ``extra`` on the OOD set at the last evaluation (×``scale``, mean ± std);
+    * each ``(name, column label)`` of ``extra`` on the OOD set at the last evaluation (×``metric.scale``, mean ±
+      std);
     * the inner loop on OOD tasks at the last evaluation: the support loss at the shared fast initialisation and
       after adaptation;
     * the R² of the task latent decoded from the adapted fast parameters (pooled, OOD) at the first and the
       last evaluation (``–`` where the runs have no probe).
     """
+    label, scale, digits, metric = metric.label, metric.scale, metric.digits, metric.name
     cfgs = [c for c in runs.configs(figure, **where) if runs.output(c) is not None]
     # a figure's learners share one budget, hence one list of evaluation steps
     steps = [int(s) for s in runs.output(cfgs[0])["eval_steps"]] if cfgs else [0]
@@ -268,88 +296,11 @@ def summary_table(sec, configs, outputs) -> str:
     return "| run | metric | final value(s) (test, ood) |\n|---|---|---|\n" + "\n".join(lines)
 
 
-def learners_of(runs: Runs, figure: str) -> tuple:
-    """The learners of ``figure``'s configs in grid order: the paper's, then any other compared with them."""
-    return tuple(dict.fromkeys(c.model for c in runs.configs(figure)))
-
-
-def best_per_seed(pairs, seeds, higher=True):
-    """Per seed of ``seeds``, the best value over the ``(config, per-seed values)`` pairs that ran that seed
-    (a learner run with fewer seeds still counts where it ran): (len(seeds),); NaN where none ran it."""
-    pick = np.nanmax if higher else np.nanmin
-    out = []
-    for seed in seeds:
-        values = [v[c.seeds.index(seed)] for c, v in pairs if seed in c.seeds]
-        out.append(pick(values) if values else np.nan)
-    return np.asarray(out, float)
-
-
-def on_seeds(cfg, values, seeds):
-    """``values`` (per seed of ``cfg``) on ``seeds``, in that order: the one way figures pair seeds."""
-    return np.asarray(values)[[cfg.seeds.index(s) for s in seeds]]
-
-
-@dataclass
-class Versus:
-    """A hypernetwork against the monolithic learners (ANIL, MAML) in one figure, paired by seed: ``seeds`` (the
-    hypernetwork's under random support), ``hnet[split]`` its values on them, ``mono[split]`` the better of ANIL/MAML
-    per seed (:func:`best_per_seed`) and ``mono_runs[split]`` their ``(config, per-seed values)``; a split whose
-    runs are not stored is absent."""
-
-    seeds: tuple
-    hnet: dict
-    mono: dict
-    mono_runs: dict
-
-
-def versus_monolithic(runs: Runs, figure: str, model: str, value, higher=True, splits=SPLITS) -> Versus | None:
-    """The comparison every chapter's "the hypernetwork beats the better of ANIL/MAML" claim reads (Fig. 3B, 4C,
-    4E/F): ``value(cfg, output)`` gives a config's per-seed values (``higher``: better). ``None`` if the
-    hypernetwork's random-support run is not stored; a split enters the monolithic side only when every monolithic
-    learner the figure trains on it is stored (a partial record compares with none rather than with one of them)."""
-
-    def stored(model, split):  # the config of ``model`` on ``split`` if its runs are stored, else None
-        cfg = runs.one(figure, model=model, split=split)
-        return cfg if runs.output(cfg) is not None else None
-
-    cfg = stored(model, splits[0])
-    if cfg is None:
-        return None
-    seeds = cfg.seeds
-    hnet, mono, mono_runs = {}, {}, {}
-    for split in splits:
-        own = stored(model, split)
-        if own is not None:
-            hnet[split] = on_seeds(own, value(own, runs.output(own)), seeds)
-        # the better of the monolithic learners the figure has: all of them stored, or no comparison on this split
-        learners = [c for c in (runs.one(figure, model=m, split=split) for m in MONOLITHIC) if c is not None]
-        if learners and all(runs.output(c) is not None for c in learners):
-            pairs = [(c, value(c, runs.output(c))) for c in learners]
-            mono_runs[split] = pairs
-            mono[split] = best_per_seed(pairs, seeds, higher)
-    return Versus(seeds, hnet, mono, mono_runs)
-
-
 def accuracy_bars(groups, series, values, chance=None, chance_label="chance"):
     """:func:`compgen.figures.plots.grouped_bars` of OOD accuracy in % (0 to 100), ``chance`` (if given) dashed."""
     return plots.grouped_bars(
         groups, series, values, "OOD accuracy (%)", ylim=(0, 100), reference=chance, reference_label=chance_label
     )
-
-
-def size_grid(runs: Runs, figure: str, model: str, value, best=max, across="templates"):
-    """A hypernetwork size sweep (Fig. 3F, A8, A10) as a grid: ``(configs, hidden widths, module counts, grid)``
-    where ``grid[i, j]`` is the best (``best``: max or min, over the remaining axes such as the outer learning rate)
-    of the seed mean of ``value(config, output)`` at width ``hidden[i]`` and the ``j``-th value of the config field
-    ``across`` (the number of modules); only configs with stored runs count (NaN where a cell has none)."""
-    cfgs = [c for c in runs.configs(figure, model=model) if runs.output(c) is not None]
-    hidden, templates = sorted({c.hidden for c in cfgs}), sorted({getattr(c, across) for c in cfgs})
-    grid = np.full((len(hidden), len(templates)), np.nan)
-    for i, h in enumerate(hidden):
-        for j, t in enumerate(templates):
-            cell = [value(c, runs.output(c)).mean() for c in cfgs if c.hidden == h and getattr(c, across) == t]
-            grid[i, j] = best(cell) if cell else np.nan  # a (width, modules) cell with none of its runs stored
-    return cfgs, hidden, templates, grid
 
 
 def size_heatmap(

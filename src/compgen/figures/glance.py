@@ -33,8 +33,8 @@ from pathlib import Path
 
 from compgen import catalog, ledger, recordfile, results
 from compgen.analysis import claims as C
-from compgen.analysis import records
-from compgen.figures import forest, goals, hyperteacher, incontext, preferences, teacher_student, verdicts
+from compgen.analysis import goals, hyperteacher, incontext, preferences, records, teacher_student
+from compgen.figures import forest, verdicts
 from compgen.figures import twin as twin_
 from compgen.notebook import stored
 
@@ -57,7 +57,8 @@ SEED_SETS = ("search/second_set.json", "search/third_set.json")  # the recorded 
 
 
 def claims(preset="quick", seeds=None, chapters=None) -> dict:
-    """{section: [Claim]} computed from the stored runs of every chapter (or of ``chapters``) at ``preset``."""
+    """{section: [Claim]} computed from the stored runs of every chapter (or of ``chapters``) at ``preset`` by its
+    analysis module (:data:`CHAPTERS`)."""
     return {
         name: module.claims(stored(name, preset, seeds))
         for name, module in CHAPTERS.items()

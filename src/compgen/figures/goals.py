@@ -1,24 +1,22 @@
-"""Figures and claims of the compositional-goals chapter (paper §4.3): the world, the splits, Fig. 4E/F, A9, A10,
-training curves and closed-loop imitation."""
+"""Figures of the compositional-goals chapter (paper §4.3): the world, the splits, Fig. 4E/F, A9, A10, training
+curves and closed-loop imitation; their claims are judged by :mod:`compgen.analysis.goals`."""
 
 from __future__ import annotations
 
 import jax
 import numpy as np
 
-from compgen.analysis import claims as C
+from compgen.analysis import goals as A
 from compgen.experiments import goals as goals_experiment
-from compgen.experiments.fewshot import HNETS, MODEL_LABELS, MODELS
+from compgen.experiments.fewshot import MODEL_LABELS, MODELS
 from compgen.figures import (
-    MONOLITHIC,
     SPLIT_GROUPS,
     SPLITS,
     FigureResult,
     FigureResults,
+    Metric,
     accuracy_bars,
-    best_per_seed,
     caption,
-    final,
     gridplots,
     joined,
     learners_of,
@@ -26,66 +24,12 @@ from compgen.figures import (
     mean_std,
     plots,
     size_figures,
-    size_grid,
-    versus_monolithic,
 )
 from compgen.models import label as learner_label
 from compgen.notebook import Runs
 from compgen.tasks import goals as gl
 
-SECTION = "goals"
-LEAD = 5.0  # accuracy points a claimed difference must reach
-OPTIMAL_LEVEL = 5.0  # % of optimal OOD episodes a hypernetwork must reach for the Fig. A9 claim
 MODEL_COLOURS = dict(zip(MODELS, ("#66c2a5", "#fc8d62", "#8da0cb", "#e78ac3")))
-
-# Fig. 4E/F on the OOD step accuracy; Fig. A9 the same two claims on the fraction of optimal OOD episodes.
-FIG4E = C.ClaimSpec(
-    SECTION,
-    "Fig. 4E",
-    "{model}: higher OOD step accuracy on held-out goal combinations than ANIL and MAML",
-    f"OOD step accuracy ≥ {LEAD:g} points above the better of ANIL/MAML, equal outer steps and tasks",
-    paper="qualitative",
-    anchor="#fig4ef",
-)
-FIG4F = C.ClaimSpec(
-    SECTION,
-    "Fig. 4F",
-    "{model}: holding out a quadrant costs it much more OOD step accuracy than ANIL and MAML",
-    f"its drop from random to non-compositional ≥ {LEAD:g} points above the larger drop of ANIL/MAML",
-    paper="qualitative",
-    anchor="#fig4ef",
-)
-FIGA9_LEAD = C.ClaimSpec(
-    SECTION,
-    "Fig. A9",
-    "{model}: higher fraction of optimal OOD episodes on held-out goal combinations than ANIL and MAML",
-    f"fraction of optimal OOD episodes ≥ {LEAD:g} points above the better of ANIL/MAML, equal outer "
-    f"steps and tasks, and the learner itself above {OPTIMAL_LEVEL:g} %",
-    paper="qualitative",
-    anchor="#fig4ef",
-)
-FIGA9_DROP = C.ClaimSpec(
-    SECTION,
-    "Fig. A9",
-    "{model}: holding out a quadrant costs it much more fraction of optimal OOD episodes than ANIL and MAML",
-    f"its drop from random to non-compositional ≥ {LEAD:g} points above the larger drop of ANIL/MAML",
-    paper="qualitative",
-    anchor="#fig4ef",
-)
-FIGA10 = C.ClaimSpec(
-    SECTION,
-    "Fig. A10",
-    "{model}: OOD accuracy is stable across hidden width and T",
-    f"best and worst cell within {LEAD:g} points",
-    paper="stable",
-    anchor="#figa10",
-    on="means",
-)
-
-
-def metric(cfg, output, name="acc", set_name="ood"):
-    """An evaluation metric (%) at the last evaluation, per seed: (seeds,)."""
-    return final(output, name, cfg.eval_set_names().index(set_name), 100)
 
 
 def _caption(runs, cfgs, what):
@@ -100,16 +44,6 @@ def _caption(runs, cfgs, what):
             f"demonstrations padded to {joined(c.demo_length for c in cfgs)} steps",
         ),
     )
-
-
-def _values(runs, name="acc"):
-    """{(model, split): (config, per-seed %)} of Fig. 4E/F (None where not stored)."""
-    out = {}
-    for m in learners_of(runs, "fig4ef"):
-        for s in SPLITS:
-            c = runs.one("fig4ef", model=m, split=s)
-            out[(m, s)] = None if c is None or runs.output(c) is None else (c, metric(c, runs.output(c), name))
-    return out
 
 
 # --------------------------------------------------------------------------------------------- the world
@@ -177,42 +111,9 @@ def splits(runs: Runs) -> FigureResult:
 # --------------------------------------------------------------------------------------------- Fig. 4E/F, A9
 
 
-def _claims(runs: Runs, name="acc", lead=FIG4E, drop=FIG4F, level=None, learners=HNETS):
-    """The ``lead`` and ``drop`` claims of each of ``learners`` (the hypernetworks) on metric ``name`` (``level``:
-    the least it must reach)."""
-    found = []
-    for m in learners:
-        versus = versus_monolithic(runs, "fig4ef", m, lambda c, out: metric(c, out, name))
-        check_e = check_f = None
-        ours_e = ours_f = "–"
-        seeds = ()
-        if versus is not None and "random" in versus.mono:
-            seeds, comp, best = versus.seeds, versus.hnet["random"], versus.mono["random"]
-            level_ok = True if level is None else bool(comp.mean() >= level)
-            check_e = C.paired(comp, best, LEAD, level_ok=level_ok)
-            ours_e = f"{comp.mean():.1f} vs {best.mean():.1f} %: {C.describe_difference(check_e, ' pts', 1)}"
-            mono = {(c.model, s): (c, v) for s in SPLITS for c, v in versus.mono_runs.get(s, ())}
-            drops = [
-                (mono[(mm, "random")][0], mono[(mm, "random")][1] - mono[(mm, "non_compositional")][1])
-                for mm in MONOLITHIC
-                if (mm, "random") in mono and (mm, "non_compositional") in mono
-            ]
-            if "non_compositional" in versus.hnet and drops:
-                hnet_drop = comp - versus.hnet["non_compositional"]
-                mono_drop = best_per_seed(drops, seeds)
-                check_f = C.paired(hnet_drop, mono_drop, LEAD)
-                ours_f = (
-                    f"drop {hnet_drop.mean():.1f} vs {mono_drop.mean():.1f} pts: "
-                    f"{C.describe_difference(check_f, ' pts', 1)}"
-                )
-        found.append(lead.judge(check_e, ours_e, seeds, pooled=runs.pooled, model=learner_label(m)))
-        found.append(drop.judge(check_f, ours_f, seeds, pooled=runs.pooled, model=learner_label(m)))
-    return found
-
-
 def fig4ef(runs: Runs) -> FigureResult:
     """Fig. 4E/F: OOD step accuracy under the random (compositional) and non-compositional split."""
-    values = _values(runs)
+    values = A.metric_values(runs)
     models = [m for m in learners_of(runs, "fig4ef") if values[(m, "random")] is not None]
     fig = accuracy_bars(
         ["Fig. 4E: compositional (random)", "Fig. 4F: non-compositional"],
@@ -227,7 +128,7 @@ def fig4ef(runs: Runs) -> FigureResult:
         (c, comp), (_, noncomp) = values[(m, "random")], values[(m, "non_compositional")]
         lines.append(
             f"| {learner_label(m)} | {c.outer_steps:,} | {mean_std(comp, 1)} | {mean_std(noncomp, 1)} | "
-            f"{np.mean(comp) - np.mean(noncomp):.1f} | {mean_std(metric(c, runs.output(c), 'acc', 'test'), 1)} |"
+            f"{np.mean(comp) - np.mean(noncomp):.1f} | {mean_std(A.metric(c, runs.output(c), 'acc', 'test'), 1)} |"
         )
     return FigureResult(
         fig,
@@ -240,13 +141,13 @@ def fig4ef(runs: Runs) -> FigureResult:
         ),
         "Accuracy in % (mean ± std over seeds); *drop* = random − non-compositional OOD accuracy.\n\n"
         + "\n".join(lines),
-        _claims(runs),
+        A.lead_and_drop_claims(runs),
     )
 
 
 def figa9(runs: Runs) -> FigureResult:
     """Fig. A9: the fraction of OOD episodes whose every step is predicted optimally."""
-    values = _values(runs, "acc_all")
+    values = A.metric_values(runs, "acc_all")
     models = [m for m in MODELS if values[(m, "random")] is not None]
     top = max(np.max(values[(m, s)][1]) for m in models for s in SPLITS)
     fig = plots.grouped_bars(
@@ -270,37 +171,23 @@ def figa9(runs: Runs) -> FigureResult:
             "Fig. A9: fraction of OOD episodes (%) in which every step is predicted optimally",
         ),
         "\n".join(lines),
-        _claims(runs, "acc_all", FIGA9_LEAD, FIGA9_DROP, OPTIMAL_LEVEL),
+        A.lead_and_drop_claims(runs, "acc_all", A.FIGA9_LEAD, A.FIGA9_DROP, A.OPTIMAL_LEVEL),
     )
 
 
 # --------------------------------------------------------------------------------------------- Fig. A10
 
 
-def _figa10_claims(runs):
-    found = []
-    for m in HNETS:
-        cfgs, _, _, grid = size_grid(runs, "figa10", m, metric)
-        if not cfgs or len(cfgs) < len(runs.configs("figa10", model=m)):  # a sweep with cells missing: not judged
-            continue
-        spread = float(np.nanmax(grid) - np.nanmin(grid))
-        check = C.lower(np.array([spread]), np.array([LEAD]))
-        found.append(
-            FIGA10.judge(check, f"spread {spread:.1f} points", cfgs[0].seeds, pooled=runs.pooled, model=MODEL_LABELS[m])
-        )
-    return found
-
-
 def figa10(runs: Runs) -> FigureResults:
     return size_figures(
         runs,
         "figa10",
-        metric,
+        A.metric,
         "OOD accuracy (%)",
         lambda m, cfgs: _caption(
             runs, cfgs, f"Fig. A10: OOD accuracy of the {MODEL_LABELS[m]}, random split, best outer lr per cell"
         ),
-        _figa10_claims(runs),
+        A.figa10_claims(runs),
     )
 
 
@@ -346,9 +233,7 @@ def diagnosis(runs: Runs, split="random") -> FigureResult:
     table = learning_diagnosis(
         runs,
         "fig4ef",
-        "acc",
-        "step accuracy (%)",
-        scale=100,
+        Metric("acc", "step accuracy (%)", scale=100),
         extra=(("acc_first", "OOD first step, navigation (%)"), ("acc_last", "OOD last step, interaction (%)")),
         split=split,
     )
@@ -376,7 +261,7 @@ def imitation(runs: Runs, n_goals=64) -> FigureResult:
         [rollouts[c.model] for c in cfgs],
         [MODEL_LABELS[c.model] for c in cfgs],
     )
-    acc_all = _values(runs, "acc_all")
+    acc_all = A.metric_values(runs, "acc_all")
     table = (
         "| model | closed-loop success on 64 OOD goals, first seed (%) | optimal OOD episodes, Fig. A9 (%) |\n"
         "|---|---|---|\n"
@@ -398,23 +283,5 @@ def imitation(runs: Runs, n_goals=64) -> FigureResult:
     )
 
 
-def claims(runs: Runs) -> list:
-    return [
-        *_claims(runs),
-        *_claims(runs, "acc_all", FIGA9_LEAD, FIGA9_DROP, OPTIMAL_LEVEL),
-        *_figa10_claims(runs),
-    ]
-
-
-# figure -> (the figures whose runs its claims read, claims(runs, learners), the figure): any learner in the
-# hypernetworks' place (compgen.figures.compare); Fig. 4E/F's runs also give Fig. A9's claims
-COMPARISONS = {
-    "fig4ef": (
-        ("fig4ef",),
-        lambda runs, learners: [
-            *_claims(runs, learners=learners),
-            *_claims(runs, "acc_all", FIGA9_LEAD, FIGA9_DROP, OPTIMAL_LEVEL, learners),
-        ],
-        fig4ef,
-    ),
-}
+# figure -> the figure a comparison of another learner draws (compgen.figures.compare)
+COMPARISON_FIGURES = {"fig4ef": fig4ef}

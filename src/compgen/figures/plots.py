@@ -220,13 +220,11 @@ def grouped_bars(groups, series, values, ylabel, title="", ylim=None, reference=
     return fig
 
 
-def heatmap(
-    values, row_labels, col_labels, xlabel, ylabel, colorbar_label, title="", vmin=None, vmax=None, fmt="{:.1f}"
-):
+def heatmap(values, row_labels, col_labels, xlabel, ylabel, colorbar_label, fmt="{:.1f}"):
     """One annotated heatmap: ``values`` (rows, cols), e.g. accuracy over hidden width x T/M; NaN cells show "–"."""
     values = np.asarray(values, float)
     fig, ax = subplots(figsize=(max(5.5, 2.5 + 0.9 * len(col_labels)), max(3.2, 1.6 + 0.6 * len(row_labels))))
-    image = ax.imshow(values, cmap="viridis", origin="lower", vmin=vmin, vmax=vmax, aspect="auto")
+    image = ax.imshow(values, cmap="viridis", origin="lower", aspect="auto")
     ax.set_xticks(range(len(col_labels)), col_labels)
     ax.set_yticks(range(len(row_labels)), row_labels)
     ax.set_xlabel(xlabel)
@@ -234,8 +232,6 @@ def heatmap(
     for (i, j), value in np.ndenumerate(values):
         ax.text(j, i, "–" if np.isnan(value) else fmt.format(value), ha="center", va="center", fontsize=8, color="w")
     fig.colorbar(image, ax=ax, label=colorbar_label)
-    if title:
-        ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig
 

@@ -1,4 +1,5 @@
-"""Figures and claims of the preferences chapter (paper §4.2): the world, the splits, Fig. 4B, 4C, A8, curves."""
+"""Figures of the preferences chapter (paper §4.2): the world, the splits, Fig. 4B, 4C, A8, curves; their claims are
+judged by :mod:`compgen.analysis.preferences`."""
 
 from __future__ import annotations
 
@@ -6,73 +7,31 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from compgen.analysis import claims as C
+from compgen.analysis import preferences as A
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS, MODELS
 from compgen.experiments.preferences import is_paper_world, world_label
 from compgen.figures import (
     SPLIT_GROUPS,
     FigureResult,
     FigureResults,
+    Metric,
     caption,
-    final,
+    eval_curves,
     joined,
     learning_diagnosis,
     mean_std,
     plots,
     size_figures,
-    size_grid,
-    versus_monolithic,
 )
-from compgen.models import label as learner_label
 from compgen.notebook import Runs
 from compgen.tasks import preferences as pf
 from compgen.tasks import support
-
-SECTION = "preferences"
-RELATIVE = 0.10  # a claimed difference in loss must reach 10 % of the compared-to loss
-
-FIG4C_LEAD = C.ClaimSpec(
-    SECTION,
-    "Fig. 4C",
-    "{model}: lower OOD loss than ANIL and MAML under compositional support",
-    f"OOD loss ≥ {RELATIVE:.0%} below the better of ANIL/MAML, equal outer steps and tasks",
-    paper="qualitative",
-    anchor="#fig4c",
-)
-FIG4C_NONCOMP = C.ClaimSpec(
-    SECTION,
-    "Fig. 4C",
-    "{model}: holding out a module raises the OOD loss",
-    f"non-compositional OOD loss ≥ {RELATIVE:.0%} above the compositional one",
-    paper="qualitative",
-    anchor="#fig4c",
-)
-FIG4B = C.ClaimSpec(
-    SECTION,
-    "Fig. 4B",
-    "{model}: disconnected support gives a clearly higher OOD loss than connected support",
-    f"disconnected OOD loss ≥ {RELATIVE:.0%} above connected",
-    paper="qualitative",
-    anchor="#fig4b",
-)
-FIGA8 = C.ClaimSpec(
-    SECTION,
-    "Fig. A8",
-    "{model}: overparameterisation does no harm",
-    f"the largest student's OOD loss is not {RELATIVE:.0%} above the smallest's",
-    paper="no degradation",
-    anchor="#figa8",
-    on="means",
-)
-
-
-CLAIM_SPECS = (FIG4C_LEAD, FIG4C_NONCOMP, FIG4B, FIGA8)
 
 
 def criteria() -> str:
     """Markdown: the chapter's claims and the criterion each is judged by (the same at every preset)."""
     lines = ["| figure | the paper's claim | criterion |", "|---|---|---|"]
-    for spec in CLAIM_SPECS:
+    for spec in A.CLAIM_SPECS:
         lines.append(f"| {spec.figure} | {spec.claim.format(model='each hypernetwork')} | {spec.criterion} |")
     return "\n".join(lines)
 
@@ -87,9 +46,7 @@ def world_summary(runs: Runs) -> str:
     return f"**World of these runs**: {'; '.join(worlds)}. The paper's: {paper}."
 
 
-def loss(cfg, output, set_name="ood"):
-    """The loss on evaluation set ``set_name`` at the last evaluation, per seed: (seeds,)."""
-    return final(output, "loss", cfg.eval_set_names().index(set_name))
+LOSS = Metric("loss", "loss", digits=3)  # the loss as the diagnosis tables show it
 
 
 def _caption(runs, cfgs, what):
@@ -207,40 +164,12 @@ def splits(runs: Runs) -> FigureResult:
 # --------------------------------------------------------------------------------------------- Fig. 4C
 
 
-def _per_seed(runs, figure, model, split, set_name="ood"):
-    cfg = runs.one(figure, model=model, split=split)
-    return None if cfg is None or runs.output(cfg) is None else (cfg, loss(cfg, runs.output(cfg), set_name))
-
-
-def _fig4c_claims(runs: Runs, learners=HNETS):
-    found = []
-    for m in learners:
-        versus = versus_monolithic(runs, "fig4c", m, loss, higher=False)
-        check_c = check_n = None
-        ours_c = ours_n = "–"
-        seeds = () if versus is None else versus.seeds
-        if versus is not None and "random" in versus.mono:
-            comp, best = versus.hnet["random"], versus.mono["random"]
-            check_c = C.lower(comp, best, RELATIVE, relative=True)
-            ours_c = f"{comp.mean():.3f} vs {best.mean():.3f}: {C.describe_difference(check_c, digits=3)}"
-        if versus is not None and "non_compositional" in versus.hnet:
-            comp, noncomp = versus.hnet["random"], versus.hnet["non_compositional"]
-            check_n = C.paired(noncomp, comp, RELATIVE, relative=True)
-            ours_n = (
-                f"{noncomp.mean():.3f} vs {comp.mean():.3f} ({noncomp.mean() / comp.mean():.2f}x): "
-                f"{C.describe_difference(check_n, digits=3)}"
-            )
-        found.append(FIG4C_LEAD.judge(check_c, ours_c, seeds, pooled=runs.pooled, model=learner_label(m)))
-        found.append(FIG4C_NONCOMP.judge(check_n, ours_n, seeds, pooled=runs.pooled, model=learner_label(m)))
-    return found
-
-
 def fig4c(runs: Runs) -> FigureResult:
     """Fig. 4C: OOD loss of the four learners under compositional and non-compositional support."""
     cfgs = runs.configs("fig4c")
     models = [m for m in MODELS if runs.one("fig4c", model=m) is not None]
     splits_ = ("random", "non_compositional")
-    values = [[_per_seed(runs, "fig4c", m, s)[1] for s in splits_] for m in models]
+    values = [[A.per_seed(runs, "fig4c", m, s)[1] for s in splits_] for m in models]
     fig = plots.grouped_bars(
         SPLIT_GROUPS,
         [MODEL_LABELS[m] for m in models],
@@ -255,7 +184,7 @@ def fig4c(runs: Runs) -> FigureResult:
         c = runs.one("fig4c", model=m, split="random")
         lines.append(
             f"| {MODEL_LABELS[m]} | {c.outer_steps:,} | {mean_std(comp)} | {mean_std(noncomp)} | "
-            f"{mean_std(loss(c, runs.output(c), 'test'))} |"
+            f"{mean_std(A.loss(c, runs.output(c), 'test'))} |"
         )
     return FigureResult(
         fig,
@@ -267,7 +196,7 @@ def fig4c(runs: Runs) -> FigureResult:
             "better)",
         ),
         "\n".join(lines),
-        _fig4c_claims(runs),
+        A.fig4c_claims(runs),
         notes="Each seed draws its own preference modules, which set the scale of the rewards, so the "
         "claims compare the models seed by seed.",
     )
@@ -276,26 +205,11 @@ def fig4c(runs: Runs) -> FigureResult:
 # --------------------------------------------------------------------------------------------- Fig. 4B
 
 
-def _fig4b_claims(runs: Runs):
-    found = []
-    for m in HNETS:
-        if not runs.configs("fig4b", model=m):
-            continue  # the preset does not run this model in Fig. 4B
-        conn, disc = _per_seed(runs, "fig4b", m, "connected"), _per_seed(runs, "fig4b", m, "disconnected")
-        check, ours, seeds = None, "–", ()
-        if conn is not None and disc is not None:
-            check = C.paired(disc[1], conn[1], RELATIVE, relative=True)
-            ours = f"{disc[1].mean():.3f} vs {conn[1].mean():.3f}: {C.describe_difference(check, digits=3)}"
-            seeds = conn[0].seeds
-        found.append(FIG4B.judge(check, ours, seeds, pooled=runs.pooled, model=MODEL_LABELS[m]))
-    return found
-
-
 def fig4b(runs: Runs) -> FigureResult:
     """Fig. 4B: OOD loss of the hypernetworks trained on connected or disconnected module pairs (K = 2)."""
     cfgs = runs.configs("fig4b")
     models = [m for m in HNETS if runs.one("fig4b", model=m) is not None]
-    values = [[_per_seed(runs, "fig4b", m, s)[1] for s in ("connected", "disconnected")] for m in models]
+    values = [[A.per_seed(runs, "fig4b", m, s)[1] for s in ("connected", "disconnected")] for m in models]
     fig = plots.grouped_bars(
         ["connected", "disconnected"], [MODEL_LABELS[m] for m in models], values, "OOD loss (½ squared error)"
     )
@@ -316,7 +230,7 @@ def fig4b(runs: Runs) -> FigureResult:
             "module pairs, evaluated on the pairs in neither",
         ),
         "\n".join(lines),
-        _fig4b_claims(runs),
+        A.fig4b_claims(runs),
     )
 
 
@@ -329,7 +243,7 @@ def fig4b_diagnosis(runs: Runs) -> FigureResult:
     tables = []
     for m in HNETS:
         if any(c.model == m for c in cfgs):
-            table = learning_diagnosis(runs, "fig4b", "loss", "loss", digits=3, row="split", test_set="test", model=m)
+            table = learning_diagnosis(runs, "fig4b", LOSS, row="split", test_set="test", model=m)
             tables.append(f"**{MODEL_LABELS[m]}**\n\n{table}")
     caption = _caption(runs, cfgs, "Fig. 4B's hypernetworks over training, connected and disconnected support")
     return FigureResult(None, caption, "\n\n".join(tables))
@@ -348,26 +262,10 @@ def more_modules(runs: Runs) -> str:
         if c is not None:
             lines.append(
                 f"| {MODEL_LABELS[m]} | "
-                + " | ".join(f"{loss(c, runs.output(c), f'ood_{k}').mean():.3f}" for k in ks)
+                + " | ".join(f"{A.loss(c, runs.output(c), f'ood_{k}').mean():.3f}" for k in ks)
                 + " |"
             )
     return "OOD loss on tasks with $k$ modules, compositional support (mean over seeds):\n\n" + "\n".join(lines)
-
-
-def _figa8_claims(runs: Runs):
-    found = []
-    for m in HNETS:
-        cfgs, hidden, templates, grid = size_grid(runs, "figa8", m, loss, best=min)
-        if not cfgs or len(cfgs) < len(runs.configs("figa8", model=m)):  # a sweep with cells missing: not judged
-            continue
-        smallest, largest = grid[0, 0], grid[-1, -1]
-        check = C.lower(np.array([largest]), np.array([smallest * (1 + RELATIVE)]))
-        ours = (
-            f"{largest:.3f} ({hidden[-1]} wide, T={templates[-1]}) vs {smallest:.3f} ({hidden[0]} wide, "
-            f"T={templates[0]})"
-        )
-        found.append(FIGA8.judge(check, ours, cfgs[0].seeds, pooled=runs.pooled, model=MODEL_LABELS[m]))
-    return found
 
 
 def figa8(runs: Runs) -> FigureResults:
@@ -375,14 +273,14 @@ def figa8(runs: Runs) -> FigureResults:
     return size_figures(
         runs,
         "figa8",
-        loss,
+        A.loss,
         "OOD loss",
         lambda m, cfgs: _caption(
             runs,
             cfgs,
             f"Fig. A8: OOD loss of the {MODEL_LABELS[m]} over its width and number of modules (best outer lr per cell)",
         ),
-        _figa8_claims(runs),
+        A.figa8_claims(runs),
         best=min,
         fmt="{:.3f}",
     )
@@ -391,13 +289,7 @@ def figa8(runs: Runs) -> FigureResults:
 def curves(runs: Runs) -> FigureResult:
     """Test and OOD loss during training of the Fig. 4C runs, mean over seeds, range shaded."""
     cfgs = runs.configs("fig4c")
-    data = {}
-    for c in cfgs:
-        out, names = runs.output(c), c.eval_set_names()
-        data[f"{MODEL_LABELS[c.model]}, {c.split.replace('_', '-')}"] = (
-            out["eval_steps"],
-            {s: np.asarray(out["eval/loss"])[:, :, names.index(s)] for s in ("test", "ood")},
-        )
+    data = eval_curves(runs, cfgs, "loss", MODEL_LABELS)
     fig = plots.accuracy_curves(data, quantity="loss", ylabel="loss (½ squared error)", log_y=True)
     return FigureResult(
         fig, _caption(runs, cfgs, "Test and OOD loss during training, mean over seeds with the seed range shaded")
@@ -409,14 +301,9 @@ def diagnosis(runs: Runs, split="random") -> FigureResult:
     OOD loss at every evaluation, the inner loop's support loss, and the R² of the task's preference weights
     decoded from the adapted fast parameters."""
     cfgs = [c for c in runs.configs("fig4c", split=split) if runs.output(c) is not None]
-    table = learning_diagnosis(runs, "fig4c", "loss", "loss", digits=3, split=split)
+    table = learning_diagnosis(runs, "fig4c", LOSS, split=split)
     return FigureResult(None, _caption(runs, cfgs, f"Fig. 4C's learners over training, {split} split"), table)
 
 
-def claims(runs: Runs) -> list:
-    return [*_fig4c_claims(runs), *_fig4b_claims(runs), *_figa8_claims(runs)]
-
-
-# figure -> (the figures whose runs its claims read, claims(runs, learners), the figure): any learner in the
-# hypernetworks' place (compgen.figures.compare)
-COMPARISONS = {"fig4c": (("fig4c",), _fig4c_claims, fig4c)}
+# figure -> the figure a comparison of another learner draws (compgen.figures.compare)
+COMPARISON_FIGURES = {"fig4c": fig4c}

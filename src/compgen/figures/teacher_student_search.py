@@ -3,7 +3,7 @@
 The search is a record, ``book/search/teacher_student.json`` (see :mod:`compgen.figures.search`): one entry per
 regime, student and training support, with the final alignment per seed. Besides the readable model and split
 names, each entry has the student's factors, weight decay, distribution and support, from which the chapter's
-criteria (:mod:`compgen.figures.teacher_student`) are checked regime by regime.
+criteria (:mod:`compgen.analysis.teacher_student`) are checked regime by regime.
 """
 
 from __future__ import annotations
@@ -11,24 +11,25 @@ from __future__ import annotations
 import numpy as np
 
 from compgen.analysis import claims as C
-from compgen.figures.teacher_student import (
+from compgen.analysis.teacher_student import (
     ALIGNMENT_MARGIN,
     DECAY_GAIN,
     FIG2C,
     FIG2D,
     IDENTIFIED,
-    PAPER_TABLE_A1,
     TABLE_A1,
     fig2c_check,
     fig2d_check,
     table_a1_check,
 )
+from compgen.figures.teacher_student import PAPER_TABLE_A1
 from compgen.notebook import Runs
 from compgen.tasks import support
 
 OVERPARAM_NAME = "one-hots + ring pairs"  # the support of Fig. 2D and Table A1, Table A9 column 1's masks
 DRIFT = 0.05  # how far below its own best evaluation a student must end to count as having drifted
 _SHORT = {"discrete": "discr.", "continuous": "cont."}
+DISTRIBUTIONS = ("discrete", "continuous")
 
 
 def search_model(hidden_factor, module_factor, weight_decay=0.0) -> str:
@@ -221,103 +222,122 @@ def search_findings(path) -> str:
 
     records = [r for r in load_search(path)["records"] if r.get("branch") == "probe/ts"]
     over = [r for r in records if r["split"].endswith(OVERPARAM_NAME) and r["connected"]]
+    bullets = [_paper_world(over), _drift(over), _paper_inner_loop(over), _search_outcome(path)]
+    return "\n".join(f"* {b}" for b in bullets if b)
 
-    def select(n, inner_steps, outer_steps=4000, **where):
-        return [
-            r
-            for r in _find(over, **where)
-            if r["world"] == dict(n=n, h=n, outputs=4, M=6)
-            and r["budget"]["inner_steps"] == inner_steps
-            and r["budget"]["outer_steps"] == outer_steps
-        ]
 
-    def values(found, key=None):
-        return np.concatenate([r["values"] if key is None else r["extra"][key] for r in found])
+def _select(over, n, inner_steps, outer_steps=4000, **where) -> list:
+    """The entries of ``over`` in the world n = h = ``n`` trained with ``inner_steps`` and ``outer_steps``."""
+    return [
+        r
+        for r in _find(over, **where)
+        if r["world"] == dict(n=n, h=n, outputs=4, M=6)
+        and r["budget"]["inner_steps"] == inner_steps
+        and r["budget"]["outer_steps"] == outer_steps
+    ]
 
-    bullets = []
-    paper = {
-        f: {d: select(16, 50, factors=[f, f], distribution=d, weight_decay=0.0) for d in ("discrete", "continuous")}
+
+def _values(found, key=None):
+    """The final alignments (or the extra ``key``) of ``found``, every seed of every entry."""
+    return np.concatenate([r["values"] if key is None else r["extra"][key] for r in found])
+
+
+def _by_size(over, n, inner_steps) -> dict:
+    """{factor: {distribution: entries}} of the (2, 2) and (8, 8) students without weight decay."""
+    return {
+        f: {d: _select(over, n, inner_steps, factors=[f, f], distribution=d, weight_decay=0.0) for d in DISTRIBUTIONS}
         for f in (2, 8)
     }
-    if all(paper[f][d] for f in paper for d in paper[f]):
-        bullets.append(
-            f"In the paper's world ($n = h = 16$) at `quick`'s budget (seeds {_seeds(paper[8]['discrete'])}) the "
-            f"larger students learn faster instead of worse: the (8, 8) students ended at an alignment of "
-            f"{_span(values(paper[8]['discrete']))} on discrete and {_span(values(paper[8]['continuous']))} on "
-            f"continuous tasks, the (2, 2) students at {_span(values(paper[2]['discrete']))} and "
-            f"{_span(values(paper[2]['continuous']))}."
-        )
-    w1 = {d: select(8, 50, factors=[8, 8], distribution=d, weight_decay=0.0) for d in ("discrete", "continuous")}
-    small = select(8, 50, factors=[2, 2], distribution="discrete", weight_decay=0.0)
-    decayed = [r for r in select(8, 50, factors=[8, 8], distribution="discrete") if r["weight_decay"]]
-    if all(w1.values()) and small:
-        drifted = {
-            d: [
-                (r, i) for r in w1[d] for i, (v, p) in enumerate(zip(r["values"], r["extra"]["peak"])) if p - v >= DRIFT
-            ]
-            for d in w1
-        }
-        n = len(values(w1["discrete"]))
-        pick = lambda pairs, key: [r["extra"][key][i] if key else r["values"][i] for r, i in pairs]
-        twin = [(s, r["seeds"][i]) for r, i in drifted["discrete"] for s in small if r["seeds"][i] in s["seeds"]]
-        small_at = lambda key: [s["extra"][key][s["seeds"].index(seed)] for s, seed in twin]
-        text = (
-            f"In the smaller world W1 ($n = h = 8$) at `quick`'s budget, over {n} seeds ({_seeds(w1['discrete'])}), "
-            f"an (8, 8) student on discrete tasks ended at least {DRIFT:g} below its own best evaluation on "
-            f"{len(drifted['discrete'])} of {n} seeds"
-        )
-        if drifted["discrete"]:
-            peaks = pick(drifted["discrete"], "peak")
-            text += (
-                ": it had first identified the modules" if min(peaks) >= IDENTIFIED else ""
-            ) + f" (best {_span(peaks)}, final {_span(pick(drifted['discrete'], None))})"
-        text += "."
-        have = all("unit_consistency" in r["extra"] for r, _ in drifted["discrete"]) and all(
-            "unit_consistency" in s["extra"] for s, _ in twin
-        )
-        if drifted["discrete"] and twin and have:
-            separated = max(pick(drifted["discrete"], "unit_consistency")) < min(small_at("unit_consistency"))
-            text += (
-                " The drifted students serve each teacher unit by different student units from task to task: their "
-                if separated
-                else " Their "
-            ) + (
-                f"unit consistency was {_span(pick(drifted['discrete'], 'unit_consistency'), 2)} against "
-                f"{_span(small_at('unit_consistency'), 2)} for the (2, 2) students of the same seeds, and the share "
-                "of their latents' variance that is not an affine function of $z$ was "
-                f"{_span(pick(drifted['discrete'], 'zhat_nonaffine_frac'), 2)} against "
-                f"{_span(small_at('zhat_nonaffine_frac'), 2)}"
-                + (", like a partial version of the theory chapter's look-up student." if separated else ".")
-            )
+
+
+def _paper_world(over) -> str:
+    """The paper's world at quick's budget: the larger students learn faster, not worse ("" if not searched)."""
+    paper = _by_size(over, 16, 50)
+    if not all(paper[f][d] for f in paper for d in paper[f]):
+        return ""
+    return (
+        f"In the paper's world ($n = h = 16$) at `quick`'s budget (seeds {_seeds(paper[8]['discrete'])}) the "
+        f"larger students learn faster instead of worse: the (8, 8) students ended at an alignment of "
+        f"{_span(_values(paper[8]['discrete']))} on discrete and {_span(_values(paper[8]['continuous']))} on "
+        f"continuous tasks, the (2, 2) students at {_span(_values(paper[2]['discrete']))} and "
+        f"{_span(_values(paper[2]['continuous']))}."
+    )
+
+
+def _drift(over) -> str:
+    """W1 at quick's budget: how many (8, 8) students drifted below their best, what they compute, and whether
+    weight decay stops it ("" if not searched)."""
+    w1 = _by_size(over, 8, 50)[8]
+    small = _select(over, 8, 50, factors=[2, 2], distribution="discrete", weight_decay=0.0)
+    decayed = [r for r in _select(over, 8, 50, factors=[8, 8], distribution="discrete") if r["weight_decay"]]
+    if not (all(w1.values()) and small):
+        return ""
+    drifted = {
+        d: [(r, i) for r in w1[d] for i, (v, p) in enumerate(zip(r["values"], r["extra"]["peak"])) if p - v >= DRIFT]
+        for d in w1
+    }
+    n = len(_values(w1["discrete"]))
+    pick = lambda pairs, key: [r["extra"][key][i] if key else r["values"][i] for r, i in pairs]
+    twin = [(s, r["seeds"][i]) for r, i in drifted["discrete"] for s in small if r["seeds"][i] in s["seeds"]]
+    small_at = lambda key: [s["extra"][key][s["seeds"].index(seed)] for s, seed in twin]
+    text = (
+        f"In the smaller world W1 ($n = h = 8$) at `quick`'s budget, over {n} seeds ({_seeds(w1['discrete'])}), "
+        f"an (8, 8) student on discrete tasks ended at least {DRIFT:g} below its own best evaluation on "
+        f"{len(drifted['discrete'])} of {n} seeds"
+    )
+    if drifted["discrete"]:
+        peaks = pick(drifted["discrete"], "peak")
         text += (
-            f" But the drift is not specific to discrete tasks: on continuous tasks the (8, 8) students drifted as "
-            f"far on {len(drifted['continuous'])} of {len(values(w1['continuous']))} seeds."
+            ": it had first identified the modules" if min(peaks) >= IDENTIFIED else ""
+        ) + f" (best {_span(peaks)}, final {_span(pick(drifted['discrete'], None))})"
+    text += "."
+    have = all("unit_consistency" in r["extra"] for r, _ in drifted["discrete"]) and all(
+        "unit_consistency" in s["extra"] for s, _ in twin
+    )
+    if drifted["discrete"] and twin and have:
+        separated = max(pick(drifted["discrete"], "unit_consistency")) < min(small_at("unit_consistency"))
+        text += (
+            " The drifted students serve each teacher unit by different student units from task to task: their "
+            if separated
+            else " Their "
+        ) + (
+            f"unit consistency was {_span(pick(drifted['discrete'], 'unit_consistency'), 2)} against "
+            f"{_span(small_at('unit_consistency'), 2)} for the (2, 2) students of the same seeds, and the share "
+            "of their latents' variance that is not an affine function of $z$ was "
+            f"{_span(pick(drifted['discrete'], 'zhat_nonaffine_frac'), 2)} against "
+            f"{_span(small_at('zhat_nonaffine_frac'), 2)}"
+            + (", like a partial version of the theory chapter's look-up student." if separated else ".")
         )
-        if decayed:
-            fell = sum(p - v >= DRIFT for r in decayed for v, p in zip(r["values"], r["extra"]["peak"]))
-            text += (
-                f" With a weight decay of {decayed[0]['weight_decay']:g}, {fell} of {len(values(decayed))} discrete "
-                f"(8, 8) students drifted that far (final alignment {_span(values(decayed))})."
-            )
-        bullets.append(text)
-    inner = {
-        f: {d: select(8, 300, factors=[f, f], distribution=d, weight_decay=0.0) for d in ("discrete", "continuous")}
-        for f in (2, 8)
-    }
-    if all(inner[f][d] for f in inner for d in inner[f]):
-        b = inner[8]["discrete"][0]["budget"]
-        loss = {f: np.concatenate([values(inner[f][d], "train_rel_loss") for d in inner[f]]) for f in inner}
-        bullets.append(
-            f"With the paper's inner loop ({b['inner_steps']} Adam steps at a {b['inner_schedule']} "
-            f"{b['inner_lr']:g}) in W1 (seeds {_seeds(inner[8]['discrete'])}), the (8, 8) students fitted their "
-            f"training tasks better (relative training loss {_span(loss[8], 4)} against {_span(loss[2], 4)}). On "
-            f"continuous tasks they were also better aligned ({_span(values(inner[8]['continuous']))} against "
-            f"{_span(values(inner[2]['continuous']))}), on discrete ones hardly "
-            f"({_span(values(inner[8]['discrete']))} against {_span(values(inner[2]['discrete']))}): the direction "
-            "of Fig. 2D, not its size."
+    text += (
+        f" But the drift is not specific to discrete tasks: on continuous tasks the (8, 8) students drifted as "
+        f"far on {len(drifted['continuous'])} of {len(_values(w1['continuous']))} seeds."
+    )
+    if decayed:
+        fell = sum(p - v >= DRIFT for r in decayed for v, p in zip(r["values"], r["extra"]["peak"]))
+        text += (
+            f" With a weight decay of {decayed[0]['weight_decay']:g}, {fell} of {len(_values(decayed))} discrete "
+            f"(8, 8) students drifted that far (final alignment {_span(_values(decayed))})."
         )
-    bullets.append(_search_outcome(path))
-    return "\n".join(f"* {b}" for b in bullets)
+    return text
+
+
+def _paper_inner_loop(over) -> str:
+    """W1 with the paper's inner loop: the larger students fit and align better on continuous tasks ("" if not
+    searched)."""
+    inner = _by_size(over, 8, 300)
+    if not all(inner[f][d] for f in inner for d in inner[f]):
+        return ""
+    b = inner[8]["discrete"][0]["budget"]
+    loss = {f: np.concatenate([_values(inner[f][d], "train_rel_loss") for d in inner[f]]) for f in inner}
+    return (
+        f"With the paper's inner loop ({b['inner_steps']} Adam steps at a {b['inner_schedule']} "
+        f"{b['inner_lr']:g}) in W1 (seeds {_seeds(inner[8]['discrete'])}), the (8, 8) students fitted their "
+        f"training tasks better (relative training loss {_span(loss[8], 4)} against {_span(loss[2], 4)}). On "
+        f"continuous tasks they were also better aligned ({_span(_values(inner[8]['continuous']))} against "
+        f"{_span(_values(inner[2]['continuous']))}), on discrete ones hardly "
+        f"({_span(_values(inner[8]['discrete']))} against {_span(_values(inner[2]['discrete']))}): the direction "
+        "of Fig. 2D, not its size."
+    )
 
 
 def _search_outcome(path) -> str:

@@ -46,7 +46,7 @@ def constructions(preset="quick", seed=0) -> dict:
         raise params.ParameterError(f"preset must be one of {tuple(PRESETS)}, got {preset!r}")
     seed = params.check_int("seed", seed, ge=0)
     settings = dict(PRESETS[preset].common)
-    fit = {k: settings[k] for k in ("num_inputs", "fit_inputs", "fit_steps", "restarts")}
+    fit = ce.Fit(**{k: settings[k] for k in ("num_inputs", "fit_inputs", "fit_steps", "restarts")})
     key_two, key_perm, key_lookup, key_ident = jax.random.split(jax.random.key(seed), 4)
     start = time.time()
     lookup_masks = support.table_a9(1).masks
@@ -54,15 +54,15 @@ def constructions(preset="quick", seed=0) -> dict:
         "identified": ce.linearly_identified_student(
             key_ident, num_tasks=settings["num_tasks"], num_inputs=settings["num_inputs"]
         ),
-        "two": ce.disconnected_two_modules(key_two, num_tasks=settings["num_tasks"], **fit),
+        "two": ce.disconnected_two_modules(key_two, num_tasks=settings["num_tasks"], fit=fit),
         "perm": ce.disconnected_permutation(
-            key_perm, masks=support.table_a9(5).spec, num_tasks=settings["num_tasks"], **fit
+            key_perm, masks=support.table_a9(5).spec, num_tasks=settings["num_tasks"], fit=fit
         ),
         "lookup": ce.overparameterised_lookup(
             key_lookup,
             masks=lookup_masks,
             ood_masks=ce.default_ood_masks(lookup_masks, max_k=settings["lookup_max_k"]),
-            **fit,
+            fit=fit,
         ),
     }
     out.update(settings=settings, preset=preset, seed=seed, seconds=time.time() - start)

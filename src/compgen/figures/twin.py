@@ -165,8 +165,8 @@ def ours_runs(record: dict, seeds):
 
 
 def claims_of(chapter: str):
-    """The ``claims`` function of ``chapter``'s figures module (``compgen.figures.<chapter>``)."""
-    return importlib.import_module(f"compgen.figures.{chapter}").claims
+    """The ``claims`` function of ``chapter``'s analysis module (``compgen.analysis.<chapter>``)."""
+    return importlib.import_module(f"compgen.analysis.{chapter}").claims
 
 
 def judged(record: dict, chapter_claims=None) -> dict:

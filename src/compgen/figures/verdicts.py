@@ -28,7 +28,5 @@ def markdown_table(claims, link=True, extra=None) -> str:
         figure = f"[{c.figure}]({c.anchor})" if link and c.anchor else c.figure
         seeds = ", ".join(map(str, c.seeds)) or "–"
         column = f" {cells[i]} |" if extra else ""
-        lines.append(
-            f"| {figure} | {mark(c)} |{column} {c.claim} | {c.paper} | {c.ours} | {c.criterion} | {seeds} |"
-        )
+        lines.append(f"| {figure} | {mark(c)} |{column} {c.claim} | {c.paper} | {c.ours} | {c.criterion} | {seeds} |")
     return "\n".join(lines)
