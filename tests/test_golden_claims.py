@@ -1,9 +1,10 @@
 """Every verdict the book draws from its committed records, held: a refactor must leave them as they are.
 
-The claims judged now from the second-seed-set record and from each twin record (the authors' code and ours at the
-matched world, seed set by seed set and pooled) are written one per line, with the verdict and what was read, and
-compared with ``tests/golden/claims.txt``. A change of a claim's wording, criterion or number shows as a diff;
-where it is meant, rewrite the file with ``UPDATE_GOLDEN=1 pytest tests/test_golden_claims.py``.
+The claims judged now from each seed-set record (the second and the third set) and from each twin record (the
+authors' code and ours at the matched world, seed set by seed set and pooled) are written one per line, with the
+verdict and what was read, and compared with ``tests/golden/claims.txt``. A change of a claim's wording, criterion
+or number shows as a diff; where it is meant, rewrite the file with ``UPDATE_GOLDEN=1 pytest
+tests/test_golden_claims.py``.
 """
 
 import os
@@ -23,11 +24,13 @@ def _lines(source, claims) -> list:
 
 def judged_lines() -> list:
     lines = []
-    second = recordfile.read(SEARCH / "second_set.json", "second_set")
-    for name in glance.CHAPTERS:
-        runs = glance.set_runs(second, name)
-        if runs is not None:
-            lines += _lines(f"second set {','.join(map(str, runs.seeds))}", glance.CHAPTERS[name].claims(runs))
+    for path in glance.SEED_SETS:  # the second set, then the third
+        record = recordfile.read(SEARCH.parent / path, "second_set")
+        for name in glance.CHAPTERS:
+            runs = glance.set_runs(record, name)
+            if runs is not None:
+                label = f"{Path(path).stem.replace('_', ' ')} {','.join(map(str, runs.seeds))}"
+                lines += _lines(label, glance.CHAPTERS[name].claims(runs))
     for name in glance.CHAPTERS:
         records = [recordfile.read(p, "twin") for p in sorted(SEARCH.glob(f"twin_{name}*.json"))]
         for record in records:

@@ -193,7 +193,9 @@ def _kind(path: Path) -> str:
         return name
     if name == "progress":
         return "paper_run"
-    return "second_set" if name == "second_set" else "twin" if name.startswith("twin_") else "search"
+    if name.endswith("_set"):  # second_set, third_set: the seed sets of compgen.figures.glance.SEED_SETS
+        return "second_set"
+    return "twin" if name.startswith("twin_") else "search"
 
 
 COMMITTED = sorted([*ROOT.glob("book/search/*.json"), *ROOT.glob("book/records/**/*.json")])

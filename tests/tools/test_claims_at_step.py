@@ -10,7 +10,7 @@ import pytest
 
 from compgen import params
 from compgen.analysis import claims as C
-from compgen.figures import goals as F
+from compgen.analysis import goals as A
 
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("claims_at_step", ROOT / "tools" / "claims_at_step.py")
@@ -40,7 +40,7 @@ def test_claims_read_the_evaluations_up_to_the_step(runs_of, fake):
     cfg = next(c for c in runs.outputs if runs.outputs[c] is not None)
     assert list(early.outputs[cfg]["eval_steps"]) == [0, 1000] and early.outputs[cfg]["eval/acc"].shape[1] == 2
     assert runs.outputs[cfg]["eval/acc"].shape[1] == 3  # the stored runs are left as they are
-    lead = lambda r: {c.verdict for c in F.claims(r) if c.figure == "Fig. 4E"}
+    lead = lambda r: {c.verdict for c in A.claims(r) if c.figure == "Fig. 4E"}
     assert lead(early) == {C.NOT_REPRODUCED} and lead(claims_at_step.truncated(runs, 2000)) == {C.HOLDS}
 
 
