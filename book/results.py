@@ -14,8 +14,8 @@
 # # Results at a glance
 #
 # One row per claim of the paper that this book tests, with its verdict in every column: ours on the book's seeds,
-# ours on a second seed set, the two pooled, ours and the authors' implementation at the same twin world, and, where
-# it has been trained, the paper's own scale. Click a claim for its criterion, the paper's number and the numbers
+# ours on each further seed set, all of them pooled, ours and the authors' implementation at the same twin world, and,
+# where it has been trained, the paper's own scale. Click a claim for its criterion, the paper's number and the numbers
 # our verdict read. Every verdict is computed when this page is built, by the same library functions as the
 # chapters' figures (`compgen.figures.glance`), from the runs in the results store and from records that keep
 # numbers per seed (`book/search/`), never from a stored verdict: **holds** means the criterion is met, **not

@@ -364,7 +364,7 @@ def _headline(preset, runs: dict, sets: dict, rows: dict) -> str:
         'above two standard errors of the per-seed differences, the rule that replaces "the '
         "paper's sign on every seed\" when the seeds are many)"
         if pooled
-        else "On the book's seeds"
+        else "By where each stands against its criterion"
     )
     text += (
         f" {where}, **{_counted(C.tally(every))}**. A claim is at the criterion where its mean difference, two "
@@ -587,7 +587,7 @@ def findings(runs, seed_sets=(), twins=None) -> str:
                 text += f" The authors' code at the twin world: {', '.join(marks)}."
         lines.append(text)
     held = sum(c.verdict == C.HOLDS for c in found[book])
-    where = "Pooled over every seed set" if "pooled" in found else "On the book's seeds"
+    where = "Pooled over every seed set" if "pooled" in found else "By where each stands against its criterion"
     head = (
         f"**What the runs show**, judged when this page was built (the claim tables below each figure and the "
         f"[results page](results) give the criteria): {held} of {len(found[book])} claims hold on the book's seeds. "
