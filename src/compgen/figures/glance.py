@@ -336,11 +336,9 @@ def _forest(sets: dict, runs: dict, rows: dict, link: bool, chapters=None) -> st
 def _counted(counts: dict) -> str:
     """``"12 hold clearly, 3 are at the criterion, 2 are clearly not reproduced and 1 was not run"`` (zeros left
     out)."""
-    verbs = {C.HOLDS_CLEARLY: "hold clearly", C.AT_CRITERION: "are at the criterion",
-             C.FAILS_CLEARLY: "are clearly not reproduced", C.NOT_RUN: "were not run"}  # fmt: skip
-    said = [f"{n} {verbs[k]}" for k, n in counts.items() if n]
-    said = [s.replace(" are ", " is ").replace(" were ", " was ") if s.startswith("1 ") else s for s in said]
-    said = [s.replace(" hold ", " holds ") if s.startswith("1 ") else s for s in said]
+    words = {C.HOLDS_CLEARLY: ("hold", "clearly"), C.AT_CRITERION: ("are", "at the criterion"),
+             C.FAILS_CLEARLY: ("are", "clearly not reproduced"), C.NOT_RUN: ("were", "not run")}  # fmt: skip
+    said = [f"{n} {_verb(n, words[k][0])} {words[k][1]}" for k, n in counts.items() if n]
     return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1] if said else "none"
 
 
