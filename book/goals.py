@@ -345,7 +345,7 @@ figures.show(
 
 # %%
 goals_twins = [twin.load_twin(f"search/{name}.json") for name in ("twin_goals", "twin_goals_41-46")]
-goals_twins = [r for r in goals_twins if r is not None and r.get("preset") == preset]
+goals_twins = [r for r in goals_twins if r is not None and r.preset == preset]
 if goals_twins:
     figures.show(twin.pooled_table(goals_twins, chapter.MODEL_LABELS))
 

@@ -345,7 +345,7 @@ figures.show(
 
 # %%
 more_seeds = twin.load_twin("search/twin_teacher_student_41-46.json")
-if more_seeds is None or more_seeds.get("preset") != preset:
+if more_seeds is None or more_seeds.preset != preset:
     print(f"No twin record on seeds 41-46 at preset {preset}.")
 else:
     figures.show(twin.claims_table(more_seeds, {}))

@@ -138,7 +138,7 @@ def paper_run_record(connected, disconnected, seeds=(100, 101, 102), evals=3, st
     chosen final alignments, by support: complete unless ``steps_done`` is given."""
     import numpy as np
 
-    from compgen import devices, recordfile, results, section
+    from compgen import devices, records, results, section
     from compgen.experiments import teacher_student as ts
     from compgen.tasks import support
 
@@ -174,8 +174,8 @@ def paper_run_record(connected, disconnected, seeds=(100, 101, 102), evals=3, st
         "chunk": 100,
         "seconds": {"wall": 300.0},
     }
-    return recordfile.stamp(
-        {
+    return records.PaperRun(
+        **{
             "work": "fig2c",
             "section": "teacher_student",
             "figure": "fig2c",
@@ -189,7 +189,7 @@ def paper_run_record(connected, disconnected, seeds=(100, 101, 102), evals=3, st
             "diverged": {},
             "leases": [lease],
         },
-        ts.SECTION.fingerprint,
+        code_fingerprint=ts.SECTION.fingerprint,
     )
 
 

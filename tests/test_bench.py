@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from compgen import bench, booktime, recordfile, steptimes
+from compgen import records as records_
 from compgen.figures import running
 
 H100 = "NVIDIA H100 80GB HBM3"  # jax.devices()[0].device_kind of the authors' GPU
@@ -16,15 +17,9 @@ CASE = "hyperteacher anil paper (M=4, K=2)"
 
 
 def _record(who, device, date, rows, gemm=None, code="x@abcdef1"):
-    return {
-        "who": who,
-        "device": device,
-        "date": date,
-        "code": code,
-        "how": f"{who} on {device}",
-        "gemm_gflops": gemm,
-        "rows": rows,
-    }
+    return records_.Steps(
+        who=who, device=device, date=date, code=code, how=f"{who} on {device}", gemm_gflops=gemm, rows=rows
+    )
 
 
 @pytest.fixture
@@ -43,18 +38,18 @@ def records():
 def test_the_committed_records_are_the_authors_at_paper_cases_and_ours():
     """Every row of the authors' records belongs to a paper case (plain and sharded); ours name cases."""
     found = steptimes.step_records()
-    assert {r["who"] for r in found} == {"authors", "compgen"}
+    assert {r.who for r in found} == {"authors", "compgen"}
     by_key = {steptimes.figure_key(name) for name in steptimes.CASES}
     for record in found:
-        assert {"device", "date", "code", "how", "gemm_gflops", "rows"} <= set(record)
-        if record["who"] == "authors":
-            assert set(record["rows"]) <= by_key, record["rows"].keys() - by_key
+        assert record.device and record.date and record.code and record.how and record.rows
+        if record.who == "authors":
+            assert set(record.rows) <= by_key, record.rows.keys() - by_key
         else:
-            assert set(record["rows"]) <= set(steptimes.CASES)
+            assert set(record.rows) <= set(steptimes.CASES)
     cpu = steptimes.on_device(found, "authors", "cpu")
     with_figures = {name for name in steptimes.CASES if steptimes.authors(name, "cpu", found)}
     assert with_figures and all(steptimes.CASES[name][1] == "paper" for name in with_figures)  # the paper's configs
-    assert len({n for n in with_figures if not n.endswith(steptimes.SHARD_SUFFIX)}) == len(cpu["rows"])
+    assert len({n for n in with_figures if not n.endswith(steptimes.SHARD_SUFFIX)}) == len(cpu.rows)
 
 
 def test_the_ratio_reads_as_authors_over_ours_on_a_machine_as_fast_as_theirs(records):
@@ -87,7 +82,7 @@ def test_a_run_prints_the_records_taken_on_its_kind_of_device(records):
 def test_the_table_prints_each_device_its_own_rows_and_records_the_run(monkeypatch, capsys, tmp_path, records, kind):
     gpu = kind == H100
     for i, record in enumerate(records):
-        bench.write_record(record, tmp_path / "steps" / f"{i}.json")
+        record.save(tmp_path / "steps" / f"{i}.json")
     result = {"runs": 1, "chunk_steps": 100 if gpu else 2, "s_per_step": 0.02 if gpu else 1.0, "compile_s": 30.0}
     result.update(gflops=100.0, peak_rss_gb=3.0, peak_device_gb=5.0 if gpu else None, device_kind=kind)
     result.update(gemm_gflops=350.0, batched_gemm_gflops=100.0)
@@ -101,17 +96,13 @@ def test_the_table_prints_each_device_its_own_rows_and_records_the_run(monkeypat
     assert cells[6] == ("5.00" if gpu else "3.00")  # the device's peak, else the process's
     assert ("0.0400 (2.0 GB)" in cells, "10.00 (8.0 GB)" in cells) == (gpu, not gpu)
     assert ("0.0200" in cells) == gpu and ("authors on H100" in out) == gpu and ("authors on cpu" in out) == (not gpu)
-    written = [
-        r for r in steptimes.step_records(tmp_path) if r["who"] == "compgen" and r["rows"].get(CASE, {}).get("runs")
-    ]
+    written = [r for r in steptimes.step_records(tmp_path) if r.who == "compgen" and r.rows.get(CASE, {}).get("runs")]
     (mine,) = written
-    assert mine["rows"][CASE]["s_per_step"] == result["s_per_step"] and mine["device"] == (
-        "cpu" if gpu is False else kind
-    )
-    assert mine["rows"][CASE]["peak_gb"] == (5.0 if gpu else 3.0) and (mine["gemm_gflops"] is None) == gpu
+    assert mine.rows[CASE]["s_per_step"] == result["s_per_step"] and mine.device == ("cpu" if gpu is False else kind)
+    assert mine.rows[CASE]["peak_gb"] == (5.0 if gpu else 3.0) and (mine.gemm_gflops is None) == gpu
     assert steptimes.earlier(CASE, kind, steptimes.step_records(tmp_path))[1]["s_per_step"] == result["s_per_step"]
-    assert mine["how"].endswith("; an idle machine") and "--note" not in mine["how"]
-    assert f"--only '{CASE}' --records" in mine["how"]  # the command as a shell reads it
+    assert mine.how.endswith("; an idle machine") and "--note" not in mine.how
+    assert f"--only '{CASE}' --records" in mine.how  # the command as a shell reads it
 
 
 def test_the_timed_chunk_is_the_runners_up_to_a_cap():
@@ -261,15 +252,17 @@ def test_a_measured_book_is_recorded_with_each_run_in_its_chapter(capsys, tmp_pa
         ("r2", "t", "b", 5.0),
     ]
     assert [c["chapter"] for c in record["chapters"]] == ["a", "b"] and record["date"] == "2026-11-24"
-    assert record["schema"] == recordfile.SCHEMA and record["code_fingerprint"] == steptimes.code_fingerprint()
-    assert running.load(records / "book_time.json") == record  # the appendix reads what the bench wrote
+    assert record["schema"] == recordfile.version("book_time")
+    assert record["code_fingerprint"] == steptimes.code_fingerprint()
+    assert running.load(records / "book_time.json").to_dict() == record  # the appendix reads what the bench wrote
 
 
 def test_a_step_record_carries_its_schema_and_the_code_it_timed():
     result = {"s_per_step": 0.5, "peak_rss_gb": 1.0, "peak_device_gb": None, "compile_s": 2.0, "runs": 1}
     record = bench.step_record({CASE: {**result, "chunk_steps": 2, "gemm_gflops": 200.0}}, "cpu", "python -m x")
-    assert record["schema"] == recordfile.SCHEMA and record["code_fingerprint"] == steptimes.code_fingerprint()
-    assert recordfile.problem(record, recordfile.STEPS) is None  # as the book reads it
+    written = record.to_dict()
+    assert written["schema"] == recordfile.version("steps") and record.fingerprint() == steptimes.code_fingerprint()
+    assert recordfile.problem(written, recordfile.STEPS) is None  # as the book reads it
     assert len(steptimes.code_fingerprint()) == 12
 
 
@@ -312,7 +305,7 @@ def _inputs(tmp_path) -> dict:
     (made["BADSTORE"] / "s" / "r.json").write_text('{"provenance": ')
     made["FILE"], made["NOPE"] = tmp_path / "afile", tmp_path / "nope"
     made["FILE"].write_text("")
-    records = _record("compgen", "cpu", "2026-01-01", {"c": {"s_per_step": -31.1}}, [1.0, 2.0])
+    records = _record("compgen", "cpu", "2026-01-01", {"c": {"s_per_step": -31.1}}, [1.0, 2.0]).to_dict()
     for name, text in (
         ("TRUNCATED", json.dumps(records)[:40]),
         ("NEGATIVE", json.dumps(records)),

@@ -10,7 +10,7 @@ tests/test_golden_claims.py``.
 import os
 from pathlib import Path
 
-from compgen import recordfile
+from compgen import records
 from compgen.figures import glance, twin
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,21 +25,21 @@ def _lines(source, claims) -> list:
 def judged_lines() -> list:
     lines = []
     for path in glance.SEED_SETS:  # the second set, then the third
-        record = recordfile.read(SEARCH.parent / path, "second_set")
+        record = records.SeedSet.load(SEARCH.parent / path)
         for name in glance.CHAPTERS:
             runs = glance.set_runs(record, name)
             if runs is not None:
                 label = f"{Path(path).stem.replace('_', ' ')} {','.join(map(str, runs.seeds))}"
                 lines += _lines(label, glance.CHAPTERS[name].claims(runs))
     for name in glance.CHAPTERS:
-        records = [recordfile.read(p, "twin") for p in sorted(SEARCH.glob(f"twin_{name}*.json"))]
-        for record in records:
+        twins = [twin.load_twin(p) for p in sorted(SEARCH.glob(f"twin_{name}*.json"))]
+        for record in twins:
             for seeds, found in twin.judged(record).items():
                 for who, claims in found.items():
                     lines += _lines(f"twin {name} {seeds} {who}", claims)
-        if records:
+        if twins:
             for who in ("authors'", "ours"):
-                lines += _lines(f"twin {name} pooled {who}", twin.pooled(records, who))
+                lines += _lines(f"twin {name} pooled {who}", twin.pooled(twins, who))
     return lines
 
 

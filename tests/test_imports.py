@@ -10,6 +10,7 @@ LAYERS = [
         "compgen.params",
         "compgen.fingerprint",
         "compgen.recordfile",
+        "compgen.records",
         "compgen.steptimes",
         "compgen.booktime",
         "compgen.precision",

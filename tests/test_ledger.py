@@ -1,5 +1,6 @@
 """The paper-scale ledger: a work continued over leases from committed files equals one uninterrupted run."""
 
+import dataclasses
 import math
 import shutil
 
@@ -45,15 +46,14 @@ def test_three_leases_resumed_from_committed_files_equal_one_uninterrupted_run(t
         else:
             leased = ledger.advance(work, folder, budget, preset="smoke", chunk=10, log=quiet)
     whole = ledger.advance(work, tmp_path / "whole", preset="smoke", chunk=10, log=quiet)
-    assert [lease["steps"] for lease in leased["leases"]] == [[0, 10], [10, 20], [20, 40]]
-    assert leased["complete"] and leased["steps_done"] == 40 and ledger.staleness(leased) == []
-    drop = lambda record: {k: v for k, v in record.items() if k != "leases"}
-    assert drop(leased) == drop(whole)
+    assert [lease["steps"] for lease in leased.leases] == [[0, 10], [10, 20], [20, 40]]
+    assert leased.complete and leased.steps_done == 40 and ledger.staleness(leased) == []
+    assert dataclasses.replace(leased, leases=()) == dataclasses.replace(whole, leases=())
     states = [storage.read_arrays(next(f.glob("step-*.ckpt"))) for f in (lease_dirs[-1], tmp_path / "whole")]
     assert states[0].keys() == states[1].keys()
     for name in states[0]:
         np.testing.assert_array_equal(states[0][name], states[1][name], err_msg=name)
-    assert recordfile.read(lease_dirs[-1] / "progress.json", "paper_run") == leased
+    assert recordfile.read(lease_dirs[-1] / "progress.json", "paper_run") == leased.to_dict()
     assert "complete, 40 of 40 steps over 3 lease(s)" in ledger.status(work, lease_dirs[-1])
     assert ledger.next_unfinished([work], tmp_path / "nowhere") == [work]
 
@@ -65,11 +65,11 @@ def test_a_state_made_by_other_code_starts_again_and_a_resumed_chunk_must_fit(tm
     with pytest.raises(params.ParameterError, match="chunk must divide the 10 steps fig2c has done"):
         ledger.advance(work, tmp_path, preset="smoke", chunk=20, log=lambda line: None)
     record = ledger.read_progress(tmp_path)
-    (tmp_path / "progress.json").write_text(recordfile.dumps({**record, "code_fingerprint": "older"}))
+    dataclasses.replace(record, code_fingerprint="older").save(tmp_path / "progress.json")
     lines = []
     again = ledger.advance(work, tmp_path, preset="smoke", chunk=20, log=lines.append)
     assert any("made by other code or configs" in line and "starting again" in line for line in lines)
-    assert [lease["steps"] for lease in again["leases"]] == [[0, 40]]
+    assert [lease["steps"] for lease in again.leases] == [[0, 40]]
 
 
 def test_bad_works_and_chunks_are_one_line_errors():

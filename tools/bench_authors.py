@@ -18,6 +18,7 @@ authors' and ours, sharing one ``session`` id, so that the appendix divides thei
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import os
 import shlex
@@ -32,7 +33,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 import op_counts  # noqa: E402
 import twin  # noqa: E402
 
-from compgen import bench, recordfile, steptimes  # noqa: E402
+from compgen import bench, steptimes  # noqa: E402
+from compgen.records import Steps  # noqa: E402
 
 BENCH_CASE = {  # our case -> compgen.bench's case of the same configuration (a plain process)
     "teacher_student": "teacher_student paper, 1 run",
@@ -66,7 +68,7 @@ def time_case(case: str, reference: Path, python: Path, passes: int, steps: int)
     return {**ours, "gemm_readings": [r["gemm_gflops"] for r in found["ours"]]}, theirs
 
 
-def records(measured: dict, command: str, passes: int, steps: int) -> tuple[dict, dict]:
+def records(measured: dict, command: str, passes: int, steps: int) -> tuple:
     """The session's two step-time records (:func:`compgen.steptimes.step_records`): ``(authors', ours)``, both with one
     ``session`` id; ``measured`` is ``{case: (ours, theirs)}`` (:func:`time_case`)."""
     session = f"{datetime.date.today().isoformat()}-{uuid.uuid4().hex[:8]}"
@@ -75,14 +77,18 @@ def records(measured: dict, command: str, passes: int, steps: int) -> tuple[dict
         f"in its own process, in {passes} passes that swap their order; "
     )
     ours = bench.step_record({BENCH_CASE[c]: o for c, (o, _) in measured.items()}, "cpu", command)
-    ours["how"] = how + "ours as `python -m compgen.bench --case` times it (" + ours["how"].split(": ", 1)[1] + ")"
-    ours["session"] = session
     readings = [g for o, _ in measured.values() for g in o["gemm_readings"]]
-    gemm = ours["gemm_gflops"] = [min(readings), max(readings)]  # every GEMM reading of the session
+    gemm = (min(readings), max(readings))  # every GEMM reading of the session
+    ours = dataclasses.replace(
+        ours,
+        how=how + "ours as `python -m compgen.bench --case` times it (" + ours.how.split(": ", 1)[1] + ")",
+        session=session,
+        gemm_gflops=gemm,
+    )
     theirs = {
         "who": "authors",
         "device": "cpu",
-        "date": ours["date"],
+        "date": ours.date,
         "code": f"{twin.REPOSITORY}@{twin.COMMIT[:7]}",
         "how": how + f"theirs by tools/authors_step.py (their jitted FewshotExperiment.step with the next meta-batch "
         f"of their loader, or run_theory.py's meta_train), the median of {steps} steps after an untimed one, the "
@@ -94,7 +100,7 @@ def records(measured: dict, command: str, passes: int, steps: int) -> tuple[dict
             for c, (_, t) in measured.items()
         },
     }
-    return recordfile.stamp(theirs), ours
+    return Steps.from_dict(theirs), ours
 
 
 def main(argv=None) -> int:
@@ -127,10 +133,7 @@ def main(argv=None) -> int:
         theirs_record, ours_record = records(measured, command, args.passes, args.steps)
         folder = args.records / "steps"
         for record in (theirs_record, ours_record):
-            who = record["who"]
-            path = folder / f"{who}-cpu-{record['session']}.json"
-            bench.write_record(record, path)
-            recordfile.read(path, "steps")  # written as the book reads it
+            path = record.save(folder / f"{record.who}-cpu-{record.session}.json")
             print(f"record: {path}")
     return 0
 

@@ -331,7 +331,7 @@ steps = [dict(zip(("step", "status", "seconds"), line.rstrip("\n").split("\t")))
 steps = [{**s, "seconds": float(s["seconds"]), "found": ""} for s in steps]
 try:  # the code the check ran, as the appendix compares it (compgen.recordfile)
     from compgen import bench, recordfile
-    schema, fingerprint = recordfile.SCHEMA, bench.code_fingerprint()
+    schema, fingerprint = recordfile.version("gpu"), bench.code_fingerprint()
 except Exception:  # the record still says which steps ran; the appendix then says its code is not recorded
     schema, fingerprint = 1, None
 record = {"schema": schema, "device": device, "date": datetime.date.today().isoformat(),

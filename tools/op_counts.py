@@ -129,7 +129,8 @@ def record(cases: dict, reference: bool) -> dict:
                 }
                 for case, found in cases.items()
             },
-        }
+        },
+        "op_counts",
     )
 
 
@@ -166,7 +167,9 @@ def main(argv=None) -> int:
             if f["theirs"] and f["ours"][k]["per_step"] > f["theirs"][k]["per_step"]:
                 print(f"{case}: ours has more {k} ({kinds_apart(f['ours'][k]['kinds'], f['theirs'][k]['kinds'])})")
     if args.record:
-        RECORD.write_text(json.dumps(record(found, args.reference is not None), indent=1) + "\n")
+        from compgen import records
+
+        records.write("op_counts", record(found, args.reference is not None), RECORD)
         print(f"record: {RECORD.relative_to(ROOT)}")
     return 0
 

@@ -13,13 +13,13 @@ schema is refused in one line (exit status 2), never overwritten.
 from __future__ import annotations
 
 import argparse
-import json
+import dataclasses
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from compgen import catalog, params, recordfile, results
+from compgen import catalog, params, recordfile, records, results
 from compgen.section import figure_configs
 
 
@@ -67,14 +67,15 @@ def main(argv=None) -> int:
     section = catalog.get(args.section)
     path = args.record or Path(__file__).resolve().parents[1] / "book" / "search" / f"{args.section}.json"
     try:
-        record = recordfile.read_if_there(path, "search")
+        record = records.Search.load_if_there(path)
     except recordfile.RecordError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    record = record or dict(section=args.section, metric=f"{args.eval_set} {args.metric}", records=[])
-    if args.world is None and not record["records"]:
+    record = record or records.Search(section=args.section, metric=f"{args.eval_set} {args.metric}", records=())
+    if args.world is None and not record.records:
         parser.error(f"{path} has no record yet: name its world fields with --world")
-    world_fields = args.world if args.world is not None else list(record["records"][0]["world"])
+    world_fields = args.world if args.world is not None else list(record.records[0]["world"])
+    entries = list(record.records)
     added = 0
     overrides = dict(params.parse_assignment(text) for text in args.set)
     configs = figure_configs(section, args.figure, args.preset, args.models, seeds=tuple(args.seeds), **overrides)
@@ -105,9 +106,9 @@ def main(argv=None) -> int:
         )
         if args.extra:
             entry["extra"] = {name: final(metric) for name, metric in (text.split("=", 1) for text in args.extra)}
-        record["records"].append(entry)
+        entries.append(entry)
         added += 1
-    path.write_text(json.dumps(recordfile.stamp(record), indent=1) + "\n")
+    dataclasses.replace(record, records=entries).save(path)
     print(f"{path}: {added} record(s) added under regime {args.regime}")
     return 0 if added else 1
 

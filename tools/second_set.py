@@ -7,7 +7,7 @@
 Trains (or loads from the store) every run of every chapter at the preset with these seeds, exactly as the
 chapters do on theirs, then writes to ``--out`` (default ``book/search/second_set.json``; the book reads the records of
 :data:`compgen.figures.glance.SEED_SETS`) each run's final evaluation per seed
-(:func:`compgen.analysis.records.entries`: the numbers every claim reads) with its config, and per chapter the commit
+(:func:`compgen.analysis.finals.entries`: the numbers every claim reads) with its config, and per chapter the commit
 and code fingerprint they were computed at and the wall time. No verdict is stored: the page judges the claims on
 these numbers with the current claim code when the book is built (:func:`compgen.figures.glance.page`). With
 ``--chapters`` only those chapters are trained and recorded; the other chapters of an existing record at the same
@@ -18,12 +18,13 @@ preset and seeds are kept, each with the commit it was computed at (``commits``)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
 
-from compgen import notebook, recordfile, results
-from compgen.analysis import records
+from compgen import notebook, recordfile, records, results
+from compgen.analysis import finals
 from compgen.figures import glance
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
@@ -51,34 +52,32 @@ def main(argv=None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     commit, fingerprints = results._git_commit(), glance.code_fingerprints()
+    runs, commits, prints, wall_s = (dict(getattr(record, f)) for f in ("runs", "commits", "fingerprints", "wall_s"))
     for name in args.chapters:
         if not args.no_train:  # --no-train keeps the wall time of the training that stored the runs
             start = time.perf_counter()
             notebook.train(name, args.preset, args.seeds)
-            record["wall_s"][name] = round(time.perf_counter() - start, 1)
-        record["runs"][name] = records.entries(notebook.stored(name, args.preset, args.seeds))
-        record["commits"][name] = commit
-        record["fingerprints"][name] = fingerprints[name]
-    order = list(glance.CHAPTERS)
-    for key in ("runs", "commits", "fingerprints", "wall_s"):
-        record[key] = {k: record[key][k] for k in sorted(record[key], key=order.index)}
-    args.out.write_text(records.dumps(recordfile.stamp(record)))
-    runs = sum(len(v) for v in record["runs"].values())
-    print(f"{runs} configs' final numbers written to {args.out} ({', '.join(args.chapters)} recorded)")
+            wall_s[name] = round(time.perf_counter() - start, 1)
+        runs[name] = finals.entries(notebook.stored(name, args.preset, args.seeds))
+        commits[name], prints[name] = commit, fingerprints[name]
+    order = list(glance.CHAPTERS).index
+    in_order = lambda found: {k: found[k] for k in sorted(found, key=order)}  # noqa: E731
+    record = dataclasses.replace(
+        record, runs=in_order(runs), commits=in_order(commits), fingerprints=in_order(prints), wall_s=in_order(wall_s)
+    )
+    record.save(args.out)
+    count = sum(len(v) for v in record.runs.values())
+    print(f"{count} configs' final numbers written to {args.out} ({', '.join(args.chapters)} recorded)")
     return 0
 
 
-def _empty(args) -> dict:
-    return {
-        "about": "Every chapter's runs on a seed set that the book neither tunes on nor shows, as final numbers "
+def _empty(args) -> records.SeedSet:
+    return records.SeedSet(
+        about="Every chapter's runs on a seed set that the book neither tunes on nor shows, as final numbers "
         "per seed (tools/second_set.py, see its docstring); the claims are judged on them when the book is built.",
-        "preset": args.preset,
-        "seeds": args.seeds,
-        "commits": {},
-        "fingerprints": {},
-        "wall_s": {},
-        "runs": {},
-    }
+        preset=args.preset,
+        seeds=args.seeds,
+    )
 
 
 def _check_disjoint(args):
@@ -86,20 +85,20 @@ def _check_disjoint(args):
     count twice (the page leaves such a set out)."""
     for path in (BOOK / p for p in glance.SEED_SETS):
         other = glance.load_seed_set(path, args.preset)
-        if other is not None and path.resolve() != args.out.resolve() and set(other["seeds"]) & set(args.seeds):
-            shared = sorted(set(other["seeds"]) & set(args.seeds))
+        if other is not None and path.resolve() != args.out.resolve() and set(other.seeds) & set(args.seeds):
+            shared = sorted(set(other.seeds) & set(args.seeds))
             raise _error(args, f"--seeds {shared} are already in {path}; choose seeds no other seed set holds")
 
 
-def _kept(args) -> dict:
+def _kept(args) -> records.SeedSet:
     """The existing record, to update some of its chapters; it must be at the same preset and seeds."""
     if not args.out.exists():
         raise _error(args, "--chapters updates an existing record, and there is none")
-    record = recordfile.read(args.out, "second_set")
-    if record["preset"] != args.preset or record["seeds"] != args.seeds:
+    record = records.SeedSet.load(args.out)
+    if record.preset != args.preset or record.seeds != tuple(args.seeds):
         raise _error(
             args,
-            f"it is at preset {record['preset']!r} and seeds {record['seeds']}; --chapters can only update a record "
+            f"it is at preset {record.preset!r} and seeds {list(record.seeds)}; --chapters can only update a record "
             f"at preset {args.preset!r} and seeds {args.seeds}",
         )
     return record

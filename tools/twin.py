@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import backends, recordfile, results
+from compgen import backends, recordfile, records, results
 from compgen.figures import twin as tables
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -483,10 +483,11 @@ def world_fields(chapter: str) -> tuple:
     return THEORY_FIELDS if chapter == "teacher_student" else WORLDS[chapter].fields
 
 
-def _write(path: Path, record: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False, default=str) + "\n")
-    tmp.replace(path)
+def _write(path: Path, record: dict) -> records.Twin:
+    """``record`` written to ``path`` as a checked twin record (atomically); the record written."""
+    written = records.Twin.from_dict(json.loads(json.dumps(record, default=str)))
+    written.save(path)
+    return written
 
 
 def _record_run(record: dict, chapter: str, figure: str, cfg, seed: int, translation, arrays) -> dict:
@@ -622,12 +623,13 @@ def main(argv=None) -> int:
         return 0
     out = args.out or ROOT / "book" / "search" / f"twin_{chapter}.json"
     try:
-        record = tables.load_twin(out) or {}
+        loaded = tables.load_twin(out)
+        record = {} if loaded is None else loaded.to_dict()
     except recordfile.RecordError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     record.update(
-        schema=recordfile.SCHEMA,
+        schema=recordfile.version("twin"),
         code_fingerprint=tables.code_fingerprint(chapter),
         about="The chapter's claim configs trained with the authors' implementation (tools/twin.py), judged by the "
         "chapter's own claims code on the reference's numbers.",
@@ -646,8 +648,6 @@ def main(argv=None) -> int:
         if run is not None and (run["figure"] == figure or "row" not in run):  # a shared config: its own figure's
             run["row"] = tables.config_row(chapter, figure, results.config_dict(cfg))
     sets = [",".join(map(str, seeds)) for seeds in args.seeds]
-    record.pop("claims", None)  # verdicts are judged when the book is built (compgen.figures.twin.judged)
-    record.pop("ours_matched", None)
     if record["matched_world"]:  # ours at the same world, trained (or loaded) by the runner
         train = not (args.no_train or args.reference_only)
         trained = train_ours(chapter, args.preset, args.seeds, args.workers, train, args.figures, args.models)
@@ -672,9 +672,9 @@ def main(argv=None) -> int:
             if (json.dumps(r["row"], sort_keys=True), tuple(r["seeds"])) not in made:
                 rows.append(r)
         record["ours_matched_rows"] = rows
-    _write(out, record)
-    print(f"{len(record['runs'])} reference runs in {out}")
-    for s, found in tables.judged(record).items():  # what the book will show, judged now
+    written = _write(out, record)
+    print(f"{len(written.runs)} reference runs in {out}")
+    for s, found in tables.judged(written).items():  # what the book will show, judged now
         for who, claims in found.items():
             for c in claims or ():
                 print(f"[{who}, seeds {s}] {c.figure} {c.claim}: {c.verdict} ({c.ours})")

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes.util
+import dataclasses
 import datetime
 import json
 import os
@@ -54,7 +55,8 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import allocator, booktime, params, recordfile, results, steptimes, storage, timing
+from compgen import allocator, booktime, params, results, steptimes, storage, timing
+from compgen.records import Steps
 
 ACCELERATOR_STEPS = 100  # the timed chunk's default cap on a GPU or TPU, where a paper step takes milliseconds
 
@@ -299,7 +301,7 @@ def _authors_cells(name, s_per_step, gemm_gflops, kind="cpu", records=None):
     return cells
 
 
-def step_record(measured: dict, kind: str, command: str) -> dict:
+def step_record(measured: dict, kind: str, command: str) -> Steps:
     """This run's step-time record (:func:`compgen.steptimes.step_records`): ``measured`` is ``{case name:
     run_case's result}``."""
     cpu = "cpu" in kind.lower()
@@ -325,13 +327,7 @@ def step_record(measured: dict, kind: str, command: str) -> dict:
         "gemm_gflops": [min(gemm), max(gemm)] if cpu else None,
         "rows": rows,
     }
-    return recordfile.stamp(record, steptimes.code_fingerprint())
-
-
-def write_record(record: dict, path: Path) -> None:
-    """Write ``record`` as indented JSON at ``path`` (its folder made)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1, default=str) + "\n")
+    return Steps.from_dict({**record, "code_fingerprint": steptimes.code_fingerprint()})
 
 
 def _slug(text: str) -> str:
@@ -348,7 +344,7 @@ def table_header(kind, records=None):
     )
     found = steptimes.on_device(steptimes.step_records() if records is None else records, "compgen", kind)
     if found is not None:
-        header += f" ours at {steptimes.record_commit(found)} ({found['date']}) |"
+        header += f" ours at {steptimes.record_commit(found)} ({found.date}) |"
     return header
 
 
@@ -371,7 +367,7 @@ def table_notes(kind, records=None):
     if found is None:
         notes = f"\nNo figures of the authors' code were taken on a {kind}."
     else:
-        notes = f"\nThe authors' figures ({found['code']}, {found['date']}): {found['how']}."
+        notes = f"\nThe authors' figures ({found.code}, {found.date}): {found.how}."
         if "cpu" in kind.lower():
             notes += (
                 " A ratio against them is exact only between figures taken in one session on one machine, so it is "
@@ -381,7 +377,7 @@ def table_notes(kind, records=None):
             )
     ours = steptimes.on_device(records, "compgen", kind)
     if ours is not None:
-        notes += f" The last column is our reading at {steptimes.record_commit(ours)} ({ours['date']}): {ours['how']}."
+        notes += f" The last column is our reading at {steptimes.record_commit(ours)} ({ours.date}): {ours.how}."
     return notes + f" Records: {steptimes.RECORDS}/steps/."
 
 
@@ -533,7 +529,7 @@ def _book_command(args) -> int:
             print(f"record: not written, not every chapter was measured ({not_measured[0]})")
         else:
             path = args.records / "book_time.json"
-            write_record({**booktime.book_time_record(rows, runs), "note": args.note}, path)
+            dataclasses.replace(booktime.book_time_record(rows, runs), note=args.note or None).save(path)
             print(f"record: {path}")
     if args.check_budget:  # exceeded: exit 1; not measured (runs loaded from the store): said, exit 0
         for problem in exceeded + not_measured:
@@ -569,10 +565,9 @@ def _table_command(args, argv) -> int:
         if "--note" in given:  # the note is said once, after the command
             del given[given.index("--note") : given.index("--note") + 2]
         record = step_record(measured, kind, shlex.join(["python", "-m", "compgen.bench", *given]))
-        record["how"] += f"; {args.note}" if args.note else ""
-        name = f"compgen-{_slug(record['device'])}-{record['date']}-{steptimes.record_commit(record)}.json"
-        path = args.records / "steps" / name
-        write_record(record, path)
+        record = dataclasses.replace(record, how=record.how + (f"; {args.note}" if args.note else ""))
+        name = f"compgen-{_slug(record.device)}-{record.date}-{steptimes.record_commit(record)}.json"
+        path = record.save(args.records / "steps" / name)
         print(f"record: {path}")
     return 0
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import params, recordfile
+from compgen import params, records
 from compgen.steptimes import code_fingerprint
 
 RUN_PARTS = ("compile", "setup", "train", "evaluate")  # where a run's seconds go (compgen.runner.train)
@@ -90,7 +90,7 @@ def book_time(notebooks: Path, stored: list[dict]) -> list[dict]:
     return rows
 
 
-def book_time_record(rows: list[dict], runs: list[dict]) -> dict:
+def book_time_record(rows: list[dict], runs: list[dict]) -> records.BookTime:
     """A book-time record (``RECORDS/book_time.json``, the appendix page's): the chapters' :func:`book_time` ``rows``
     and each run a chapter trained (:func:`stored_runs`, with its ``chapter``), the commit most of them were trained
     at, the date the build ended and the preset."""
@@ -112,7 +112,7 @@ def book_time_record(rows: list[dict], runs: list[dict]) -> dict:
         ],
         "runs": chapters,
     }
-    return recordfile.stamp(record, code_fingerprint())
+    return records.BookTime.from_dict({**record, "code_fingerprint": code_fingerprint()})
 
 
 def at_budget_machine(seconds: float, gemm: float) -> float:

@@ -242,7 +242,7 @@ def run_status(sec, meta) -> tuple:
     """``(status, why)`` of a stored run of ``sec`` whose sidecar reads ``meta``: ``"current"`` (this code computes
     its numbers), ``"stale"`` (other code did: its fingerprint differs, or its sidecar is unreadable) or
     ``"unknown"`` (its learner cannot be resolved here, so its fingerprint cannot be computed: never removed)."""
-    from compgen import models
+    from compgen import models, recordfile
 
     stored = ((meta or {}).get("provenance") or {}).get("code_fingerprint")
     config = (meta or {}).get("config")
@@ -256,7 +256,10 @@ def run_status(sec, meta) -> tuple:
             expected = sec.fingerprint_of(sec.config_from_dict(config))
     except (params.ParameterError, TypeError) as error:
         return "unknown", f"{' '.join(str(error).split())}; {UNKNOWN_HINT}"
-    return ("current", "") if stored == expected else ("stale", f"fingerprint {stored}")
+    state = recordfile.code_state(stored, expected)  # the one staleness check the book's records use
+    if state == recordfile.CURRENT:
+        return "current", ""
+    return "stale", f"fingerprint {stored}" if state == recordfile.STALE else "it names no code fingerprint"
 
 
 def _store(args):

@@ -25,7 +25,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from compgen import catalog, checkpoint, devices, params, recordfile, results, runner, section, storage
+from compgen import catalog, checkpoint, devices, params, recordfile, records, results, runner, section
 
 LEDGER = "ledger.json"
 PROGRESS = "progress.json"
@@ -89,26 +89,26 @@ def read(path) -> list:
             if len(w["select"]) != len(w["labels"]) or not w["select"]:
                 raise ValueError(f"work {w['name']!r} needs one label per selected config")
 
-    record = recordfile.read(path, "ledger", deep)
-    return [Work(**{**w, "select": tuple(w["select"]), "labels": tuple(w["labels"])}) for w in record["work"]]
+    record = records.Ledger.load(path, deep)
+    return [Work(**{**w, "select": tuple(w["select"]), "labels": tuple(w["labels"])}) for w in record.work]
 
 
-def read_progress(folder) -> dict | None:
+def read_progress(folder) -> records.PaperRun | None:
     """The ``paper_run`` record of the work whose state is ``folder``, or ``None`` before its first lease."""
-    return recordfile.read_if_there(Path(folder) / PROGRESS, "paper_run")
+    return records.PaperRun.load_if_there(Path(folder) / PROGRESS)
 
 
 def staleness(record) -> list:
     """Why a ``paper_run`` record no longer shows what the current code computes (empty: current): the section's
     code fingerprint differs or is not recorded, or a config differs from the one its selection names at its preset
     now (device knobs apart)."""
-    sec = catalog.SECTIONS[record["section"]]
-    why = [w] if (w := recordfile.stale(record, sec.fingerprint)) else []
-    every = section.figure_configs(sec, record["figure"], record["preset"])
-    for entry in record["configs"]:
+    sec = catalog.SECTIONS[record.section]
+    why = [w] if (w := recordfile.stale(record.fingerprint(), sec.fingerprint)) else []
+    every = section.figure_configs(sec, record.figure, record.preset)
+    for entry in record.configs:
         found = matching(every, entry["select"])
         if len(found) != 1:
-            why.append(f"{entry['label']} is no longer in {record['figure']} at {record['preset']}")
+            why.append(f"{entry['label']} is no longer in {record.figure} at {record.preset}")
             continue
         now = {k: v for k, v in results.config_dict(found[0]).items() if k not in devices.KNOBS}
         changed = sorted(k for k in now.keys() | entry["config"].keys() if entry["config"].get(k) != now.get(k))
@@ -151,7 +151,7 @@ def advance(work, folder, budget_s=math.inf, preset=None, chunk=None, knobs=None
             old.unlink()
         before = None
     if chunk is None and before is not None:
-        chunk = before["leases"][-1]["chunk"]
+        chunk = before.leases[-1]["chunk"]
     run = _prepare(work, folder, preset, chunk, dict(knobs or {}), log, clock)
     first_step, stopped = run["progress"]["done"], _train(run, work.name, started + budget_s, log, clock)
     lease = {
@@ -165,13 +165,13 @@ def advance(work, folder, budget_s=math.inf, preset=None, chunk=None, knobs=None
         "chunk": run["chunk"],
         "seconds": {k: round(v, 2) for k, v in run["seconds"].items()} | {"wall": round(clock() - started, 2)},
     }
-    diverged = (before or {}).get("diverged", {}) | {run["section"].label(c): why for c, why in stopped.items()}
-    leases = [*(before or {}).get("leases", []), lease]
+    diverged = dict(before.diverged if before else {}) | {run["section"].label(c): why for c, why in stopped.items()}
+    leases = [*(before.leases if before else ()), lease]
     record = progress_record(
         work, preset or work.preset, run["configs"], run["progress"], run["chunk"], leases, diverged
     )
-    storage.write_atomic(folder / PROGRESS, recordfile.dumps(record).encode())
-    done, total = record["steps_done"], record["outer_steps"]
+    record.save(folder / PROGRESS)
+    done, total = record.steps_done, record.outer_steps
     log(f"[ledger] {work.name}: {done:,} of {total:,} steps; progress in {folder / PROGRESS}")
     if done < total and not diverged:
         raise OutOfTime(f"{work.name}: at {done:,} of {total:,} steps")
@@ -244,7 +244,7 @@ def _numbers(a, digits=7):
     return out.tolist()
 
 
-def progress_record(work, preset, configs, progress, chunk, leases, diverged) -> dict:
+def progress_record(work, preset, configs, progress, chunk, leases, diverged) -> records.PaperRun:
     """The ``paper_run`` record of ``work`` at ``preset`` (its state folder's ``progress.json``) from a run's
     progress (as :class:`compgen.checkpoint.Checkpointer` keeps it, one row of step metrics per chunk)."""
     sec = catalog.SECTIONS[work.section]
@@ -266,8 +266,8 @@ def progress_record(work, preset, configs, progress, chunk, leases, diverged) ->
                 "train_loss": _numbers(blocks[a:b]),
             }
         )
-    return recordfile.stamp(
-        {
+    return records.PaperRun(
+        **{
             "work": work.name,
             "section": work.section,
             "figure": work.figure,
@@ -281,7 +281,7 @@ def progress_record(work, preset, configs, progress, chunk, leases, diverged) ->
             "diverged": diverged,
             "leases": leases,
         },
-        sec.fingerprint,
+        code_fingerprint=sec.fingerprint,
     )
 
 
@@ -289,9 +289,9 @@ def standing(record) -> dict:
     """Where the work of a ``paper_run`` record stands: ``state`` ("complete", "diverged" or "in progress"),
     ``leases`` (their number), ``devices`` (theirs, in order of first use, as text) and ``device_hours`` (their wall
     seconds in all, in hours)."""
-    leases = record["leases"]
+    leases = record.leases
     return {
-        "state": "complete" if record["complete"] else "diverged" if record["diverged"] else "in progress",
+        "state": "complete" if record.complete else "diverged" if record.diverged else "in progress",
         "leases": len(leases),
         "devices": ", ".join(dict.fromkeys(lease["device"] for lease in leases)),
         "device_hours": sum(lease["seconds"].get("wall", 0) for lease in leases) / 3600,
@@ -304,7 +304,7 @@ def status(work, folder) -> str:
     if found is None:
         return f"{work.name}: not started"
     where = standing(found)
-    done, total = found["steps_done"], found["outer_steps"]
+    done, total = found.steps_done, found.outer_steps
     return f"{work.name}: {where['state']}, {done:,} of {total:,} steps over {where['leases']} lease(s)"
 
 
@@ -313,7 +313,7 @@ def next_unfinished(works, root) -> list:
     out = []
     for w in works:
         found = read_progress(Path(root) / w.name)
-        if found is None or not (found["complete"] or found["diverged"]):
+        if found is None or not (found.complete or found.diverged):
             out.append(w)
     return out
 
@@ -322,6 +322,7 @@ def dumps_ledger(works) -> str:
     """The ledger file's text for ``works``."""
     return recordfile.dumps(
         recordfile.stamp(
-            {"work": [dataclasses.asdict(w) | {"select": list(w.select), "labels": list(w.labels)} for w in works]}
+            {"work": [dataclasses.asdict(w) | {"select": list(w.select), "labels": list(w.labels)} for w in works]},
+            "ledger",
         )
     )

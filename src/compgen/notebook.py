@@ -24,7 +24,7 @@ class Runs:
     wall_s: float = 0.0
     trained: int = 0
     store: object = None  # the compgen.results.Store they came from
-    pooled: bool = False  # runs of several seed sets joined (compgen.analysis.records.pool): judged by the pooled rule
+    pooled: bool = False  # runs of several seed sets joined (compgen.analysis.finals.pool): judged by the pooled rule
 
     def configs(self, figure, **where):
         """The configs of ``figure`` whose fields equal ``where`` (e.g. ``model="anil"``), in grid order."""

@@ -3,12 +3,14 @@
 A record is a JSON object written by a tool or the bench (:data:`KINDS`: what each kind is, the command that rewrites
 it and the shape of the fields the book reads). :func:`read` returns it, or raises :class:`RecordError`, one line
 naming the file, what is wrong and that command, for a record that is unreadable, empty, truncated, not an object,
-of a newer schema than :data:`SCHEMA` (a record without ``schema`` is version 1), of the wrong shape, or holding an
-impossible value (a negative time, count or number of minutes). The book stops on such a record rather than draw a
-page from it: every record it reads is committed, so a damaged one is a bug to fix; a missing record is absent, with
-the note its page gives.
+of a version its kind's reader cannot bring up to date (a record without ``schema`` is version 1; :data:`VERSIONS`
+holds each kind's current version and :data:`MIGRATIONS` the explicit steps from an older one), of the wrong shape,
+or holding an impossible value (a negative time, count or number of minutes). The book stops on such a record rather
+than draw a page from it: every record it reads is committed, so a damaged one is a bug to fix; a missing record is
+absent, with the note its page gives.
 
-Writers add ``schema`` (:data:`SCHEMA`) and the fingerprint of the code that produced the record
+The typed records (:mod:`compgen.records`) read and write through this module. Writers add ``schema`` (the kind's
+current version) and the fingerprint of the code that produced the record
 (:mod:`compgen.fingerprint`); :func:`code_state` compares it with the current code's, so a record made by other code,
 or by code it does not name, is never shown as current.
 """
@@ -22,7 +24,6 @@ from pathlib import Path
 
 from compgen import params
 
-SCHEMA = 1  # the record format every writer writes; a reader refuses a higher one
 CURRENT, STALE, NOT_RECORDED = "current", "stale", "code not recorded"  # code_state's answers
 
 
@@ -271,6 +272,34 @@ KINDS = {
 }
 
 
+# Each kind's current version: what its writers write. A record of an older version loads only through the steps of
+# MIGRATIONS, (kind, version) -> a function from the record at that version to the record at the next; one that no
+# step brings up to date, or of a newer version, is refused in one line.
+VERSIONS = {kind: 1 for kind in KINDS}
+MIGRATIONS: dict = {}
+
+
+def version(kind: str) -> int:
+    """The current version of ``kind`` records: what :func:`stamp` and :meth:`compgen.records.Record.save` write."""
+    return VERSIONS[kind]
+
+
+def migrate(record: dict, path, kind: str) -> dict:
+    """``record`` (at its ``schema``, 1 where it names none) brought to the current version of its ``kind`` by the
+    steps of :data:`MIGRATIONS`, or a :class:`RecordError` naming the version it cannot read."""
+    found, current = record.get("schema", 1), version(kind)
+    if not (_is_int(found) and found >= 1):
+        raise error(path, kind, f"has schema {params._short(found, 40)}, not a whole number >= 1")
+    if found > current:
+        raise error(path, kind, f"has schema {found}, written by a newer compgen (this one reads up to {current})")
+    while found < current:
+        step = MIGRATIONS.get((kind, found))
+        if step is None:
+            raise error(path, kind, f"has schema {found}, older than any this compgen can bring up to {current}")
+        record, found = {**step(dict(record)), "schema": found + 1}, found + 1
+    return record
+
+
 # ----------------------------------------------------------------------------------------------- reading
 
 
@@ -292,15 +321,11 @@ def parse(text: str, path, kind: str):
 
 
 def check(record, path, kind: str) -> dict:
-    """``record`` (the parsed file ``path`` of a ``kind`` record), checked: its schema version and the shape of the
-    fields the book reads; else a :class:`RecordError`."""
+    """``record`` (the parsed file ``path`` of a ``kind`` record), checked: its version, brought up to date
+    (:func:`migrate`), and the shape of the fields the book reads; else a :class:`RecordError`."""
     if not isinstance(record, dict):
         raise error(path, kind, f"holds {type(record).__name__} {params._short(record, 40)}, not a JSON object")
-    schema = record.get("schema", 1)
-    if not (_is_int(schema) and schema >= 1):
-        raise error(path, kind, f"has schema {params._short(schema, 40)}, not a whole number >= 1")
-    if schema > SCHEMA:
-        raise error(path, kind, f"has schema {schema}, written by a newer compgen (this one reads up to {SCHEMA})")
+    record = migrate(record, path, kind)
     found = problem(record, KINDS[kind][2])
     if found:
         raise error(path, kind, f"is damaged: {found}")
@@ -338,10 +363,11 @@ def read_folder(folder, kind: str) -> list[dict]:
     return sorted((read(p, kind) for p in sorted(Path(folder).glob("*.json"))), key=lambda r: r["date"])
 
 
-def stamp(record: dict, fingerprint: str | None = None) -> dict:
-    """``record`` with the current :data:`SCHEMA` first and, if given, the ``code_fingerprint`` of what made it."""
+def stamp(record: dict, kind: str, fingerprint: str | None = None) -> dict:
+    """``record``, of ``kind``, with its current version first and, if given, the ``code_fingerprint`` of what made
+    it."""
     extra = {} if fingerprint is None else {"code_fingerprint": fingerprint}
-    return {"schema": SCHEMA, **{k: v for k, v in record.items() if k != "schema"}, **extra}
+    return {"schema": version(kind), **{k: v for k, v in record.items() if k != "schema"}, **extra}
 
 
 # ----------------------------------------------------------------------------------------------- writing
@@ -350,7 +376,7 @@ def stamp(record: dict, fingerprint: str | None = None) -> dict:
 def dumps(record) -> str:
     """``record`` as indented JSON with every list of numbers (or of such lists) on one line: a record that reads
     and diffs by config, not by number."""
-    text = json.dumps(record, indent=1)
+    text = json.dumps(record, indent=1, ensure_ascii=False)
     flat = re.compile(r"\[\s*((?:[-\w.+]+|\[[^\[\]\n]*\])(?:,\s*(?:[-\w.+]+|\[[^\[\]\n]*\]))*)\s*\]")
     while True:
         joined = flat.sub(lambda m: "[" + ", ".join(x.strip() for x in _top_level(m.group(1))) + "]", text)
@@ -384,11 +410,12 @@ def code_state(recorded: str | None, current: str) -> str:
     return CURRENT if recorded == current else STALE
 
 
-def stale(record: dict, fingerprint: str, field: str = "code_fingerprint") -> str:
-    """Why ``record`` may not show what the code of ``fingerprint`` computes, as words ("" where it is current)."""
-    state = code_state(record.get(field), fingerprint)
+def stale(recorded: str | None, current: str) -> str:
+    """Why a record naming the fingerprint ``recorded`` may not show what the code of fingerprint ``current``
+    computes, as words ("" where it is current; :func:`code_state`)."""
+    state = code_state(recorded, current)
     if state == CURRENT:
         return ""
     if state == STALE:
-        return f"made by other code (fingerprint {record[field]}, this code's {fingerprint})"
+        return f"made by other code (fingerprint {recorded}, this code's {current})"
     return "it names no code fingerprint, so whether the code changed since cannot be told"

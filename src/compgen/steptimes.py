@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compgen import fingerprint, recordfile
+from compgen import fingerprint, records
 
 SHARD_SUFFIX = ", tasks sharded"  # cases run with the meta-batch sharded over one host device per core
 CASES = {
@@ -51,15 +51,15 @@ RECORDS = Path("book/records")  # relative to the repository root, where `make b
 COMPARABLE = 0.15  # a CPU ratio is printed only where this run's GEMM is within 15 % of the record's (their spread)
 
 
-def step_records(folder=None) -> list[dict]:
+def step_records(folder=None) -> list:
     """The step-time records under ``folder``/steps (default :data:`RECORDS`), oldest first. A record is one code's
     figures on one device in one session: ``who`` ("authors" or "compgen"), ``device`` (a text that the device kind
     of a run on that device contains, case aside: "cpu", "H100"), ``date``, ``code`` (repository@commit), ``how``
     (how it was measured, in words), ``gemm_gflops`` (on a CPU the ``[low, high]`` GEMM readings of that session,
     else ``None``) and ``rows``: ``{key: {"s_per_step", "peak_gb", ...}}``, keyed by the bench's case name (ours) or
     by "section model" (:func:`figure_key`, the authors'); ours also ``code_fingerprint`` (:func:`code_fingerprint`).
-    A damaged record is a one-line :class:`compgen.recordfile.RecordError`."""
-    return recordfile.read_folder(Path(RECORDS if folder is None else folder) / "steps", "steps")
+    Each is a :class:`compgen.records.Steps`; a damaged one is a one-line :class:`compgen.recordfile.RecordError`."""
+    return records.load_folder(records.Steps, Path(RECORDS if folder is None else folder) / "steps")
 
 
 def code_fingerprint() -> str:
@@ -68,10 +68,10 @@ def code_fingerprint() -> str:
     return fingerprint.of_modules(fingerprint.closure("compgen.runner") + fingerprint.closure("compgen.catalog"))
 
 
-def on_device(records: list, who: str, kind: str):
-    """The newest of ``records`` (:func:`step_records`) by ``who`` taken on a device of kind ``kind``
+def on_device(taken: list, who: str, kind: str):
+    """The newest of ``taken`` (step-time records, :func:`step_records`) by ``who`` taken on a device of kind ``kind``
     (``jax.devices()[0].device_kind``: "cpu" on any CPU), else ``None``."""
-    found = [r for r in records if r["who"] == who and r["device"].lower() in kind.lower()]
+    found = [r for r in taken if r.who == who and r.device.lower() in kind.lower()]
     return found[-1] if found else None
 
 
@@ -82,28 +82,28 @@ def figure_key(name):
     return " ".join(filter(None, (section, model))) if preset == "paper" else None
 
 
-def authors(name, kind="cpu", records=None):
+def authors(name, kind="cpu", taken=None):
     """The authors' record on a device of kind ``kind`` and their row for the paper-configuration case ``name``
     (``s_per_step``, ``peak_gb``), else ``None``."""
-    record = on_device(step_records() if records is None else records, "authors", kind)
-    row = None if record is None else record["rows"].get(figure_key(name))
+    record = on_device(step_records() if taken is None else taken, "authors", kind)
+    row = None if record is None else record.rows.get(figure_key(name))
     return None if row is None else (record, row)
 
 
-def earlier(name, kind, records=None):
+def earlier(name, kind, taken=None):
     """Our newest record on a device of kind ``kind`` and its row for case ``name``, else ``None``."""
-    record = on_device(step_records() if records is None else records, "compgen", kind)
-    row = None if record is None else record["rows"].get(name)
+    record = on_device(step_records() if taken is None else taken, "compgen", kind)
+    row = None if record is None else record.rows.get(name)
     return None if row is None else (record, row)
 
 
 def comparable(gemm_gflops, record) -> bool:
     """Whether a run whose GEMM read ``gemm_gflops`` ran on a machine as fast as the one of the CPU ``record``, whose
     GEMM read ``record["gemm_gflops"]`` (low, high) while its figures were taken."""
-    low, high = record["gemm_gflops"]
+    low, high = record.gemm_gflops
     return low * (1 - COMPARABLE) <= gemm_gflops <= high * (1 + COMPARABLE)
 
 
 def record_commit(record) -> str:
     """The short commit of the code a record measured (its ``code``, ``repository@commit``)."""
-    return record["code"].rpartition("@")[2][:7]
+    return record.code.rpartition("@")[2][:7]

@@ -1,13 +1,14 @@
 """The results-at-a-glance page is computed from the store: nothing stored, every claim "not run"."""
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
-from compgen import notebook, recordfile, results
+from compgen import notebook, recordfile, records, results
 from compgen.analysis import claims as C
-from compgen.analysis import records
+from compgen.analysis import finals
 from compgen.figures import glance, twin
 
 
@@ -53,14 +54,14 @@ def _store_runs(name, seeds, output_of, fake):
 
 def _second_set(runs, fingerprint=None, preset="smoke"):
     name = runs.section.name
-    return {
-        "preset": preset,
-        "seeds": list(runs.seeds),
-        "commits": {name: "0123456789abcdef"},
-        "fingerprints": {name: fingerprint or glance.code_fingerprints()[name]},
-        "wall_s": {name: 1.0},
-        "runs": {name: records.entries(runs)},
-    }
+    return records.SeedSet(
+        preset=preset,
+        seeds=runs.seeds,
+        commits={name: "0123456789abcdef"},
+        fingerprints={name: fingerprint or glance.code_fingerprints()[name]},
+        wall_s={name: 1.0},
+        runs={name: finals.entries(runs)},
+    )
 
 
 def test_the_second_set_and_the_pooled_column_are_judged_from_per_seed_numbers(store, tmp_path, fake):
@@ -72,17 +73,17 @@ def test_the_second_set_and_the_pooled_column_are_judged_from_per_seed_numbers(s
     sec, by_figure = notebook.chapter_configs("teacher_student", "smoke", [31, 32, 33])
     outputs = {c: with_gaps(c, fake) for cs in by_figure.values() for c in cs}
     second = notebook.Runs(sec, "smoke", by_figure, outputs)
-    path.write_text(json.dumps(_second_set(second)))
+    _second_set(second).save(path)
     page = glance.page("smoke", seed_sets=[path])
     assert "<th>ours, 31–33</th>" in page and "<th>pooled</th>" in page
     assert page.count('">+0.170 (1/1)</span>') == 2  # both Fig. 2C claims on seed 100
     assert page.count('+0.087 ± 0.044 (3/3 seeds)">+0.087 (3/3)</span>') == 2  # every number on hover
     assert page.count('">+0.107 (4/4)</span>') == 2 and page.count(twin.MARK[C.NOT_REPRODUCED]) >= 2
     assert "Pooled over the book's seeds and the second seed set" in page and "(stale)" not in page
-    path.write_text(json.dumps(_second_set(second, fingerprint="older")))
+    _second_set(second, fingerprint="older").save(path)
     page = glance.page("smoke", seed_sets=[path])
     assert "The training code of Teacher and student (§3.3) has changed since" in page and "(stale)" in page
-    path.write_text(json.dumps(_second_set(second, preset="quick")))
+    _second_set(second, preset="quick").save(path)
     page = glance.page("smoke", seed_sets=[path])
     assert "ours, 31–33" not in page and "was made at preset `quick`; this page is at `smoke`" in page
     assert glance.load_seed_set(tmp_path / "missing.json", "smoke") is None
@@ -94,7 +95,7 @@ def _recorded_set(tmp_path, seeds, gaps, fake, name="second.json"):
     output = _alignment(gaps)
     runs = notebook.Runs(sec, "smoke", by_figure, {c: output(c, fake) for cs in by_figure.values() for c in cs})
     path = tmp_path / name
-    path.write_text(json.dumps(_second_set(runs)))
+    _second_set(runs).save(path)
     return path
 
 
@@ -171,11 +172,11 @@ def test_the_paper_scale_column_judges_fig2c_from_the_ledger_at_build(store, tmp
     assert "No claim has been trained at the paper's configuration yet" in glance.page("smoke", paper_scale=folder)
     assert "<th>paper scale</th>" not in glance.page("smoke", paper_scale=folder)
     folder.mkdir()
-    (folder / "progress.json").write_text(json.dumps(paper_record([0.99, 0.97, 0.98], [0.8, 0.95, 0.7])))
+    paper_record([0.99, 0.97, 0.98], [0.8, 0.95, 0.7]).save(folder / "progress.json")
     page = glance.page("smoke", paper_scale=folder)
     assert "<th>paper scale</th>" in page and "lease(s) on NVIDIA H100 80GB HBM3" in page
     assert page.count('">+0.163 (3/3)</span>') == 2 and "(stale)" not in page
-    (folder / "progress.json").write_text(json.dumps(paper_record([0.99] * 3, [0.8] * 3, steps_done=3000)))
+    paper_record([0.99] * 3, [0.8] * 3, steps_done=3000).save(folder / "progress.json")
     page = glance.page("smoke", paper_scale=folder)
     assert page.count(">at 3,000 of 60,000 steps</span>") == 2 and "in progress: 3,000 of 60,000 outer steps" in page
     assert "+0.19" not in page  # no difference shown as a verdict
@@ -220,7 +221,7 @@ def test_damaged_twin_and_paper_scale_records_stop_the_page_in_one_line(tmp_path
 
 def test_a_second_set_without_fingerprints_is_flagged_never_current(runs_of, fake):
     runs = runs_of("teacher_student", "smoke", lambda c: fake(c, {"eval/alignment": np.full(len(c.seeds), 0.5)}))
-    record = {**_second_set(runs), "fingerprints": {}}
+    record = dataclasses.replace(_second_set(runs), fingerprints={})
     assert glance.stale_chapters(record) == ["teacher_student"]
     text = glance._seed_sets_summary([record], {})
     assert "names no code fingerprint for Teacher and student (§3.3)" in text and "(stale)" in text
@@ -247,7 +248,7 @@ def test_a_smoke_second_set_whose_configs_follow_its_seeds_shows_not_run(store, 
 
     second = notebook.Runs(sec, "smoke", by_figure, {c: output(c) for cs in by_figure.values() for c in cs})
     path = tmp_path / "second.json"
-    path.write_text(json.dumps(_second_set(second)))
+    _second_set(second).save(path)
     record = glance.load_seed_set(path, "smoke")
     book = notebook.stored("goals", "smoke", None)
     found = glance.judged_sets("goals", book, record)
@@ -258,9 +259,9 @@ def test_a_smoke_second_set_whose_configs_follow_its_seeds_shows_not_run(store, 
 
 def test_twin_records_of_other_code_or_naming_none_are_said(tmp_path):
     current = twin.code_fingerprint("goals")
-    record = {"chapter": "goals", "matched_world": {}}
+    record = records.Twin(chapter="goals", preset="quick", reference={"commit": "c"}, seed_sets=(), runs={})
     assert "name no code fingerprint" in glance._twin_summary({"goals": [record]})
-    stale = glance._twin_summary({"goals": [{**record, "code_fingerprint": "0ld"}]})
+    stale = glance._twin_summary({"goals": [dataclasses.replace(record, code_fingerprint="0ld")]})
     assert "Our code of Compositional goals (§4.3) has changed since" in stale
-    fresh = glance._twin_summary({"goals": [{**record, "code_fingerprint": current}]})
+    fresh = glance._twin_summary({"goals": [dataclasses.replace(record, code_fingerprint=current)]})
     assert "changed since" not in fresh and "fingerprint" not in fresh

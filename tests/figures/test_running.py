@@ -1,11 +1,12 @@
 """The appendix "Running it yourself": its tables and verdicts follow the records they are drawn from."""
 
+import dataclasses
 import json
 import re
 
 import pytest
 
-from compgen import recordfile, steptimes
+from compgen import recordfile, records, steptimes
 from compgen.figures import running
 
 
@@ -31,15 +32,15 @@ def _run(chapter, section, model, compile_s, **config):
 
 
 def _book(*chapters, runs=()):
-    return {
-        "record": "book_time",
-        "date": "2026-11-28",
-        "code": "compgen@0123456789",
-        "preset": "quick",
-        "cores": 2,
-        "chapters": list(chapters),
-        "runs": list(runs),
-    }
+    return records.BookTime(
+        record="book_time",
+        date="2026-11-28",
+        code="compgen@0123456789",
+        preset="quick",
+        cores=2,
+        chapters=chapters,
+        runs=runs,
+    )
 
 
 def test_the_budget_verdict_is_chosen_by_the_record():
@@ -76,22 +77,16 @@ PLAIN, SHARDED = "hyperteacher anil paper (M=4, K=2)", f"hyperteacher anil paper
 
 
 def _steps(who, device, rows, gemm=None, date="2026-01-01"):
-    return {
-        "who": who,
-        "device": device,
-        "date": date,
-        "code": f"{who}@1234567",
-        "how": f"{who} how",
-        "gemm_gflops": gemm,
-        "rows": rows,
-    }
+    return records.Steps(
+        who=who, device=device, date=date, code=f"{who}@1234567", how=f"{who} how", gemm_gflops=gemm, rows=rows
+    )
 
 
 # 8 s against our faster 2 s: 4x where both were timed in one session; never divided across sessions
 @pytest.mark.parametrize("our_date, ratio", [("2026-11-25", "4.0×"), ("2026-11-28", "– (two sessions)")])
 def test_step_times_compare_like_with_like(our_date, ratio):
     """The ratio uses our faster variant, and only where both codes were timed in one session on one machine."""
-    records = [
+    taken = [
         _steps("authors", "cpu", {"hyperteacher anil": {"s_per_step": 8.0, "peak_gb": 8.6}}, date="2026-11-25"),
         _steps(
             "compgen",
@@ -101,7 +96,7 @@ def test_step_times_compare_like_with_like(our_date, ratio):
         ),
         _steps("authors", "H100", {"hyperteacher anil": {"s_per_step": 0.05, "peak_gb": 8.2}}),
     ]
-    result = running.step_times(records)
+    result = running.step_times(taken)
     cpu_row, gpu_row = result.table.splitlines()[2:]
     assert cpu_row.startswith("| cpu | hyperteacher, ANIL | 8 (8.6 GB) | 4 (1.0 GB) | 2 (1.2 GB) |")
     assert cpu_row.endswith(f"| {ratio} |")
@@ -115,9 +110,9 @@ def test_the_committed_records_draw():
     steps = running.step_times(steptimes.step_records())
     assert steps.figure is not None and "preset" in steps.caption and "seed" in steps.caption
     checks = running.gpu_records(steptimes.RECORDS)
-    assert checks and all({"device", "date", "code", "jax", "flax", "steps"} <= set(r) for r in checks)
+    assert checks and all(r.device and r.date and r.code and r.jax and r.flax and r.steps for r in checks)
     table = running.gpu_checks(checks).table
-    assert all(r["device"] in table for r in checks)
+    assert all(r.device in table for r in checks)
     record = running.load(steptimes.RECORDS / "book_time.json")
     if record is not None:
         cost = running.book_cost(record)
@@ -157,7 +152,10 @@ def test_a_damaged_book_time_record_stops_the_appendix_in_one_line_naming_it(wha
     """The appendix reads the committed record: a damaged one is a bug to fix, said in one line with the command
     that rewrites it, never drawn (negative minutes once read "Within the budget ... −3692 minutes")."""
     record = _book(_chapter("a", -3692.0))
-    text = {None: json.dumps(record), "schema": json.dumps({**_book(_chapter("a", 1.0)), "schema": 9})}.get(text, text)
+    text = {
+        None: json.dumps(record.to_dict()),
+        "schema": json.dumps({**_book(_chapter("a", 1.0)).to_dict(), "schema": 9}),
+    }.get(text, text)
     path = tmp_path / "book_time.json"
     path.write_text(text)
     with pytest.raises(recordfile.RecordError) as error:
@@ -175,7 +173,7 @@ def test_a_damaged_gpu_or_step_record_stops_the_appendix_in_one_line_naming_it(t
         running.gpu_records(tmp_path)
     (tmp_path / "steps").mkdir()
     negative = _steps("compgen", "cpu", {PLAIN: {"s_per_step": -31.1}}, gemm=[1.0, 2.0])
-    (tmp_path / "steps" / "y.json").write_text(json.dumps(negative))
+    (tmp_path / "steps" / "y.json").write_text(json.dumps(negative.to_dict()))
     with pytest.raises(recordfile.RecordError, match=r"s_per_step must be a number > 0, got -31\.1; rewrite it with"):
         steptimes.step_records(tmp_path)
 
@@ -184,12 +182,13 @@ def test_a_record_of_other_code_or_naming_none_says_so():
     current = steptimes.code_fingerprint()
     record = _book(_chapter("a", 1.0))
     assert "names no code fingerprint" in running.book_cost(record).notes
-    assert "has changed since" in running.book_cost({**record, "code_fingerprint": "0ld"}).notes
-    notes = running.book_cost({**record, "code_fingerprint": current}).notes
+    assert "has changed since" in running.book_cost(dataclasses.replace(record, code_fingerprint="0ld")).notes
+    notes = running.book_cost(dataclasses.replace(record, code_fingerprint=current)).notes
     assert "fingerprint" not in notes and "changed since" not in notes
-    gpu = {"device": "H200", "date": "d", "code": "compgen@abcdef9", "jax": "j", "flax": "f", "steps": []}
-    gpu["steps"] = [{"step": "device", "status": "ok", "seconds": 5}]
-    table = running.gpu_checks([gpu, {**gpu, "code_fingerprint": "0ld"}, {**gpu, "code_fingerprint": current}]).table
+    step = {"step": "device", "status": "ok", "seconds": 5}
+    gpu = records.Gpu(device="H200", date="d", code="compgen@abcdef9", jax="j", flax="f", steps=[step])
+    changed, same = (dataclasses.replace(gpu, code_fingerprint=f) for f in ("0ld", current))
+    table = running.gpu_checks([gpu, changed, same]).table
     assert "| abcdef9 (code not recorded) |" in table and "| abcdef9 (code changed since) |" in table
     assert "| abcdef9 |" in table
     authors = _steps("authors", "cpu", {"hyperteacher anil": {"s_per_step": 8.0, "peak_gb": 8.6}}, gemm=[300.0, 400.0])
@@ -206,7 +205,7 @@ def test_the_ledger_table_shows_each_work_where_it_stands(tmp_path, paper_record
     (tmp_path / "ledger.json").write_text(_ledger.dumps_ledger(works))
     (tmp_path / "paper" / "fig2c").mkdir(parents=True)
     (tmp_path / "paper" / "fig2c" / "progress.json").write_text(
-        _json.dumps(paper_record([0.9] * 3, [0.5] * 3, steps_done=7000))
+        _json.dumps(paper_record([0.9] * 3, [0.5] * 3, steps_done=7000).to_dict())
     )
     table = running.ledger_table(tmp_path / "ledger.json", tmp_path / "paper").table
     assert "| fig2c | fig2c | 4 × 3 | 7,000 of 60,000 | 1 | NVIDIA H100 80GB HBM3 | 0.08 | in progress |" in table

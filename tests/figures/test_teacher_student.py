@@ -1,5 +1,7 @@
 """Fig. 2C/2D and Table A1 claims on hand-made outputs where they must hold and where they must fail."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -213,17 +215,17 @@ def test_a_run_in_progress_gets_no_verdict_only_where_it_stands(paper_record):
 
 
 def test_a_stale_paper_record_says_why(tmp_path, paper_record):
-    from compgen import ledger, recordfile
+    from compgen import ledger
 
     record = paper_record([0.99] * 3, [0.7] * 3)
     assert ledger.staleness(record) == []
-    record["configs"][1]["config"]["inner_lr"] = 0.1
-    record["code_fingerprint"] = "older"
+    record.configs[1]["config"]["inner_lr"] = 0.1
+    record = dataclasses.replace(record, code_fingerprint="older")
     why = ledger.staleness(record)
     assert why[0].startswith("made by other code (fingerprint older")
     assert why[1:] == ["Table A9 column 2: one-hots + two triangles: its config changed (inner_lr)"]
     folder = tmp_path / "fig2c"
     assert "Not run yet" in F.paper_scale_section(folder)
     folder.mkdir()
-    (folder / "progress.json").write_text(recordfile.dumps(record))
+    record.save(folder / "progress.json")
     assert "Recorded by older code" in F.paper_scale_section(folder).notes

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from compgen import recordfile
+from compgen import recordfile, records
 from compgen.figures import twin
 
 
@@ -24,14 +24,20 @@ def test_training_time_is_reported_per_device_with_the_runs_sharing_it():
 
 def _record(seeds, ours, theirs, row=(("figure", "fig2c"), ("masks", "01;12"))):
     """A teacher-student twin record: ``ours``/``theirs`` are per-seed alignments."""
-    return {
-        "chapter": "teacher_student",
-        "runs": {
+    return _twin(
+        chapter="teacher_student",
+        seed_sets=[seeds],
+        runs={
             f"{s}": {"row": dict(row), "seed": s, "final": {"alignment": a}, "wall_s": 1.0}
             for s, a in zip(seeds, theirs)
         },
-        "ours_matched_rows": [{"row": dict(row), "seeds": list(seeds), "values": {"alignment": list(ours)}}],
-    }
+        ours_matched_rows=[{"row": dict(row), "seeds": list(seeds), "values": {"alignment": list(ours)}}],
+    )
+
+
+def _twin(**fields) -> records.Twin:
+    """A twin record of ``fields``, at preset quick against a reference commit ``c0ffee`` unless they say."""
+    return records.Twin(**{"preset": "quick", "reference": {"commit": "c0ffee"}, **fields})
 
 
 def test_pooled_table_pools_every_seed_of_every_record_and_states_the_difference_in_standard_errors():
@@ -56,13 +62,14 @@ def test_pooled_table_counts_a_seed_recorded_twice_once():
 
 def _goals_record(ours, theirs, row=(("figure", "fig4ef"), ("model", "hnet_linear"))):
     """A goals twin record: ``ours``/``theirs`` are per-seed (OOD step accuracy, optimal episodes) fractions."""
-    return {
-        "chapter": "goals",
-        "runs": {
+    return _twin(
+        chapter="goals",
+        seed_sets=[list(range(len(ours)))],
+        runs={
             f"{s}": {"row": dict(row), "seed": s, "final": {"ood": {"acc": a, "acc_all": b}}, "wall_s": 1.0}
             for s, (a, b) in enumerate(theirs)
         },
-        "ours_matched_rows": [
+        ours_matched_rows=[
             {
                 "row": dict(row),
                 "seeds": list(range(len(ours))),
@@ -72,7 +79,7 @@ def _goals_record(ours, theirs, row=(("figure", "fig4ef"), ("model", "hnet_linea
                 },
             }
         ],
-    }
+    )
 
 
 def test_relation_table_recovers_the_power_and_bins_each_code_alone():
@@ -157,9 +164,10 @@ def test_a_damaged_twin_record_is_one_line_naming_it(what, record, expected, tmp
 
 def test_a_twin_record_carries_the_code_of_our_chapter_and_is_stale_by_it(tmp_path):
     current = twin.code_fingerprint("teacher_student")
-    assert twin.staleness(_checked(code_fingerprint=current)) == ""
-    assert "fingerprint 0ld" in twin.staleness(_checked(code_fingerprint="0ld"))
-    assert "names no code fingerprint" in twin.staleness(_checked())
+    checked = lambda **extra: records.Twin.from_dict(_checked(**extra))  # noqa: E731
+    assert twin.staleness(checked(code_fingerprint=current)) == ""
+    assert "fingerprint 0ld" in twin.staleness(checked(code_fingerprint="0ld"))
+    assert "names no code fingerprint" in twin.staleness(checked())
     path = tmp_path / "twin_teacher_student.json"
     path.write_text(json.dumps(_checked(matched_world={"fig2c": {"outer_steps": 7998}})))  # ours: the record's rows
     text = twin.appendix(path, "quick", None, {}, {})

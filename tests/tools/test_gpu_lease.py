@@ -42,11 +42,11 @@ def test_a_lease_resumes_from_the_previous_leases_out(tmp_path):
     )
     assert rc == 0, text
     assert "[ledger fig2c] out of time" in text
-    assert ledger.read_progress(first / "paper" / "fig2c")["steps_done"] == 10
+    assert ledger.read_progress(first / "paper" / "fig2c").steps_done == 10
     rc, text = _lease("--ledger", book_ledger, "--state", first / "paper", "--out", second, "--chunk", 10)
     assert rc == 0, text
     progress = ledger.read_progress(second / "paper" / "fig2c")
-    assert progress["complete"] and [lease["steps"] for lease in progress["leases"]] == [[0, 10], [10, 40]]
+    assert progress.complete and [lease["steps"] for lease in progress.leases] == [[0, 10], [10, 40]]
     lease = json.loads((second / "lease.json").read_text())
     assert [s["step"] for s in lease["steps"]] == ["state", "device", "ledger fig2c"]
     assert "fig2c: complete, 40 of 40 steps over 2 lease(s)" in (second / "summary.md").read_text()

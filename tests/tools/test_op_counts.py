@@ -2,6 +2,7 @@
 (``book/records/op_counts.json``), so that a change to the step that adds operations to its inner loop fails here
 until the record is rewritten (``tools/op_counts.py --record``, the command the record names)."""
 
+import dataclasses
 import importlib.util
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from compgen import recordfile
+from compgen import recordfile, records
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -72,9 +73,10 @@ def test_our_operations_per_inner_step_are_the_recorded_ones(case):
 def test_the_appendix_shows_the_record_side_by_side_and_computes_its_sentences():
     from compgen.figures import running
 
-    shown = running.serial_work(RECORD)
+    typed = records.OpCounts.from_dict(RECORD)
+    shown = running.serial_work(typed)
     assert shown.table.count("\n") == len(RECORD["cases"]) + 1
     assert f"in {len(RECORD['cases'])} of {len(RECORD['cases'])} configurations" in shown.notes
-    ours_only = {**RECORD, "cases": {c: {**f, "theirs": None} for c, f in RECORD["cases"].items()}}
+    ours_only = dataclasses.replace(typed, cases={c: {**f, "theirs": None} for c, f in RECORD["cases"].items()})
     table = running.serial_work(ours_only).table
     assert table.splitlines()[2].count("| – |") == 2 and "at most as many" not in running.serial_work(ours_only).notes

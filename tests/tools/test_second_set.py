@@ -45,7 +45,8 @@ def test_chapters_records_only_those_and_keeps_the_rest(store, tmp_path, monkeyp
                             "--chapters", "teacher_student"]) == 0  # fmt: skip
     new = json.loads(path.read_text())
     assert "claims" not in new and list(new["runs"]) == list(glance.CHAPTERS)  # chapters stay in order
-    assert new["schema"] == recordfile.SCHEMA and glance.load_seed_set(path, "smoke") == new
+    loaded = glance.load_seed_set(path, "smoke")
+    assert new["schema"] == recordfile.version("second_set") and loaded.to_dict() == new and loaded.seeds == (31,)
     entries = new["runs"]["teacher_student"]
     assert len(entries) == len(set(c for cs in by_figure.values() for c in cs))
     assert all(e["finals"]["eval/alignment"] == [0.5] and e["config"]["seeds"] == [31] for e in entries)
@@ -53,7 +54,7 @@ def test_chapters_records_only_those_and_keeps_the_rest(store, tmp_path, monkeyp
     assert new["commits"]["teacher_student"] == "fedcba9876543210" and new["commits"]["goals"] == "0123456789abcdef"
     assert new["fingerprints"]["teacher_student"] == glance.code_fingerprints()["teacher_student"]
     assert new["fingerprints"]["goals"] == "old" and new["wall_s"] == old["wall_s"]
-    text = glance._seed_sets_summary([new], {})
+    text = glance._seed_sets_summary([loaded], {})
     assert "commits `fedcba987654` (Teacher and student (§3.3)); `0123456789ab` (The hyperteacher" in text
     assert "Compositional goals (§4.3)" in text  # stale: recorded by other code
 
@@ -101,7 +102,7 @@ def test_a_damaged_record_to_update_is_one_line_and_kept(text, expected, store, 
 
 
 def test_seeds_another_seed_set_holds_are_refused(tmp_path, capsys):
-    held = glance.load_seed_set(second_set.DEFAULT, "quick")["seeds"]
+    held = glance.load_seed_set(second_set.DEFAULT, "quick").seeds
     out = str(tmp_path / "third.json")
     message = _one_line(["--preset", "quick", "--seeds", str(held[0]), "99", "--out", out, "--no-train"], capsys)
     assert f"--seeds [{held[0]}] are already in" in message and "second_set.json" in message

@@ -173,9 +173,10 @@ def test_the_tool_judges_the_chapters_claims_on_the_references_numbers(tmp_path,
     configs = set(c for cs in by_figure.values() for c in cs)
     assert len(record["runs"]) == 2 * len(configs)
     assert "claims" not in record  # no verdict is stored: the book judges the numbers
-    assert record["schema"] == recordfile.SCHEMA and twin_tables.staleness(record) == ""  # our code, current
+    loaded = twin_tables.load_twin(out)
+    assert record["schema"] == recordfile.version("twin") and twin_tables.staleness(loaded) == ""  # current code
     assert record["code_fingerprint"] == twin_tables.code_fingerprint("hyperteacher")
-    found = twin_tables.judged(record)
+    found = twin_tables.judged(loaded)
     assert set(found) == {"3", "4"} and found["3"]["ours"] is None  # the quick world: ours are the chapter's runs
     verdict = {c.claim: c.verdict for c in found["3"]["authors'"]}
     # the fake hypernetworks lead by 20 points under random support and lose it under non-compositional support
@@ -257,7 +258,8 @@ def test_teacher_student_twins_judge_fig2c_on_both_implementations(tmp_path, mon
     record = json.loads(out.read_text())
     n_configs = len(twin.claim_configs("teacher_student", "smoke", [3])[1]["fig2c"])
     assert record["matched_world"] == {"fig2c": small} and len(record["runs"]) == n_configs
-    found = twin_tables.judged(record)
+    loaded = twin_tables.load_twin(out)
+    found = twin_tables.judged(loaded)
     verdicts = {c.claim: c.verdict for c in found["3"]["authors'"] if c.figure == "Fig. 2C"}
     assert len(verdicts) == 2 and C.NOT_RUN not in verdicts.values()
     discrete = next(v for claim, v in verdicts.items() if "discrete" in claim)
@@ -267,9 +269,9 @@ def test_teacher_student_twins_judge_fig2c_on_both_implementations(tmp_path, mon
         c.verdict != C.NOT_RUN for c in ours if c.figure == "Fig. 2C"
     )
     # ours at the matched world sit beside the reference's, row by row
-    ours = twin_tables.ours_by_set(record, type("Runs", (), {"seeds": (3,)})())
+    ours = twin_tables.ours_by_set(loaded, type("Runs", (), {"seeds": (3,)})())
     assert len(ours["3"]) == n_configs and all(len(v["alignment"]) == 1 for v in ours["3"].values())
-    table = twin_tables.runs_table(record, {}, ours)
+    table = twin_tables.runs_table(loaded, {}, ours)
     assert "| alignment: ours, seeds 3 | authors', seeds 3 |" in table and table.count("\n") == n_configs + 1
 
 
@@ -278,7 +280,8 @@ def test_goals_twins_judge_the_claims_at_the_matched_world(tmp_path, monkeypatch
     assert twin.main([*args, "--jobs", "2"]) == 0
     record = json.loads(out.read_text())
     assert len(record["runs"]) == 8 and {r["figure"] for r in record["runs"].values()} == {"fig4ef"}
-    found = twin_tables.judged(record)["2020"]["authors'"]
+    loaded = twin_tables.load_twin(out)
+    found = twin_tables.judged(loaded)["2020"]["authors'"]
     assert "Fig. A10" in {c.figure for c in found}  # judged on what the record holds
     run = next(iter(record["runs"].values()))
     assert run["world"]["grid"] == 7 and set(run["final"]["ood"]) == {"acc", "acc_all", "loss"}
@@ -287,7 +290,7 @@ def test_goals_twins_judge_the_claims_at_the_matched_world(tmp_path, monkeypatch
     # support, and lose it under non-compositional support
     assert len(verdict) >= 4 and C.NOT_RUN not in verdict.values()
     assert verdict["Linear hnet: higher OOD step accuracy on held-out goal combinations than ANIL and MAML"] == C.HOLDS
-    table = twin_tables.runs_table(record, {"hnet_linear": "Linear hnet"})
+    table = twin_tables.runs_table(loaded, {"hnet_linear": "Linear hnet"})
     assert "| fig4ef | Linear hnet | random | 16, 4 | 6 × 2 |" in table
     assert "optimal OOD episodes %: authors', seeds 2020" in table
 

@@ -5,7 +5,7 @@
 functions that judge them (:mod:`~compgen.analysis.teacher_student`, :mod:`~compgen.analysis.hyperteacher`,
 :mod:`~compgen.analysis.preferences`, :mod:`~compgen.analysis.goals`, :mod:`~compgen.analysis.incontext`),
 :mod:`~compgen.analysis.compare` (any learner judged by the paper's claims, trained through the dispatcher),
-:mod:`~compgen.analysis.records` (runs from the records' per-seed numbers, pooling over seed sets),
+:mod:`~compgen.analysis.finals` (runs from the records' per-seed numbers, pooling over seed sets),
 :mod:`~compgen.analysis.counterexamples` (the theory chapter's exact students, fitted) and
 :mod:`~compgen.analysis.paper` (the paper's numbers).
 """

@@ -165,17 +165,17 @@ def claims(runs: Runs) -> list:
 def paper_columns(record) -> list:
     """``[(Table A9 column, entry)]`` of a ledger record of Fig. 2C (:mod:`compgen.ledger`), in the record's order."""
     by_pick = {(col.spec, col.distribution): col for col in support.TABLE_A9}
-    return [(by_pick[(e["select"]["masks"], e["select"]["distribution"])], e) for e in record["configs"]]
+    return [(by_pick[(e["select"]["masks"], e["select"]["distribution"])], e) for e in record.configs]
 
 
 def paper_scale_claims(record) -> list:
     """Fig. 2C's claims from a ledger record: judged (:func:`fig2c_claims`) once the run is complete; before, "not
     run" with where the run stands in ``ours`` and ``details["progress"]`` = (steps done, outer steps)."""
     columns = [(col, np.asarray(e["eval"]["alignment"], float)[:, -1]) for col, e in paper_columns(record)]
-    seeds = tuple(record["configs"][0]["seeds"])
-    if record["complete"]:
+    seeds = tuple(record.configs[0]["seeds"])
+    if record.complete:
         return fig2c_claims(columns, seeds)
-    done, total = record["steps_done"], record["outer_steps"]
+    done, total = record.steps_done, record.outer_steps
     found = []
     for claim in fig2c_claims(columns, seeds):
         at = f"at {done:,} of {total:,} steps"

@@ -6,7 +6,7 @@ the chapter's claims with the same functions its figures use; a claim whose runs
 the current claim code from numbers, never read as verdicts from a record:
 
 * ours on the book's seeds (the store), and on each further seed set that the book neither tunes on nor shows (the
-  per-seed final numbers of ``tools/second_set.py``'s records, :data:`SEED_SETS`, :mod:`compgen.analysis.records`);
+  per-seed final numbers of ``tools/second_set.py``'s records, :data:`SEED_SETS`, :mod:`compgen.analysis.finals`);
 * all of them pooled: the same criterion on all their seeds under the pooled rule
   (the rule for runs pooled over seed sets, :attr:`compgen.notebook.Runs.pooled`); the page's headline counts these
   and its forest plot (:mod:`compgen.figures.forest`) draws them, both by :func:`compgen.analysis.claims.category`;
@@ -31,9 +31,9 @@ import html
 import re
 from pathlib import Path
 
-from compgen import catalog, ledger, recordfile, results
+from compgen import catalog, ledger, recordfile, records, results
 from compgen.analysis import claims as C
-from compgen.analysis import goals, hyperteacher, incontext, preferences, records, teacher_student
+from compgen.analysis import finals, goals, hyperteacher, incontext, preferences, teacher_student
 from compgen.figures import forest, verdicts
 from compgen.figures import twin as twin_
 from compgen.notebook import stored
@@ -66,11 +66,11 @@ def claims(preset="quick", seeds=None, chapters=None) -> dict:
     }
 
 
-def load_seed_set(path, preset) -> dict | None:
+def load_seed_set(path, preset) -> records.SeedSet | None:
     """The seed-set record at ``path`` (written by ``tools/second_set.py``, checked by
-    :func:`compgen.recordfile.read`) if it exists and was made at ``preset``, else ``None``."""
-    record = recordfile.read_if_there(path, "second_set")
-    return record if record is not None and record["preset"] == preset else None
+    :meth:`compgen.records.Record.load`) if it exists and was made at ``preset``, else ``None``."""
+    record = records.SeedSet.load_if_there(path)
+    return record if record is not None and record.preset == preset else None
 
 
 def load_seed_sets(paths, preset) -> list:
@@ -84,23 +84,23 @@ def code_fingerprints() -> dict:
     return {name: catalog.get(name).fingerprint for name in CHAPTERS}
 
 
-def set_runs(record: dict | None, name: str):
+def set_runs(record: records.SeedSet | None, name: str):
     """The chapter's runs on a recorded seed set, from the record's final numbers (``None`` without a record or
     without that chapter in it); a config the record lacks (the preset changed since) is not run."""
-    if record is None or name not in record.get("runs", {}):
+    if record is None or name not in record.runs:
         return None
-    return records.runs_from_entries(name, record["preset"], record["seeds"], record["runs"][name])
+    return finals.runs_from_entries(name, record.preset, record.seeds, record.runs[name])
 
 
-def stale_chapters(record: dict | None) -> list:
+def stale_chapters(record: records.SeedSet | None) -> list:
     """The chapters of the record whose training code changed since it was recorded (their runs would differ), or
     whose fingerprint it does not record (whether it changed cannot be told)."""
-    return [n for n in (record or {}).get("runs", {}) if n in CHAPTERS and _stale_why(record, n)]
+    return [n for n in (record.runs if record else ()) if n in CHAPTERS and _stale_why(record, n)]
 
 
-def _stale_why(record: dict, name: str) -> str:
+def _stale_why(record: records.SeedSet, name: str) -> str:
     """Why chapter ``name``'s runs in the seed-set ``record`` may not be the current code's ("" if they are)."""
-    state = recordfile.code_state(record.get("fingerprints", {}).get(name), code_fingerprints()[name])
+    state = recordfile.code_state(record.fingerprint(name), code_fingerprints()[name])
     if state == recordfile.STALE:
         return f"the training code of {TITLES[name]} changed since the record was made"
     return "" if state == recordfile.CURRENT else f"the record names no code fingerprint for {TITLES[name]}"
@@ -118,13 +118,13 @@ def judged_sets(name: str, runs, seed_sets=()) -> dict:
     rule, where there is at least one."""
     module = CHAPTERS[name]
     found, taken = {seed_key(runs.seeds): module.claims(runs)}, [runs]
-    for record in [seed_sets] if isinstance(seed_sets, dict) else seed_sets:
+    for record in [seed_sets] if isinstance(seed_sets, records.SeedSet) else seed_sets:
         other = set_runs(record, name)
         if other is not None and not set(other.seeds) & {s for r in taken for s in r.seeds}:
             found[seed_key(other.seeds)] = module.claims(other)
             taken.append(other)
     if len(taken) > 1:
-        found["pooled"] = module.claims(records.pool(*taken))
+        found["pooled"] = module.claims(finals.pool(*taken))
     return found
 
 
@@ -170,10 +170,10 @@ def _pooled_cell(claim) -> str:
     return _cell(claim)
 
 
-def _commits(record: dict) -> str:
+def _commits(record: records.SeedSet) -> str:
     """Where a second-set record was computed: "commit `abc`", or per chapter when its chapters differ."""
     by_commit = {}
-    for name, commit in record.get("commits", {}).items():
+    for name, commit in record.commits.items():
         by_commit.setdefault(commit[:12], []).append(TITLES.get(name, name))
     if len(by_commit) == 1:
         return f"commit `{next(iter(by_commit))}`"
@@ -256,7 +256,7 @@ def page(preset="quick", seeds=None, seed_sets=(), twins=None, paper_scale=None)
         group = found[book]
         columns = [(f"ours, {_seeds_label(book).removeprefix('seeds ')}", [_cell(c) for c in group], "seeds")]
         for record in recorded:
-            key = seed_key(record["seeds"])
+            key = seed_key(record.seeds)
             why = _stale_why(record, name) if name in stale_chapters(record) else ""
             cells = [_cell(twin_._find(found.get(key), c), why) for c in group]
             columns.append((f"ours, {_seeds_label(key).removeprefix('seeds ')}", cells, "seeds"))
@@ -277,7 +277,7 @@ def _paths(seed_sets) -> list:
 
 
 def _other_preset(path, preset) -> str:
-    other = recordfile.read(path, "second_set")["preset"]
+    other = records.SeedSet.load(path).preset
     return (
         f"The seed-set record `{path}` was made at preset `{other}`; this page is at `{preset}`, so its column is left "
         "out."
@@ -388,9 +388,9 @@ def _sets_count(sets: dict) -> str:
 
 
 def _seed_sets_summary(recorded: list, runs: dict) -> str:
-    labels = [f"**ours, {_seeds_label(seed_key(r['seeds'])).removeprefix('seeds ')}**" for r in recorded]
+    labels = [f"**ours, {_seeds_label(seed_key(r.seeds)).removeprefix('seeds ')}**" for r in recorded]
     columns = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
-    where = "; ".join(f"{_seeds_label(seed_key(r['seeds']))} at {_commits(r)}" for r in recorded)
+    where = "; ".join(f"{_seeds_label(seed_key(r.seeds))} at {_commits(r)}" for r in recorded)
     text = (
         f"The column{'s' if len(labels) > 1 else ''} {columns} judge{'' if len(labels) > 1 else 's'} every claim on "
         f"seeds that the book neither tunes on nor shows: the final numbers per seed that `tools/second_set.py` "
@@ -402,15 +402,15 @@ def _seed_sets_summary(recorded: list, runs: dict) -> str:
     return text
 
 
-def _staleness(record: dict, runs: dict) -> str:
+def _staleness(record: records.SeedSet, runs: dict) -> str:
     """What a seed-set record's columns show that is not this build's: other code, no fingerprint, shared seeds,
     configs changed since."""
-    label, stale = _seeds_label(seed_key(record["seeds"])), stale_chapters(record)
-    fingerprints = record.get("fingerprints", {})
+    label, stale = _seeds_label(seed_key(record.seeds)), stale_chapters(record)
+    fingerprints = record.fingerprints
     changed = [TITLES[n] for n in stale if fingerprints.get(n)]
     unknown = [TITLES[n] for n in stale if not fingerprints.get(n)]
-    missing = [TITLES[n] for n in CHAPTERS if (r := set_runs(record, n)) is not None and records.missing(r)]
-    overlap = [TITLES[n] for n, r in runs.items() if set(record["seeds"]) & set(r.seeds)]
+    missing = [TITLES[n] for n in CHAPTERS if (r := set_runs(record, n)) is not None and finals.missing(r)]
+    overlap = [TITLES[n] for n, r in runs.items() if set(record.seeds) & set(r.seeds)]
     text = ""
     if changed:
         text += (
@@ -436,7 +436,7 @@ def _twin_records(folder, preset) -> dict:
     for name in CHAPTERS:
         paths = [Path(folder) / f"twin_{name}.json", *sorted(Path(folder).glob(f"twin_{name}_*.json"))]
         loaded = [twin_.load_twin(p) for p in paths]
-        found[name] = [r for r in loaded if r is not None and r.get("preset") == preset]
+        found[name] = [r for r in loaded if r is not None and r.preset == preset]
     return {k: v for k, v in found.items() if v}
 
 
@@ -452,24 +452,24 @@ def _twin_columns(name, group, twin_records, ours_sets) -> list:
     for record in twin_records:
         found.update(twin_.judged(record))
     theirs = twin_.pooled(twin_records, "authors'")
-    if twin_records[0].get("matched_world"):
+    if twin_records[0].matched_world:
         ours = twin_.pooled(twin_records, "ours")
     else:  # the twins ran at the preset's own world: ours there are the book's runs and the second set
         for s in found:
             found[s]["ours"] = ours_sets.get(s)
         ours = ours_sets.get("pooled")
-    why = lambda c: twin_records[0].get("not_expressible", {}).get(c.figure)
+    why = lambda c: (twin_records[0].not_expressible or {}).get(c.figure)
     return [
         ("twin: ours", [twin_.glance_cell(found, ours, c, link, "ours", why(c)) for c in group], "twin"),
         ("twin: authors'", [twin_.glance_cell(found, theirs, c, link, "authors'", why(c)) for c in group], "twin"),
     ]
 
 
-def _twin_summary(records: dict) -> str:
+def _twin_summary(twins: dict) -> str:
     """What the twin-world columns show, for which chapters a twin record exists, and which are stale."""
     worlds = {
-        name: "the quick world" if not rs[0].get("matched_world") else "the nearest world the authors' code expresses"
-        for name, rs in records.items()
+        name: "the quick world" if not rs[0].matched_world else "the nearest world the authors' code expresses"
+        for name, rs in twins.items()
     }
     done = "; ".join(f"{TITLES[name]} ({world})" for name, world in worlds.items()) or "none yet"
     return (
@@ -479,13 +479,13 @@ def _twin_summary(records: dict) -> str:
         "seed both records hold, each linked to the chapter's twin table. Where the authors' code cannot express the "
         f"preset's world, both run at the nearest world it does. Twin worlds: {done}. ✓ holds, ✗ not reproduced, – "
         "not run, n/e not expressible in the authors' code, n/a no twin to run (hover for why)."
-    ) + _twin_staleness(records)
+    ) + _twin_staleness(twins)
 
 
-def _twin_staleness(records: dict) -> str:
+def _twin_staleness(twins: dict) -> str:
     """A sentence per kind of staleness of the twin records (:func:`compgen.figures.twin.staleness`), or ""."""
-    changed = [n for n, rs in records.items() if any(r.get("code_fingerprint") and twin_.staleness(r) for r in rs)]
-    unknown = [n for n, rs in records.items() if any(not r.get("code_fingerprint") for r in rs)]
+    changed = [n for n, rs in twins.items() if any(r.fingerprint() and twin_.staleness(r) for r in rs)]
+    unknown = [n for n, rs in twins.items() if any(not r.fingerprint() for r in rs)]
     text = ""
     if changed:
         text += f" Our code of {', '.join(TITLES[n] for n in changed)} has changed since its twin records were made."
@@ -525,20 +525,20 @@ def _paper_scale_summary(found) -> str:
             "every GPU lease, and its first lease adds a column **paper scale** to this page."
         )
     record = found["record"]
-    seeds = ", ".join(map(str, record["configs"][0]["seeds"]))
+    seeds = ", ".join(map(str, record.configs[0]["seeds"]))
     stand = ledger.standing(record)
     done, total, leases = (
-        record["steps_done"],
-        record["outer_steps"],
+        record.steps_done,
+        record.outer_steps,
         f"{stand['leases']} lease(s) on {stand['devices']}",
     )
     where = (
         f"trained to its last step over {leases}, and judged from its record with the chapter's claim code"
-        if record["complete"]
+        if record.complete
         else f"in progress: {done:,} of {total:,} outer steps after {leases}; its cells say how far it stands and "
         "give no verdict before the last step"
     )
-    cfg = record["configs"][0]["config"]
+    cfg = record.configs[0]["config"]
     return (
         f"The column **paper scale** holds Fig. 2C at the paper's own configuration ({total:,} outer steps of "
         f"{cfg['meta_batch']} tasks, {cfg['inner_steps']} inner steps, seeds {seeds}), {where}. Other claims were "
@@ -561,7 +561,7 @@ def findings(runs, seed_sets=(), twins=None) -> str:
     found = judged_sets(name, runs, recorded)
     book = _book(runs)
     rows = row_claims(found, book)
-    older = {seed_key(r["seeds"]) for r in recorded if name in stale_chapters(r)}
+    older = {seed_key(r.seeds) for r in recorded if name in stale_chapters(r)}
     twin_records = _twin_records(twins, runs.preset).get(name, []) if twins else []
     twin_found = {}
     for r in twin_records:
@@ -575,7 +575,7 @@ def findings(runs, seed_sets=(), twins=None) -> str:
         if "pooled" in found and row.verdict != C.NOT_RUN:
             parts.append(f"pooled over {len(row.seeds)} seeds: {_said(row)}")
         text = f"- **{claim.figure}** — {claim.claim}. " + "; ".join(parts) + "."
-        if twin_found and not twin_records[0].get("not_expressible", {}).get(claim.figure):
+        if twin_found and not (twin_records[0].not_expressible or {}).get(claim.figure):
             marks = []
             for s, sets in twin_found.items():
                 theirs = twin_._find(sets["authors'"], claim)

@@ -25,6 +25,7 @@ import numpy as np
 from compgen import booktime, recordfile, steptimes
 from compgen.experiments.fewshot import MODEL_LABELS
 from compgen.figures import FigureResult, plots
+from compgen.records import BookTime, Choices, Gpu, OpCounts, Steps, load_folder
 
 NO_BUILD = (
     "No build has been recorded yet (`book/records/book_time.json`): execute the book from an empty results store, "
@@ -33,14 +34,15 @@ NO_BUILD = (
 SERIES_COLOURS = {"authors": "#bdbdbd", "ours": "#1b9e77", "ours, tasks sharded": "#7570b3"}
 
 
-def load(path) -> dict | None:
-    """The book-time record at ``path`` (checked, :func:`compgen.recordfile.read`), or ``None`` where there is none."""
-    return recordfile.read_if_there(path, "book_time")
+def load(path) -> BookTime | None:
+    """The book-time record at ``path`` (checked, :meth:`compgen.records.Record.load`), or ``None`` where there is
+    none."""
+    return BookTime.load_if_there(path)
 
 
-def gpu_records(folder) -> list[dict]:
-    """The GPU-check records under ``folder``/gpu, each checked, oldest first."""
-    return recordfile.read_folder(Path(folder, "gpu"), "gpu")
+def gpu_records(folder) -> list:
+    """The GPU-check records (:class:`compgen.records.Gpu`) under ``folder``/gpu, each checked, oldest first."""
+    return load_folder(Gpu, Path(folder, "gpu"))
 
 
 CODE_STATES = {recordfile.STALE: "code changed since", recordfile.NOT_RECORDED: "code not recorded"}
@@ -49,7 +51,7 @@ CODE_STATES = {recordfile.STALE: "code changed since", recordfile.NOT_RECORDED: 
 def code_state(record) -> str:
     """Whether ``record`` was made by this build's code (:func:`compgen.steptimes.code_fingerprint`): one of
     :data:`compgen.recordfile.CURRENT`, ``STALE``, ``NOT_RECORDED``."""
-    return recordfile.code_state(record.get("code_fingerprint"), steptimes.code_fingerprint())
+    return recordfile.code_state(record.fingerprint(), steptimes.code_fingerprint())
 
 
 def code_note(record) -> str:
@@ -67,7 +69,7 @@ def code_note(record) -> str:
 
 def _chapters(record) -> list[dict]:
     """The record's chapters as :func:`compgen.booktime.book_time` rows (a missing GEMM reading as NaN)."""
-    return [{**row, "gemm": np.nan if row["gemm"] is None else row["gemm"]} for row in record["chapters"]]
+    return [{**row, "gemm": np.nan if row["gemm"] is None else row["gemm"]} for row in record.chapters]
 
 
 def budget_verdict(record) -> str:
@@ -111,9 +113,9 @@ def book_cost(record) -> FigureResult:
         f"The quick book's training per chapter: the wall minutes of the cells that train, on a machine whose 1024² "
         f"float32 GEMM read the runs' own reading, scaled to one that reads {booktime.BUDGET_GEMM:.0f} GFLOP/s. "
         "A build "
-        f"from an empty results store at preset `{record['preset']}` with its seeds, commit "
-        f"{steptimes.record_commit(record)}, on {record['cores']} cores, ended {record['date']} "
-        "(`book/records/book_time.json`)." + (f" {record['note']}" if record.get("note") else "")
+        f"from an empty results store at preset `{record.preset}` with its seeds, commit "
+        f"{steptimes.record_commit(record)}, on {record.cores} cores, ended {record.date} "
+        "(`book/records/book_time.json`)." + (f" {record.note}" if record.note else "")
     )
     notes = (
         "Process minutes add up the worker processes, which train side by side (one per core), so they can exceed "
@@ -143,7 +145,7 @@ def compile_times(record, top=10) -> FigureResult:
     seconds."""
     if record is None:
         return FigureResult(notes=NO_BUILD)
-    runs = sorted(record["runs"], key=lambda r: -r["compile"])
+    runs = sorted(record.runs, key=lambda r: -r["compile"])
     process = sum(r[p] for r in runs for p in booktime.RUN_PARTS)
     compiled = sum(r["compile"] for r in runs)
     lines = [
@@ -159,7 +161,7 @@ def compile_times(record, top=10) -> FigureResult:
         )
     caption = (
         f"The {min(top, len(runs))} longest compilations among the {len(runs)} runs of the recorded quick build "
-        f"(commit {steptimes.record_commit(record)}, {record['date']}): process seconds per run; compilation took "
+        f"(commit {steptimes.record_commit(record)}, {record.date}): process seconds per run; compilation took "
         f"{compiled / 60:.1f} of the runs' {process / 60:.1f} process minutes ({compiled / max(process, 1e-9):.0%})."
     )
     return FigureResult(caption=caption, table="\n".join(lines))
@@ -170,7 +172,7 @@ def compile_times(record, top=10) -> FigureResult:
 
 def _newest_ours(records, device: str):
     """Our newest step-time record on a device whose name contains ``device`` (the authors' record's), or ``None``."""
-    ours = [r for r in records if r["who"] == "compgen" and device.lower() in r["device"].lower()]
+    ours = [r for r in records if r.who == "compgen" and device.lower() in r.device.lower()]
     return ours[-1] if ours else None
 
 
@@ -182,18 +184,18 @@ def _ours(record, key: str, sharded: bool):
         if (
             steptimes.figure_key(name) == key
             and name.endswith(steptimes.SHARD_SUFFIX) == sharded
-            and name in record["rows"]
+            and name in record.rows
         ):
-            return record["rows"][name]
+            return record.rows[name]
     return None
 
 
-def same_session(authors: dict, ours: dict) -> bool:
+def same_session(authors: Steps, ours: Steps) -> bool:
     """Whether two step-time records were timed in one session on one machine: the same ``session`` where both name
     one, else the same device (the authors' record names its kind: "H100", "cpu") and the same date."""
-    if authors.get("session") and ours.get("session"):
-        return authors["session"] == ours["session"]
-    return authors["device"].lower() in ours["device"].lower() and authors["date"] == ours["date"]
+    if authors.session and ours.session:
+        return authors.session == ours.session
+    return authors.device.lower() in ours.device.lower() and authors.date == ours.date
 
 
 def _label(key: str) -> str:
@@ -210,7 +212,7 @@ def step_times(records) -> FigureResult:
     the authors' code was measured on (its records, :func:`compgen.steptimes.step_records`), beside our newest record on
     that device: bars on a log scale, and a table with peak memory and the ratio, only where the two were timed in
     one session (:func:`same_session`); figures of different sessions are shown with their dates, never divided."""
-    theirs = [r for r in records if r["who"] == "authors"]
+    theirs = [r for r in records if r.who == "authors"]
     fig, axes = plots.subplots(1, len(theirs), figsize=(plots.COLUMN_WIDTH, 3.6), squeeze=False)
     lines = [
         "| device | configuration | authors s/step | ours s/step | ours, tasks sharded | authors ÷ ours |",
@@ -218,9 +220,9 @@ def step_times(records) -> FigureResult:
     ]
     notes = []
     for ax, authors in zip(axes[0], theirs):
-        ours = _newest_ours(records, authors["device"])
-        keys = list(authors["rows"])
-        series = {"authors": [authors["rows"][k]["s_per_step"] for k in keys]}
+        ours = _newest_ours(records, authors.device)
+        keys = list(authors.rows)
+        series = {"authors": [authors.rows[k]["s_per_step"] for k in keys]}
         plain = [_ours(ours, k, False) for k in keys]
         split = [_ours(ours, k, True) for k in keys]
         series["ours"] = [np.nan if p is None else p["s_per_step"] for p in plain]
@@ -237,12 +239,12 @@ def step_times(records) -> FigureResult:
         )
         ax.set_ylim(low / 2, high * 6)  # room above the bars for the legend
         ax.set_xticks(range(len(keys)), [_label(k).replace(", ", "\n") for k in keys], fontsize=6, rotation=90)
-        ax.set_title(authors["device"], fontsize=9)
+        ax.set_title(authors.device, fontsize=9)
         ax.set_ylabel("seconds per outer step")
         ax.legend(fontsize=6, loc="upper left", ncol=len(series))
         together = ours is not None and same_session(authors, ours)
         for k, p, s in zip(keys, plain, split):
-            row = authors["rows"][k]
+            row = authors.rows[k]
             fastest = min((o["s_per_step"] for o in (p, s) if o is not None), default=None)
             if fastest is None:
                 ratio = "–"
@@ -252,17 +254,15 @@ def step_times(records) -> FigureResult:
                 ratio = "– (two sessions)"
             cells = [f"{o['s_per_step']:.3g}{_gb(o)}" if o else "–" for o in (p, s)]
             lines.append(
-                f"| {authors['device']} | {_label(k)} | {row['s_per_step']:.3g}{_gb(row)} | {cells[0]} | {cells[1]} "
+                f"| {authors.device} | {_label(k)} | {row['s_per_step']:.3g}{_gb(row)} | {cells[0]} | {cells[1]} "
                 f"| {ratio} |"
             )
-        notes.append(
-            f"**The authors' code on {authors['device']}** ({authors['code']}, {authors['date']}): {authors['how']}."
-        )
+        notes.append(f"**The authors' code on {authors.device}** ({authors.code}, {authors.date}): {authors.how}.")
         if ours is None:
-            notes.append(f"**Ours on {authors['device']}**: no record yet.")
+            notes.append(f"**Ours on {authors.device}**: no record yet.")
         else:
             notes.append(
-                f"**Ours on {ours['device']}** (commit {steptimes.record_commit(ours)}, {ours['date']}): {ours['how']}."
+                f"**Ours on {ours.device}** (commit {steptimes.record_commit(ours)}, {ours.date}): {ours.how}."
                 + (f" {code_note(ours)}" if code_note(ours) else "")
             )
     fig.tight_layout()
@@ -286,9 +286,9 @@ NO_OP_COUNTS = (
 )
 
 
-def op_counts_record(folder) -> dict | None:
+def op_counts_record(folder) -> OpCounts | None:
     """The serial-work record under ``folder`` (``op_counts.json``, checked), or ``None`` where there is none."""
-    return recordfile.read_if_there(Path(folder, "op_counts.json"), "op_counts")
+    return OpCounts.load_if_there(Path(folder, "op_counts.json"))
 
 
 def _case_label(case: str) -> str:
@@ -310,7 +310,7 @@ def serial_work(record) -> FigureResult:
         "|---|---:|---:|---:|---:|---:|",
     ]
     fewer, more_fusions, changed, runs = [], [], [], []
-    for case, found in record["cases"].items():
+    for case, found in record.cases.items():
         ours, theirs = found["ours"], found["theirs"]
         cells = [f"{c[k]['per_step']:,}" if c else "–" for k in ("ops", "fusions") for c in (ours, theirs)]
         lines.append(f"| {_case_label(case)} | {ours['inner_steps']} | {' | '.join(cells)} |")
@@ -323,16 +323,16 @@ def serial_work(record) -> FigureResult:
             recordfile.CURRENT
         ):
             changed.append(_case_label(case))
-    commit = record["reference"]["commit"]
+    commit = record.reference["commit"]
     caption = (
         "Serial work per inner step at the paper's configurations (preset `paper`, one seed; the hyperteacher at "
         "M = 4, K = 2): the operations of the lowered program and the instructions of the optimised CPU program (a "
         "fusion counts one) that one inner step executes in sequence, summed over the inner loop and, under the "
         "meta-gradient, its transposed loop; a nested loop counts its trip count times its body. Both codes are "
-        f"lowered for a CPU with jax {record['jax']} and counted by the same code (`tools/hlo_count.py`); the "
-        f"authors' at {record['reference']['repository']}"
+        f"lowered for a CPU with jax {record.jax} and counted by the same code (`tools/hlo_count.py`); the "
+        f"authors' at {record.reference['repository']}"
         + (f"@{commit[:7]}" if commit else " (not counted)")
-        + f", {record['date']} (`book/records/op_counts.json`)."
+        + f", {record.date} (`book/records/op_counts.json`)."
     )
     notes = []
     if fewer:
@@ -369,11 +369,11 @@ def gpu_checks(records) -> FigureResult:
         "|---|---|---|---|---|---|---:|---|",
     ]
     for record in records:
-        versions = f"{record['jax']}, {record['flax']}"
+        versions = f"{record.jax}, {record.flax}"
         state = CODE_STATES.get(code_state(record))
         commit = steptimes.record_commit(record) + (f" ({state})" if state else "")
-        for i, step in enumerate(record["steps"]):
-            first = (record["date"], record["device"], versions, commit) if i == 0 else ("",) * 4
+        for i, step in enumerate(record.steps):
+            first = (record.date, record.device, versions, commit) if i == 0 else ("",) * 4
             seconds = "" if step.get("seconds") is None else f"{step['seconds']:.0f}"
             lines.append(
                 f"| {' | '.join(first)} | {step['step']} | {step['status']} | {seconds} | {step.get('found', '')} |"
@@ -400,9 +400,9 @@ def budget_policy() -> str:
 def device_choices(path) -> FigureResult:
     """The measurements behind the device's choices (``records/choices.json``): per choice when, on what, how it was
     measured and what was found."""
-    record = recordfile.read(path, "choices")
+    record = Choices.load(path)
     lines = ["| choice | measured | how | found |", "|---|---|---|---|"]
-    for c in record["choices"]:
+    for c in record.choices:
         lines.append(f"| {c['choice']} | {c['date']}, {c['machine']} | {c['how']} | {c['found']} |")
     caption = (
         "Why the device's choices are what they are: the measurement behind each (`records/choices.json`), named by "
@@ -431,7 +431,7 @@ def ledger_table(ledger_path, root) -> FigureResult:
         where = ledger.standing(found)
         state = where["state"] + (" (stale: the next lease starts it again)" if ledger.staleness(found) else "")
         lines.append(
-            f"| {work.name} | {work.figure} | {size} | {found['steps_done']:,} of {total:,} | {where['leases']} | "
+            f"| {work.name} | {work.figure} | {size} | {found.steps_done:,} of {total:,} | {where['leases']} | "
             f"{where['devices']} | {where['device_hours']:.2f} | {state} |"
         )
     caption = (
@@ -480,7 +480,7 @@ def paper_cost(records, device="H100") -> FigureResult:
             steps = sorted({c.outer_steps for c in configs})
             steps = f"{steps[0]:,}" + (f"–{steps[-1]:,}" if len(steps) > 1 else "")
             lines.append(f"| {name} | {figure} | {len(configs)} | {runs} | {steps} | {hours:,.1f} | {timed} |")
-    source = "no record of ours" if ours is None else f"our record at {steptimes.record_commit(ours)} ({ours['date']})"
+    source = "no record of ours" if ours is None else f"our record at {steptimes.record_commit(ours)} ({ours.date})"
     caption = (
         f"The paper's configuration, figure by figure: its configs and runs, computed from the library's configs when "
         f"this page is built; GPU-hours on one {device} from the analytic FLOPs at "

@@ -14,33 +14,32 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from compgen import recordfile
+from compgen import recordfile, records
 
 SPLIT_SHORT = {"random": "r", "non_compositional": "nc", "connected": "c", "disconnected": "d"}
 
 
-def load_search(path) -> dict:
-    """The search record at ``path``: ``{"section", "metric", "source", "records": [...]}``, checked
-    (:func:`compgen.recordfile.read`)."""
-    return recordfile.read(path, "search")
+def load_search(path) -> records.Search:
+    """The search record at ``path``, checked (:meth:`compgen.records.Record.load`)."""
+    return records.Search.load(path)
 
 
-def code_states(record: dict) -> Counter:
+def code_states(record: records.Search) -> Counter:
     """How many of the search ``record``'s entries were made by the section's current code, by other code, or name
     none (:func:`compgen.recordfile.code_state`; an entry's ``code_fingerprint`` is its run's)."""
     from compgen import catalog
 
-    section = record.get("section")
+    section = record.section
     current = catalog.get(section).fingerprint if section in catalog.SECTIONS else None
     return Counter(
         recordfile.code_state(r.get("code_fingerprint"), current) if current else recordfile.NOT_RECORDED
-        for r in record["records"]
+        for r in record.records
     )
 
 
-def _code_sentence(record: dict) -> str:
+def _code_sentence(record: records.Search) -> str:
     """What :func:`code_states` found, as a sentence ("" when every entry is the current code's)."""
-    states, total = code_states(record), len(record["records"])
+    states, total = code_states(record), len(record.records)
     parts = []
     if states[recordfile.STALE]:
         parts.append(f"{states[recordfile.STALE]} of its {total} runs were made by other code than this build's")
@@ -73,27 +72,27 @@ def search_table(
     prefix = "split" not in by if prefix_split is None else prefix_split
     key = (lambda r: r.get(by[0])) if len(by) == 1 else (lambda r: tuple(r.get(f) for f in by))
     regimes = defaultdict(list)
-    for r in record["records"]:
+    for r in record.records:
         regimes[r["regime"]].append(r)
-    shown = []  # (name, the regime's first record, its records, cells) of the regimes with a cell
-    for name, records in regimes.items():
+    shown = []  # (name, the regime's first record, its entries, cells) of the regimes with a cell
+    for name, entries in regimes.items():
         cells = {}
         for column in labels:
-            found = [r for r in records if key(r) == column]
+            found = [r for r in entries if key(r) == column]
             cells[column] = " / ".join(
                 (f"{SPLIT_SHORT.get(r['split'], r['split'])} " if prefix else "")
                 + f"{scale * np.mean(r['values']):.{digits}f}"
                 for r in found
             )
         if any(cells.values()):
-            shown.append((name, records[0], records, cells))
+            shown.append((name, entries[0], entries, cells))
     # world fields with one value in every row go above the table, so the world column shows what a regime changes
     worlds = [first["world"] for _, first, _, _ in shown]
     shared = {k: v for k, v in (worlds[0] if worlds else {}).items() if all(w.get(k, object()) == v for w in worlds)}
     rows = []
-    for name, first, records, cells in shown:
-        seeds = sorted({s for r in records for s in r["seeds"]})
-        cpu = sum(r.get("cpu_s", 0.0) for r in records) / 60
+    for name, first, entries, cells in shown:
+        seeds = sorted({s for r in entries for s in r["seeds"]})
+        cpu = sum(r.get("cpu_s", 0.0) for r in entries) / 60
         rows.append(
             f"| {name} | {_describe(first['world'], skip=shared) or '–'} | {first['budget'].get('outer_steps')} × "
             f"{first['budget'].get('meta_batch')} | {', '.join(map(str, seeds))} | "
@@ -112,7 +111,7 @@ def search_table(
     )
     return "\n".join(
         [
-            f"{record['metric']} (mean over the seeds{unit}){legend}. {record.get('source', '')}"
+            f"{record.metric} (mean over the seeds{unit}){legend}. {record.source or ''}"
             + (f" Every regime's world has {_describe(shared)}; the world column gives the rest." if shared else "")
             + _code_sentence(record),
             "",

@@ -229,15 +229,15 @@ def paper_scale(record) -> FigureResult:
     progress: module alignment over the steps trained so far beside the paper's value, the latest alignment per Table
     A9 column, and the claims (:func:`paper_scale_claims`: judged only once the run is complete)."""
     columns = A.paper_columns(record)
-    seeds = tuple(record["configs"][0]["seeds"])
-    done, total = record["steps_done"], record["outer_steps"]
+    seeds = tuple(record.configs[0]["seeds"])
+    done, total = record.steps_done, record.outer_steps
     curves = [
         (f"{col.column}: {col.name}", col.distribution, col.connected, np.asarray(e["eval"]["alignment"], float))
         for col, e in columns
     ]
-    fig = plots.alignment_so_far(record["eval_steps"], curves, total, 1.0, PAPER_REFERENCE)
+    fig = plots.alignment_so_far(record.eval_steps, curves, total, 1.0, PAPER_REFERENCE)
     lines = [
-        f"| column | masks | distribution | support (paper) | alignment at step {record['eval_steps'][-1]:,} | "
+        f"| column | masks | distribution | support (paper) | alignment at step {record.eval_steps[-1]:,} | "
         "rel. loss (train) | R² (1…M−1-hot) |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -250,7 +250,7 @@ def paper_scale(record) -> FigureResult:
             f"{mean_std(r2)} |"
         )
     where = ledger.standing(record)
-    stand = "complete" if record["complete"] else f"in progress: {done:,} of {total:,} outer steps"
+    stand = "complete" if record.complete else f"in progress: {done:,} of {total:,} outer steps"
     what = (
         f"Fig. 2C at the paper's configuration, {stand} ({where['leases']} lease(s) on {where['devices']}, "
         f"{where['device_hours']:.2f} device-hours in all): module alignment over outer steps, one student per "
@@ -258,7 +258,7 @@ def paper_scale(record) -> FigureResult:
     )
     return FigureResult(
         fig,
-        f"{what}. Preset {record['preset']}; seeds {', '.join(map(str, seeds))}.",
+        f"{what}. Preset {record.preset}; seeds {', '.join(map(str, seeds))}.",
         "\n".join(lines),
         A.paper_scale_claims(record),
     )

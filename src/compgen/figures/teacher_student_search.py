@@ -121,7 +121,7 @@ def _regimes(path) -> dict:
     from compgen.figures.search import load_search
 
     regimes = {}
-    for r in load_search(path)["records"]:
+    for r in load_search(path).records:
         regimes.setdefault(r["regime"], []).append(r)
     return regimes
 
@@ -220,7 +220,7 @@ def search_findings(path) -> str:
     inner loop, and W1 with the paper's inner loop."""
     from compgen.figures.search import load_search
 
-    records = [r for r in load_search(path)["records"] if r.get("branch") == "probe/ts"]
+    records = [r for r in load_search(path).records if r.get("branch") == "probe/ts"]
     over = [r for r in records if r["split"].endswith(OVERPARAM_NAME) and r["connected"]]
     bullets = [_paper_world(over), _drift(over), _paper_inner_loop(over), _search_outcome(path)]
     return "\n".join(f"* {b}" for b in bullets if b)

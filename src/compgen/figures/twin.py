@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import recordfile
+from compgen import recordfile, records
 from compgen.analysis import claims as C
 
 SHORT = {C.HOLDS: "✅", C.NOT_REPRODUCED: "❌", C.NOT_RUN: "–"}  # markdown tables
@@ -64,10 +64,10 @@ MATCHED = {
 ADDED_FIELDS = {"fused_inner": None}
 
 
-def load_twin(path) -> dict | None:
-    """The twin record at ``path``, checked (:func:`compgen.recordfile.read`, its chapter one of
+def load_twin(path) -> records.Twin | None:
+    """The twin record at ``path``, checked (:meth:`compgen.records.Record.load`, its chapter one of
     :data:`CLAIM_FIGURES`), or ``None`` if there is none."""
-    return recordfile.read_if_there(path, "twin", _known_chapter)
+    return records.Twin.load_if_there(path, _known_chapter)
 
 
 def _known_chapter(record: dict) -> None:
@@ -82,14 +82,14 @@ def code_fingerprint(chapter: str) -> str:
     return catalog.get(chapter).fingerprint
 
 
-def staleness(record: dict) -> str:
+def staleness(record: records.Twin) -> str:
     """Why the twin ``record`` may not show what our current code computes, as words ("" where it is current)."""
-    return recordfile.stale(record, code_fingerprint(record["chapter"]))
+    return recordfile.stale(record.fingerprint(), code_fingerprint(record.chapter))
 
 
-def seed_sets(record: dict) -> list:
+def seed_sets(record: records.Twin) -> list:
     """The record's seed sets, as strings (``"2020,2021,2022"``)."""
-    return [",".join(map(str, seeds)) for seeds in record.get("seed_sets", [])]
+    return [",".join(map(str, seeds)) for seeds in record.seed_sets]
 
 
 def run_key(cfg, seed, commit: str) -> str:
@@ -133,27 +133,27 @@ def _runs(chapter: str, preset: str, seeds, output_of):
     return Runs(sec, preset, by_figure, outputs)
 
 
-def reference_runs(record: dict, seeds):
+def reference_runs(record: records.Twin, seeds):
     """The reference's runs of the record on ``seeds``, as a :class:`compgen.notebook.Runs` of the chapter's claim
     figures (a config without every seed recorded: not run)."""
-    chapter, commit = record["chapter"], record["reference"]["commit"]
+    chapter, commit = record.chapter, record.reference["commit"]
 
     def output_of(cfg):
-        found = [record["runs"].get(run_key(cfg, s, commit)) for s in cfg.seeds]
+        found = [record.runs.get(run_key(cfg, s, commit)) for s in cfg.seeds]
         return reference_output(chapter, cfg, found) if all(found) else None
 
-    return _runs(chapter, record["preset"], seeds, output_of)
+    return _runs(chapter, record.preset, seeds, output_of)
 
 
-def ours_runs(record: dict, seeds):
+def ours_runs(record: records.Twin, seeds):
     """Ours at the record's matched world on ``seeds`` (its ``ours_matched_rows``: every headline number per seed,
     which is what the claims read), as runs; ``None`` where the twins ran at the preset's own world (ours are then the
     chapter's runs)."""
-    if not record.get("matched_world"):
+    if not record.matched_world:
         return None
-    chapter = record["chapter"]
-    rows = {(tuple(r["row"].items()), tuple(r["seeds"])): r["values"] for r in record.get("ours_matched_rows", [])}
-    figures = {c: f for f, cs in claim_configs(chapter, record["preset"], seeds)[1].items() for c in cs}
+    chapter = record.chapter
+    rows = {(tuple(r["row"].items()), tuple(r["seeds"])): r["values"] for r in record.ours_matched_rows}
+    figures = {c: f for f, cs in claim_configs(chapter, record.preset, seeds)[1].items() for c in cs}
 
     def output_of(cfg):
         from compgen import results
@@ -161,7 +161,7 @@ def ours_runs(record: dict, seeds):
         values = rows.get((tuple(config_row(chapter, figures[cfg], results.config_dict(cfg)).items()), cfg.seeds))
         return None if values is None else headline_output(chapter, cfg, values)
 
-    return _runs(chapter, record["preset"], seeds, output_of)
+    return _runs(chapter, record.preset, seeds, output_of)
 
 
 def claims_of(chapter: str):
@@ -169,14 +169,14 @@ def claims_of(chapter: str):
     return importlib.import_module(f"compgen.analysis.{chapter}").claims
 
 
-def judged(record: dict, chapter_claims=None) -> dict:
+def judged(record: records.Twin, chapter_claims=None) -> dict:
     """``{seed set: {"authors'": [Claim], "ours": [Claim] or None}}``: the chapter's claims judged now on the
     reference's runs and on ours at the matched world (``None`` without one), seed set by seed set. ``chapter_claims``
     (default: the chapter's ``claims``) judges a :class:`compgen.notebook.Runs`."""
     if chapter_claims is None:
-        chapter_claims = claims_of(record["chapter"])
+        chapter_claims = claims_of(record.chapter)
     found = {}
-    for seeds in record.get("seed_sets", []):
+    for seeds in record.seed_sets:
         ours = ours_runs(record, seeds)
         found[",".join(map(str, seeds))] = {
             "authors'": chapter_claims(reference_runs(record, seeds)),
@@ -185,17 +185,17 @@ def judged(record: dict, chapter_claims=None) -> dict:
     return found
 
 
-def pooled(records: list, who: str, chapter_claims=None) -> list | None:
-    """The chapter's claims judged by the rule for pooled runs on every seed of ``records``
+def pooled(twins: list, who: str, chapter_claims=None) -> list | None:
+    """The chapter's claims judged by the rule for pooled runs on every seed of ``twins``
     (twin records of one chapter) whose seed set has every config of the claim figures, for ``who`` ("authors'" or
     "ours" at the matched world); ``None`` for ours without a matched world."""
-    from compgen.analysis import records as rec
+    from compgen.analysis import finals as rec
 
     if chapter_claims is None:
-        chapter_claims = claims_of(records[0]["chapter"])
+        chapter_claims = claims_of(twins[0].chapter)
     sets, seen = [], set()
-    for record in records:
-        for seeds in record.get("seed_sets", []):
+    for record in twins:
+        for seeds in record.seed_sets:
             if seen & set(seeds):
                 continue
             seen |= set(seeds)
@@ -237,12 +237,12 @@ def _label(seeds: str) -> str:
     return f"seeds {values[0]}–{values[-1]}" if len(values) > 2 else f"seeds {', '.join(values)}"
 
 
-def claims_table(record: dict, ours: dict, found: dict | None = None) -> str:
+def claims_table(record: records.Twin, ours: dict, found: dict | None = None) -> str:
     """A markdown table, one row per claim of the chapter: ours and the reference's verdict on each seed set of the
     record, with the numbers each verdict read, all judged now. ``ours``: {seed set: our claims there} for a record
     without a matched world (the chapter's runs, and the second set's); at a matched world ours are the record's."""
     found = judged(record) if found is None else found
-    matched = bool(record.get("matched_world"))
+    matched = bool(record.matched_world)
     sets = list(found)
     head = ["figure", "claim"]
     for s in sets:
@@ -250,7 +250,7 @@ def claims_table(record: dict, ours: dict, found: dict | None = None) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for claim in found[sets[0]]["authors'"] if sets else []:
         cells = [claim.figure, claim.claim]
-        why = record.get("not_expressible", {}).get(claim.figure)
+        why = (record.not_expressible or {}).get(claim.figure)
         if why:
             lines.append(
                 "| " + " | ".join(cells + [f"not expressible in the authors' code: {why}"] * 2 * len(sets)) + " |"
@@ -363,14 +363,14 @@ def headline_output(chapter: str, cfg, values: dict) -> dict:
     return out
 
 
-def runs_table(record: dict, labels: dict, ours: dict | None = None) -> str:
+def runs_table(record: records.Twin, labels: dict, ours: dict | None = None) -> str:
     """A markdown table, one row per config: the mean ± sd (seeds) of each headline number, ours beside the
     reference's on each seed set where we have them (``ours``: {seed set as in the record's claims: {row as a tuple
     of items: {name: per-seed values}}}), and the reference's minutes."""
-    chapter = record["chapter"]
+    chapter = record.chapter
     ours = ours or {}
     groups = defaultdict(list)
-    for run in record["runs"].values():
+    for run in record.runs.values():
         groups[tuple(run["row"].items())].append(run)
     sets = seed_sets(record)
     names, head = _headlines(record)
@@ -395,10 +395,10 @@ def runs_table(record: dict, labels: dict, ours: dict | None = None) -> str:
     return "\n".join(lines)
 
 
-def _headlines(record: dict) -> tuple:
+def _headlines(record: records.Twin) -> tuple:
     """(the headline numbers' names, the row columns) of a record's tables, from its first run."""
-    first = next(iter(record["runs"].values()))
-    return list(reference_headline(record["chapter"], first)), list(first["row"])
+    first = next(iter(record.runs.values()))
+    return list(reference_headline(record.chapter, first)), list(first["row"])
 
 
 def _row_cells(row, labels: dict) -> list:
@@ -406,16 +406,16 @@ def _row_cells(row, labels: dict) -> list:
     return [labels.get(v, v) if k == "model" else str(v) for k, v in row]
 
 
-def ours_by_set(record: dict, runs) -> dict:
+def ours_by_set(record: records.Twin, runs) -> dict:
     """Our numbers per seed set and table row: those the tool trained at the twins' matched world (the record's
     ``ours_matched_rows``, every seed set), else the chapter's own runs (``runs``, on the chapter's seeds)."""
-    if record.get("matched_world"):
+    if record.matched_world:
         found = defaultdict(dict)
-        for r in record.get("ours_matched_rows", []):
+        for r in record.ours_matched_rows:
             found[",".join(map(str, r["seeds"]))][tuple(r["row"].items())] = r["values"]
         return dict(found)
-    figures = {r["row"]["figure"] for r in record["runs"].values()}
-    return {",".join(map(str, runs.seeds)): our_rows(record["chapter"], runs, figures)}
+    figures = {r["row"]["figure"] for r in record.runs.values()}
+    return {",".join(map(str, runs.seeds)): our_rows(record.chapter, runs, figures)}
 
 
 def our_rows(chapter: str, runs, figures) -> dict:
@@ -438,30 +438,30 @@ def _mean_sd(values, digits) -> str:
     return f"{np.mean(values):.{digits}f} ± {np.std(values):.{digits}f} ({len(values)})"
 
 
-def headlines_by_seed(records: list) -> dict:
-    """``{"ours": {(row, seed): {name: value}}, "authors'": {...}}``: every headline number of ``records`` (twin
+def headlines_by_seed(twins: list) -> dict:
+    """``{"ours": {(row, seed): {name: value}}, "authors'": {...}}``: every headline number of ``twins`` (twin
     records of one chapter) per config row (a tuple of the row's items, its figure included) and seed, ours from the
     records' ``ours_matched_rows``, the reference's from their ``runs``. A row and seed recorded twice count once."""
-    chapter = records[0]["chapter"]
+    chapter = twins[0].chapter
     found = {"ours": defaultdict(dict), "authors'": defaultdict(dict)}
-    for record in records:
-        for r in record.get("ours_matched_rows", []):
+    for record in twins:
+        for r in record.ours_matched_rows:
             for name, values in r["values"].items():
                 for seed, value in zip(r["seeds"], values):
                     found["ours"][tuple(r["row"].items()), seed][name] = value
-        for run in record["runs"].values():
+        for run in record.runs.values():
             found["authors'"][tuple(run["row"].items()), run["seed"]].update(reference_headline(chapter, run))
     return found
 
 
-def pooled_table(records: list, labels: dict | None = None) -> str:
-    """A markdown table pooling every seed of ``records`` (twin records of one chapter, at one matched world): per
+def pooled_table(twins: list, labels: dict | None = None) -> str:
+    """A markdown table pooling every seed of ``twins`` (twin records of one chapter, at one matched world): per
     config row and headline number, our mean ± standard error over the seeds (the records' ``ours_matched_rows``)
     beside the reference's, and their difference (reference − ours) with its standard error and in units of it.
     A seed recorded twice counts once."""
-    labels, found = labels or {}, headlines_by_seed(records)
+    labels, found = labels or {}, headlines_by_seed(twins)
     values = lambda code, row, name: np.array([v[name] for (r, _), v in found[code].items() if r == row and name in v])
-    names, head = _headlines(records[0])
+    names, head = _headlines(twins[0])
     for n in names:
         head += [f"{n}: ours", "authors'", "authors' − ours", "in standard errors"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -480,23 +480,23 @@ def pooled_table(records: list, labels: dict | None = None) -> str:
     return "\n".join(lines)
 
 
-def per_seed_points(records: list, x: str, y: str) -> dict:
-    """{"ours": [(x, y)], "authors'": [(x, y)]}: two headline numbers of every run of ``records`` (twin records of
-    one chapter), one point per config and seed however many figures share the config or records repeat it."""
+def per_seed_points(twins: list, x: str, y: str) -> dict:
+    """{"ours": [(x, y)], "authors'": [(x, y)]}: two headline numbers of every run of ``twins`` (twin records of
+    one chapter), one point per config and seed however many figures share the config or twins repeat it."""
     points = {}
-    for code, found in headlines_by_seed(records).items():
+    for code, found in headlines_by_seed(twins).items():
         config = lambda row: tuple((k, v) for k, v in row if k != "figure")
         points[code] = {(config(row), seed): (v[x], v[y]) for (row, seed), v in found.items()}
     return {code: list(found.values()) for code, found in points.items()}
 
 
-def relation_table(records: list, x: str, y: str, bins, at_least: float) -> str:
-    """A markdown table: per code, how headline ``y`` follows headline ``x`` over every run of ``records`` - the
+def relation_table(twins: list, x: str, y: str, bins, at_least: float) -> str:
+    """A markdown table: per code, how headline ``y`` follows headline ``x`` over every run of ``twins`` - the
     least-squares slope of log y on log x (runs with x >= ``at_least`` and y > 0: the power of x that y grows as)
     and the mean of y over the runs whose x falls in each of ``bins`` ((low, high) pairs, high excluded)."""
     head = ["code", "runs", f"slope of log({y}) on log({x})"] + [f"{y} at {x} {lo:g}–{hi:g}" for lo, hi in bins]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for code, points in per_seed_points(records, x, y).items():
+    for code, points in per_seed_points(twins, x, y).items():
         a, b = np.array(points, dtype=float).reshape(-1, 2).T
         fit = (a >= at_least) & (b > 0)
         slope = f"{np.polyfit(np.log(a[fit]), np.log(b[fit]), 1)[0]:.1f} ({fit.sum()} runs)" if fit.sum() > 2 else "–"
@@ -520,10 +520,10 @@ def _mean_se(values, digits) -> str:
     return f"{np.mean(values):.{digits}f} ± {_se(values):.{digits}f} ({len(values)})"
 
 
-def unmatched(record: dict) -> list:
+def unmatched(record: records.Twin) -> list:
     """The (what, why) pairs of every run's translation that the reference could not match, once each."""
     seen = {}
-    for run in record["runs"].values():
+    for run in record.runs.values():
         for what, why in run["translation"]["unmatched"]:
             seen.setdefault(what, why)
     return list(seen.items())
@@ -553,16 +553,16 @@ def appendix(path, preset: str, runs, ours: dict, labels: dict) -> str:
     if record is None:
         chapter = Path(path).stem.removeprefix("twin_")
         return f"No twin record yet (`{path}`): `make twin REFERENCE=<checkout> CHAPTER={chapter}` makes it."
-    if record.get("preset") != preset:
+    if record.preset != preset:
         return (
-            f"The twin record (`{path}`) was made at preset `{record.get('preset')}`; this build is at `{preset}`, "
+            f"The twin record (`{path}`) was made at preset `{record.preset}`; this build is at `{preset}`, "
             "so the two are not compared here."
         )
     stale = staleness(record)
     lines = [
-        f"Reference: `{record['reference'].get('repository', 'the reference')}` at commit "
-        f"`{record['reference']['commit'][:12]}`; {len(record['runs'])} runs, "
-        f"{_where_trained(record['runs'].values())}."
+        f"Reference: `{record.reference.get('repository', 'the reference')}` at commit "
+        f"`{record.reference['commit'][:12]}`; {len(record.runs)} runs, "
+        f"{_where_trained(record.runs.values())}."
         + (f" Our side of the record may be out of date: {stale}." if stale else ""),
         "",
         claims_table(record, ours),
@@ -577,15 +577,15 @@ def appendix(path, preset: str, runs, ours: dict, labels: dict) -> str:
     return "\n".join(lines)
 
 
-def agreement(records: list) -> str:
-    """One computed sentence on how far the two codes differ over every seed of ``records`` (twin records of one
+def agreement(twins: list) -> str:
+    """One computed sentence on how far the two codes differ over every seed of ``twins`` (twin records of one
     chapter at one world; ``None`` entries are skipped): per config row and headline number, the difference of the
     means (authors' − ours) in units of its standard error; the words follow the numbers."""
-    records = [r for r in records if r is not None and r.get("ours_matched_rows")]
-    if not records:
+    twins = [r for r in twins if r is not None and r.ours_matched_rows]
+    if not twins:
         return "No twin record with ours at the same world yet."
-    found = headlines_by_seed(records)
-    names, _ = _headlines(records[0])
+    found = headlines_by_seed(twins)
+    names, _ = _headlines(twins[0])
     z, most = [], 0
     for row in dict.fromkeys(r for r, _ in found["authors'"]):
         for n in names:
@@ -601,7 +601,7 @@ def agreement(records: list) -> str:
     largest = float(np.abs(z).max())
     ways = "both ways" if (z > 0).any() and (z < 0).any() else ("the same way" if len(z) > 1 else "one way")
     cells = f"{len(z)} cell{'s' if len(z) != 1 else ''}"
-    head = f"Pooled over every seed of both codes' records (up to {most} a cell), in {cells}"
+    head = f"Pooled over every seed of both codes' twins (up to {most} a cell), in {cells}"
     if largest < 2:
         return (
             f"{head}, **no cell differs between the two codes by more than {largest:.1f} standard errors**, and the "

@@ -1,14 +1,14 @@
 """Records of final numbers: every chapter's claims read only the last evaluation, so a record of it judges them
 exactly as the runs do; pooling joins seed sets, and the pooled rule asks for the mean above two standard errors."""
 
-import json
 import zlib
 
 import numpy as np
 import pytest
 
+from compgen import records
 from compgen.analysis import claims as C
-from compgen.analysis import records
+from compgen.analysis import finals
 from compgen.figures import glance
 
 # The metrics each chapter's claims read (a test below fails if one reads another)
@@ -26,7 +26,7 @@ def _outputs(name):
     them would not match its record)."""
 
     def output(cfg):
-        rng = np.random.default_rng(zlib.crc32(records.config_key(cfg).encode()))
+        rng = np.random.default_rng(zlib.crc32(finals.config_key(cfg).encode()))
         n, sets = len(cfg.seeds), len(cfg.eval_set_names()) if hasattr(cfg, "eval_set_names") else 1
         out = {}
         for metric in METRICS[name]:
@@ -40,20 +40,21 @@ def _outputs(name):
 
 
 @pytest.mark.parametrize("name", list(glance.CHAPTERS))
-def test_a_record_of_final_numbers_judges_every_claim_as_the_runs_do(runs_of, name):
+def test_a_record_of_final_numbers_judges_every_claim_as_the_runs_do(runs_of, name, tmp_path):
     runs = runs_of(name, "smoke", _outputs(name))
-    recorded = json.loads(json.dumps(records.entries(runs)))  # through JSON, as the record is read back
-    again = records.runs_from_entries(name, "smoke", runs.seeds, recorded)
+    written = records.SeedSet(preset="smoke", seeds=runs.seeds, runs={name: finals.entries(runs)})
+    recorded = records.SeedSet.load(written.save(tmp_path / "set.json")).runs[name]  # as the book reads it back
+    again = finals.runs_from_entries(name, "smoke", runs.seeds, recorded)
     direct, judged = glance.CHAPTERS[name].claims(runs), glance.CHAPTERS[name].claims(again)
     assert [(c.verdict, c.ours) for c in direct] == [(c.verdict, c.ours) for c in judged]
-    assert any(c.verdict != C.NOT_RUN for c in direct) and not records.missing(again)
+    assert any(c.verdict != C.NOT_RUN for c in direct) and not finals.missing(again)
 
 
 def test_a_config_the_record_lacks_is_not_run_and_named(runs_of):
     runs = runs_of("teacher_student", "smoke", _outputs("teacher_student"))
-    recorded = [e for e in records.entries(runs) if e["figures"] != ["fig2d"]]  # (fig2c shares a config)
-    again = records.runs_from_entries("teacher_student", "smoke", runs.seeds, recorded)
-    assert "fig2d" in records.missing(again) and "fig2c" not in records.missing(again)
+    recorded = [e for e in finals.entries(runs) if e.figures != ("fig2d",)]  # (fig2c shares a config)
+    again = finals.runs_from_entries("teacher_student", "smoke", runs.seeds, recorded)
+    assert "fig2d" in finals.missing(again) and "fig2c" not in finals.missing(again)
 
 
 def test_pooling_joins_seed_sets_and_the_pooled_rule_needs_two_standard_errors(runs_of, fake):
@@ -63,18 +64,18 @@ def test_pooling_joins_seed_sets_and_the_pooled_rule_needs_two_standard_errors(r
         )
 
     one = runs_of("teacher_student", "smoke", alignment(0.80))
-    other = records.runs_from_entries(
-        "teacher_student", "smoke", [7], records.entries(runs_of("teacher_student", "smoke", alignment(0.85)))
+    other = finals.runs_from_entries(
+        "teacher_student", "smoke", [7], finals.entries(runs_of("teacher_student", "smoke", alignment(0.85)))
     )
     with pytest.raises(ValueError, match="overlap"):
-        records.pool(one, one)
+        finals.pool(one, one)
     assert other.output(other.configs("fig2c")[0]) is None  # recorded on seed 100, asked on seed 7: not run
     # the same numbers on another seed set, laid out again for seeds 7
-    entries = records.entries(runs_of("teacher_student", "smoke", alignment(0.85)))
+    entries = finals.entries(runs_of("teacher_student", "smoke", alignment(0.85)))
     for e in entries:
-        e["config"]["seeds"] = [7]
-    other = records.runs_from_entries("teacher_student", "smoke", [7], entries)
-    both = records.pool(one, other)
+        e.config["seeds"] = [7]
+    other = finals.runs_from_entries("teacher_student", "smoke", [7], entries)
+    both = finals.pool(one, other)
     cfg = both.configs("fig2c")[0]
     assert cfg.seeds == (100, 7) and np.asarray(both.output(cfg)["eval/alignment"]).shape == (2, 1)
     assert both.pooled and not one.pooled  # pooling marks the runs: their claims are judged by the pooled rule
@@ -106,10 +107,10 @@ def test_configs_that_differ_only_in_their_seeds_stay_apart(runs_of, fake):
     wide = dataclasses.replace(cfg, seeds=(100, 101))
     runs.figures["extra"] = [wide]
     runs.outputs[wide] = fake(wide, {"eval/alignment": np.array([0.1, 0.2])})
-    keys = [records.config_key(c) for c in (cfg, wide)]
+    keys = [finals.config_key(c) for c in (cfg, wide)]
     assert keys[0] != keys[1]
-    entries = records.entries(runs)
-    assert sum(e["config"]["seeds"] == [100, 101] for e in entries) == 1
+    entries = finals.entries(runs)
+    assert sum(e.seeds == (100, 101) for e in entries) == 1
 
 
 def test_seed_sets_whose_configs_differ_pool_as_not_run(runs_of, fake):
@@ -121,8 +122,8 @@ def test_seed_sets_whose_configs_differ_pool_as_not_run(runs_of, fake):
     sec, by_figure = notebook.chapter_configs("goals", "smoke", [31, 32, 33])
     assert [c.demo_length for c in by_figure["fig4ef"]] != [c.demo_length for c in book.figures["fig4ef"]]
     second = notebook.Runs(sec, "smoke", by_figure, {c: None for cs in by_figure.values() for c in cs})
-    pooled = records.pool(book, second)
-    assert "fig4ef" in records.missing(pooled)
+    pooled = finals.pool(book, second)
+    assert "fig4ef" in finals.missing(pooled)
     assert all(pooled.output(c) is None for c in pooled.configs("fig4ef"))
     assert pooled.configs("fig4ef") == book.figures["fig4ef"]  # the book's configs, not run
     found = glance.CHAPTERS["goals"].claims(pooled)
@@ -131,8 +132,8 @@ def test_seed_sets_whose_configs_differ_pool_as_not_run(runs_of, fake):
 
 def test_an_entry_whose_config_the_code_no_longer_builds_is_not_run(runs_of):
     runs = runs_of("teacher_student", "smoke", _outputs("teacher_student"))
-    recorded = records.entries(runs)
+    recorded = finals.entries(runs)
     for e in recorded:
-        e["config"]["renamed_since"] = 3  # a field the config class does not have
-    again = records.runs_from_entries("teacher_student", "smoke", runs.seeds, recorded)
-    assert set(records.missing(again)) == set(runs.figures)
+        e.config["renamed_since"] = 3  # a field the config class does not have
+    again = finals.runs_from_entries("teacher_student", "smoke", runs.seeds, recorded)
+    assert set(finals.missing(again)) == set(runs.figures)

@@ -17,8 +17,9 @@ import json
 
 import numpy as np
 
-from compgen import params, recordfile, results
+from compgen import params, results
 from compgen.notebook import Runs
+from compgen.records import Entry
 
 
 def finals(output) -> dict:
@@ -44,7 +45,8 @@ def config_key(config) -> str:
 
 
 def entries(runs: Runs) -> list:
-    """One entry per config of ``runs`` that has an output: ``{"figures", "config", "finals"}``."""
+    """One :class:`compgen.records.Entry` per config of ``runs`` that has an output: the figures that read it, its
+    config's fields and its final values."""
     found = {}
     for figure, configs in runs.figures.items():
         for cfg in configs:
@@ -56,28 +58,29 @@ def entries(runs: Runs) -> list:
                 found[key]["figures"].append(figure)
             else:
                 found[key] = {"figures": [figure], "config": results.config_dict(cfg), "finals": finals(output)}
-    return list(found.values())
+    return [Entry(**e) for e in found.values()]
 
 
 def runs_from_entries(section_name: str, preset: str, seeds, recorded: list) -> Runs:
     """The chapter's runs at ``preset`` on ``seeds`` (its configs as the current code builds them), their outputs
-    taken from ``recorded`` entries (:func:`entries`) where a config's fields match one, else ``None`` (not run). An
-    entry whose config the current code no longer builds (a field renamed or removed since) matches none."""
+    taken from ``recorded`` :class:`~compgen.records.Entry` values (:func:`entries`) where a config's fields match one,
+    else ``None`` (not run). An entry whose config the current code no longer builds (a field renamed or removed
+    since) matches none."""
     from compgen.notebook import chapter_configs
 
     sec, by_figure = chapter_configs(section_name, preset, list(seeds))
     by_key = {}
     for e in recorded:
         try:
-            by_key[config_key(sec.config_from_dict(e["config"]))] = e
+            by_key[config_key(sec.config_from_dict(dict(e.config)))] = e
         except (params.ParameterError, TypeError):  # TypeError: a field the config class no longer has
             continue
     outputs = {}
     for configs in by_figure.values():
         for cfg in configs:
             entry = by_key.get(config_key(cfg))
-            ok = entry is not None and list(entry["config"]["seeds"]) == list(cfg.seeds)
-            outputs[cfg] = output_from_finals(entry["finals"]) if ok else None
+            ok = entry is not None and entry.seeds == tuple(cfg.seeds)
+            outputs[cfg] = output_from_finals(entry.finals) if ok else None
     return Runs(sec, preset, by_figure, outputs)
 
 
@@ -131,6 +134,3 @@ def pool(*sets: Runs) -> Runs:
                     if k.startswith("eval/")
                 }
     return Runs(first.section, first.preset, figures, outputs, pooled=True)
-
-
-dumps = recordfile.dumps  # the record layer's writer, for the tools that import it from here
