@@ -570,7 +570,7 @@ def train_ours(chapter: str, preset: str, seed_sets, workers=None, train=True, f
             dict(zip(chosen, dispatch.train_or_load(sec, chosen, backend=backends.Workers(workers)))) if chosen else {}
         )
         stored = lambda c: runner.load(sec, c, log=lambda _: None)
-        found[",".join(map(str, seeds))] = {c: outputs[c] if c in outputs else stored(c) for c in configs}
+        found[records.seed_set_name(seeds)] = {c: outputs[c] if c in outputs else stored(c) for c in configs}
     return found
 
 
@@ -647,7 +647,7 @@ def main(argv=None) -> int:
         run = record["runs"].get(run_key(cfg, seed))
         if run is not None and (run["figure"] == figure or "row" not in run):  # a shared config: its own figure's
             run["row"] = tables.config_row(chapter, figure, results.config_dict(cfg))
-    sets = [",".join(map(str, seeds)) for seeds in args.seeds]
+    sets = [records.seed_set_name(seeds) for seeds in args.seeds]
     if record["matched_world"]:  # ours at the same world, trained (or loaded) by the runner
         train = not (args.no_train or args.reference_only)
         trained = train_ours(chapter, args.preset, args.seeds, args.workers, train, args.figures, args.models)

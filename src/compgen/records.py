@@ -25,6 +25,11 @@ from compgen import recordfile, storage
 Seeds = tuple  # a seed set: tuple[int, ...]
 
 
+def seed_set_name(seeds) -> str:
+    """A seed set as the text that keys it wherever claims are judged per seed set: ``"31,32,33"``."""
+    return ",".join(map(str, seeds))
+
+
 def _plain(value):
     """``value`` as JSON-ready data: dataclasses as objects, tuples as lists."""
     if dataclasses.is_dataclass(value):

@@ -232,7 +232,7 @@ def test_a_second_set_without_fingerprints_is_flagged_never_current(runs_of, fak
 def test_a_second_set_on_the_books_own_seeds_is_not_compared(runs_of, fake):
     runs = runs_of("teacher_student", "smoke", lambda c: fake(c, {"eval/alignment": np.full(len(c.seeds), 0.5)}))
     record = _second_set(runs)  # the book's seeds
-    assert list(glance.judged_sets("teacher_student", runs, record)) == [",".join(map(str, runs.seeds))]
+    assert list(glance.judged_sets("teacher_student", runs, record)) == [records.seed_set_name(runs.seeds)]
     text = glance._seed_sets_summary([record], {"teacher_student": runs})
     assert "This build's seeds of Teacher and student (§3.3) are among seed 100, so those are not compared" in text
 

@@ -106,22 +106,17 @@ def _stale_why(record: records.SeedSet, name: str) -> str:
     return "" if state == recordfile.CURRENT else f"the record names no code fingerprint for {TITLES[name]}"
 
 
-def seed_key(seeds) -> str:
-    """A seed set as the key of :func:`judged_sets`: ``"31,32,33"``."""
-    return ",".join(map(str, seeds))
-
-
 def judged_sets(name: str, runs, seed_sets=()) -> dict:
     """The chapter's claims per seed set of ours, judged now: ``{"<book's seeds>": [Claim], "<a recorded set>":
     [Claim], ..., "pooled": [Claim]}``: a set per record of ``seed_sets`` (records of :func:`load_seed_sets`) that
     holds the chapter and shares no seed with the sets before it, and ``"pooled"`` over all of them under the pooled
     rule, where there is at least one."""
     module = CHAPTERS[name]
-    found, taken = {seed_key(runs.seeds): module.claims(runs)}, [runs]
+    found, taken = {records.seed_set_name(runs.seeds): module.claims(runs)}, [runs]
     for record in [seed_sets] if isinstance(seed_sets, records.SeedSet) else seed_sets:
         other = set_runs(record, name)
         if other is not None and not set(other.seeds) & {s for r in taken for s in r.seeds}:
-            found[seed_key(other.seeds)] = module.claims(other)
+            found[records.seed_set_name(other.seeds)] = module.claims(other)
             taken.append(other)
     if len(taken) > 1:
         found["pooled"] = module.claims(finals.pool(*taken))
@@ -256,7 +251,7 @@ def page(preset="quick", seeds=None, seed_sets=(), twins=None, paper_scale=None)
         group = found[book]
         columns = [(f"ours, {_seeds_label(book).removeprefix('seeds ')}", [_cell(c) for c in group], "seeds")]
         for record in recorded:
-            key = seed_key(record.seeds)
+            key = records.seed_set_name(record.seeds)
             why = _stale_why(record, name) if name in stale_chapters(record) else ""
             cells = [_cell(twin_._find(found.get(key), c), why) for c in group]
             columns.append((f"ours, {_seeds_label(key).removeprefix('seeds ')}", cells, "seeds"))
@@ -285,7 +280,7 @@ def _other_preset(path, preset) -> str:
 
 
 def _book(runs) -> str:
-    return seed_key(runs.seeds)
+    return records.seed_set_name(runs.seeds)
 
 
 def _seeds_label(seeds: str) -> str:
@@ -388,9 +383,9 @@ def _sets_count(sets: dict) -> str:
 
 
 def _seed_sets_summary(recorded: list, runs: dict) -> str:
-    labels = [f"**ours, {_seeds_label(seed_key(r.seeds)).removeprefix('seeds ')}**" for r in recorded]
+    labels = [f"**ours, {_seeds_label(records.seed_set_name(r.seeds)).removeprefix('seeds ')}**" for r in recorded]
     columns = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
-    where = "; ".join(f"{_seeds_label(seed_key(r.seeds))} at {_commits(r)}" for r in recorded)
+    where = "; ".join(f"{_seeds_label(records.seed_set_name(r.seeds))} at {_commits(r)}" for r in recorded)
     text = (
         f"The column{'s' if len(labels) > 1 else ''} {columns} judge{'' if len(labels) > 1 else 's'} every claim on "
         f"seeds that the book neither tunes on nor shows: the final numbers per seed that `tools/second_set.py` "
@@ -405,7 +400,7 @@ def _seed_sets_summary(recorded: list, runs: dict) -> str:
 def _staleness(record: records.SeedSet, runs: dict) -> str:
     """What a seed-set record's columns show that is not this build's: other code, no fingerprint, shared seeds,
     configs changed since."""
-    label, stale = _seeds_label(seed_key(record.seeds)), stale_chapters(record)
+    label, stale = _seeds_label(records.seed_set_name(record.seeds)), stale_chapters(record)
     fingerprints = record.fingerprints
     changed = [TITLES[n] for n in stale if fingerprints.get(n)]
     unknown = [TITLES[n] for n in stale if not fingerprints.get(n)]
@@ -561,7 +556,7 @@ def findings(runs, seed_sets=(), twins=None) -> str:
     found = judged_sets(name, runs, recorded)
     book = _book(runs)
     rows = row_claims(found, book)
-    older = {seed_key(r.seeds) for r in recorded if name in stale_chapters(r)}
+    older = {records.seed_set_name(r.seeds) for r in recorded if name in stale_chapters(r)}
     twin_records = _twin_records(twins, runs.preset).get(name, []) if twins else []
     twin_found = {}
     for r in twin_records:

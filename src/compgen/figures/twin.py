@@ -89,7 +89,7 @@ def staleness(record: records.Twin) -> str:
 
 def seed_sets(record: records.Twin) -> list:
     """The record's seed sets, as strings (``"2020,2021,2022"``)."""
-    return [",".join(map(str, seeds)) for seeds in record.seed_sets]
+    return [records.seed_set_name(seeds) for seeds in record.seed_sets]
 
 
 def run_key(cfg, seed, commit: str) -> str:
@@ -178,7 +178,7 @@ def judged(record: records.Twin, chapter_claims=None) -> dict:
     found = {}
     for seeds in record.seed_sets:
         ours = ours_runs(record, seeds)
-        found[",".join(map(str, seeds))] = {
+        found[records.seed_set_name(seeds)] = {
             "authors'": chapter_claims(reference_runs(record, seeds)),
             "ours": None if ours is None else chapter_claims(ours),
         }
@@ -412,10 +412,10 @@ def ours_by_set(record: records.Twin, runs) -> dict:
     if record.matched_world:
         found = defaultdict(dict)
         for r in record.ours_matched_rows:
-            found[",".join(map(str, r["seeds"]))][tuple(r["row"].items())] = r["values"]
+            found[records.seed_set_name(r["seeds"])][tuple(r["row"].items())] = r["values"]
         return dict(found)
     figures = {r["row"]["figure"] for r in record.runs.values()}
-    return {",".join(map(str, runs.seeds)): our_rows(record.chapter, runs, figures)}
+    return {records.seed_set_name(runs.seeds): our_rows(record.chapter, runs, figures)}
 
 
 def our_rows(chapter: str, runs, figures) -> dict:
