@@ -102,3 +102,19 @@ def test_a_record_saved_and_loaded_is_the_same_record(tmp_path):
 def test_every_kind_of_the_reader_has_its_typed_record():
     assert set(records.KINDS) == set(recordfile.KINDS) == set(recordfile.VERSIONS)
     assert all(cls.KIND == kind for kind, cls in records.KINDS.items())
+
+
+def test_a_twin_record_of_version_1_loads_with_our_numbers_raw_under_metric_names(tmp_path):
+    """Version 1 kept our matched-world numbers under the tables' labels and units; read now, they are raw under
+    metric names, and the tables show the same numbers as before."""
+    from compgen.figures import twin
+
+    shown = {"OOD acc. %": [80.0, 70.0], "optimal OOD episodes %": [50.0, 40.0]}
+    row = {"row": {"figure": "fig4ef"}, "seeds": [1, 2], "values": shown}
+    old = {"chapter": "goals", "preset": "quick", "reference": {"commit": "c"}, "seed_sets": [[1, 2]], "runs": {}}
+    path = tmp_path / "twin_goals.json"
+    path.write_text(json.dumps({**old, "ours_matched_rows": [row]}))  # no schema: version 1
+    loaded = records.Twin.load(path)
+    assert loaded.ours_matched_rows[0]["values"] == {"ood/acc": [0.8, 0.7], "ood/acc_all": [0.5, 0.4]}
+    assert {k: list(v) for k, v in twin.shown("goals", loaded.ours_matched_rows[0]["values"]).items()} == shown
+    assert json.loads(loaded.save(path).read_text())["schema"] == recordfile.version("twin") == 2

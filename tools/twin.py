@@ -657,7 +657,7 @@ def main(argv=None) -> int:
             for figure, cfgs in claim_configs(chapter, args.preset, seeds)[1].items():
                 for cfg in cfgs:
                     if output_of(cfg) is not None:
-                        values = tables.our_headline(chapter, cfg, output_of(cfg))
+                        values = tables.our_finals(chapter, cfg, output_of(cfg))
                         row = tables.config_row(chapter, figure, results.config_dict(cfg))
                         rows.append(
                             {

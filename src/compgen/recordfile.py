@@ -275,8 +275,30 @@ KINDS = {
 # Each kind's current version: what its writers write. A record of an older version loads only through the steps of
 # MIGRATIONS, (kind, version) -> a function from the record at that version to the record at the next; one that no
 # step brings up to date, or of a newer version, is refused in one line.
-VERSIONS = {kind: 1 for kind in KINDS}
-MIGRATIONS: dict = {}
+VERSIONS = {kind: 1 for kind in KINDS} | {"twin": 2}
+
+# Version 1 of a twin record kept our numbers at the matched world under the twin tables' labels, in their units;
+# version 2 keeps them raw under "<evaluation set>/<metric>" (or the metric), as the authors' runs keep theirs.
+_TWIN_V1_LABELS = {  # chapter: {label: (name, the label's scale)}
+    "teacher_student": {"alignment": ("alignment", 1)},
+    "hyperteacher": {"OOD acc. %": ("ood/accuracy", 100), "R²": ("r2_ood_pooled", 1)},
+    "preferences": {"OOD loss": ("ood/loss", 1)},
+    "goals": {"OOD acc. %": ("ood/acc", 100), "optimal OOD episodes %": ("ood/acc_all", 100)},
+}
+
+
+def _twin_raw_values(record: dict) -> dict:
+    """A twin record of version 1 at version 2: each row of ours keeps its values raw under metric names."""
+    labels = _TWIN_V1_LABELS.get(record.get("chapter"), {})
+
+    def raw(values: dict) -> dict:
+        return {labels[k][0]: [v / labels[k][1] for v in vs] if k in labels else vs for k, vs in values.items()}
+
+    rows = [{**row, "values": raw(row.get("values", {}))} for row in record.get("ours_matched_rows", [])]
+    return {**record, **({"ours_matched_rows": rows} if "ours_matched_rows" in record else {})}
+
+
+MIGRATIONS: dict = {("twin", 1): _twin_raw_values}
 
 
 def version(kind: str) -> int:

@@ -73,10 +73,7 @@ def _goals_record(ours, theirs, row=(("figure", "fig4ef"), ("model", "hnet_linea
             {
                 "row": dict(row),
                 "seeds": list(range(len(ours))),
-                "values": {
-                    "OOD acc. %": [100 * a for a, _ in ours],
-                    "optimal OOD episodes %": [100 * b for _, b in ours],
-                },
+                "values": {"ood/acc": [a for a, _ in ours], "ood/acc_all": [b for _, b in ours]},
             }
         ],
     )
@@ -118,11 +115,13 @@ def test_a_headline_output_lays_out_what_the_claims_read():
     from compgen import notebook
 
     cfg = notebook.chapter_configs("goals", "smoke", [1, 2])[1]["fig4ef"][0]
-    out = twin.headline_output("goals", cfg, {"OOD acc. %": [80.0, 70.0], "optimal OOD episodes %": [50.0, 40.0]})
+    out = twin.headline_output("goals", cfg, {"ood/acc": [0.8, 0.7], "ood/acc_all": [0.5, 0.4]})
     ood = cfg.eval_set_names().index("ood")
     assert out["eval/acc"].shape == (2, 1, len(cfg.eval_set_names()))
     assert np.allclose(out["eval/acc"][:, 0, ood], [0.8, 0.7]) and np.isnan(out["eval/acc"][:, 0, ood - 1]).all()
     assert np.allclose(twin.our_headline("goals", cfg, out)["optimal OOD episodes %"], [50.0, 40.0])
+    kept = twin.our_finals("goals", cfg, out)  # what a record keeps: raw, by metric name
+    assert set(kept) == {"ood/acc", "ood/acc_all"} and np.allclose(kept["ood/acc"], [0.8, 0.7])
 
 
 def _checked(**extra):

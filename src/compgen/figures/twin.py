@@ -313,7 +313,8 @@ ROWS = {
         "steps × tasks": _steps,
     },
 }
-# The final numbers a chapter's twin tables show: {chapter: {label: (metric, evaluation set or None, scale)}}.
+# The final numbers a chapter's twin tables show: {chapter: {label: (metric, evaluation set or None, scale)}}. A record
+# keeps ours raw under metric names (:func:`metric_name`); the tables show them under these labels, times the scale.
 HEADLINES = {
     "teacher_student": {"alignment": ("alignment", None, 1)},
     "hyperteacher": {"OOD acc. %": ("accuracy", "ood", 100), "R²": ("r2_ood_pooled", None, 1)},
@@ -328,6 +329,20 @@ def config_row(chapter: str, figure: str, fields: dict) -> dict:
     return {"figure": figure, **{column: cell(fields) for column, cell in ROWS[chapter].items()}}
 
 
+def metric_name(metric: str, set_name: str | None) -> str:
+    """The name a final number is kept under in a twin record: ``"<evaluation set>/<metric>"``, or the metric."""
+    return metric if set_name is None else f"{set_name}/{metric}"
+
+
+def shown(chapter: str, values: dict) -> dict:
+    """A record's raw final numbers of ours (``{metric name: per seed}``) as the twin tables show them (their labels,
+    their units)."""
+    return {
+        label: scale * np.asarray(values[metric_name(metric, set_name)], float)
+        for label, (metric, set_name, scale) in HEADLINES[chapter].items()
+    }
+
+
 def reference_headline(chapter: str, run: dict) -> dict:
     """A reference run's final numbers as the twin tables show them (one value each)."""
     out = {}
@@ -337,24 +352,29 @@ def reference_headline(chapter: str, run: dict) -> dict:
     return out
 
 
-def our_headline(chapter: str, cfg, output) -> dict:
-    """Our run's final numbers per seed, as :func:`reference_headline` names them."""
+def our_finals(chapter: str, cfg, output) -> dict:
+    """Our run's final numbers of the twin tables per seed, raw, by :func:`metric_name`: what a record keeps."""
     from compgen.figures import final
 
     return {
-        label: final(output, metric, cfg.eval_set_names().index(set_name) if set_name else None, scale)
-        for label, (metric, set_name, scale) in HEADLINES[chapter].items()
+        metric_name(metric, set_name): final(output, metric, cfg.eval_set_names().index(set_name) if set_name else None)
+        for metric, set_name, _ in HEADLINES[chapter].values()
     }
 
 
+def our_headline(chapter: str, cfg, output) -> dict:
+    """Our run's final numbers per seed, as :func:`reference_headline` names them."""
+    return shown(chapter, our_finals(chapter, cfg, output))
+
+
 def headline_output(chapter: str, cfg, values: dict) -> dict:
-    """Our run's output laid out again from its headline numbers (:func:`our_headline`, per seed): ``eval/<metric>``
-    at one evaluation, the headline's evaluation set filled and the others NaN. The claims of the twins' chapters read
-    no other number (``tests/figures/test_twin.py`` checks it)."""
+    """Our run's output laid out again from its final numbers (:func:`our_finals`, per seed): ``eval/<metric>`` at one
+    evaluation, the headline's evaluation set filled and the others NaN. The claims of the twins' chapters read no
+    other number (``tests/figures/test_twin.py`` checks it)."""
     names = cfg.eval_set_names() if hasattr(cfg, "eval_set_names") else ()
     out = {}
-    for label, (metric, set_name, scale) in HEADLINES[chapter].items():
-        per_seed = np.asarray(values[label], float) / scale
+    for metric, set_name, _ in HEADLINES[chapter].values():
+        per_seed = np.asarray(values[metric_name(metric, set_name)], float)
         if set_name is None:
             out[f"eval/{metric}"] = per_seed[:, None]
         else:
@@ -412,7 +432,7 @@ def ours_by_set(record: records.Twin, runs) -> dict:
     if record.matched_world:
         found = defaultdict(dict)
         for r in record.ours_matched_rows:
-            found[records.seed_set_name(r["seeds"])][tuple(r["row"].items())] = r["values"]
+            found[records.seed_set_name(r["seeds"])][tuple(r["row"].items())] = shown(record.chapter, r["values"])
         return dict(found)
     figures = {r["row"]["figure"] for r in record.runs.values()}
     return {records.seed_set_name(runs.seeds): our_rows(record.chapter, runs, figures)}
@@ -446,7 +466,7 @@ def headlines_by_seed(twins: list) -> dict:
     found = {"ours": defaultdict(dict), "authors'": defaultdict(dict)}
     for record in twins:
         for r in record.ours_matched_rows:
-            for name, values in r["values"].items():
+            for name, values in shown(chapter, r["values"]).items():
                 for seed, value in zip(r["seeds"], values):
                     found["ours"][tuple(r["row"].items()), seed][name] = value
         for run in record.runs.values():
