@@ -6,8 +6,9 @@ one of a version it cannot bring up to date, in one line naming the file and tha
 version up through the kind's migrations (:data:`compgen.recordfile.MIGRATIONS`); the dataclass then refuses a field
 it does not know, so a record holds exactly its declared fields. ``record.save(path)`` writes it atomically at the
 kind's current version (:func:`compgen.recordfile.version`), each field at its default left out. Seed sets are
-tuples. Whether a record shows what the current code computes is one check, :func:`compgen.recordfile.code_state`,
-given the fingerprint a record names (each kind's ``fingerprint``).
+tuples, named by :func:`seed_set_name`. Whether a record shows what the current code computes is one check,
+:func:`compgen.recordfile.code_state`, on the fingerprint it names (its ``fingerprint()``, per chapter for a seed set;
+a search names one per entry).
 
 The top level of every record is typed; the rows below it (a twin run, a search entry, a step-time row) stay JSON
 objects of the shapes :mod:`compgen.recordfile` checks, read by the one module that draws them.
