@@ -65,7 +65,7 @@ class _Worker:
 
 
 def _fake_start(given, lengths, tmp_path):
-    def start(section, configs, slot, store, log, every, shards=1, force=False, on_cores=None):
+    def start(section, configs, slot, settings, on_cores=None):
         given.append((slot, on_cores))
         thread = threading.Thread(target=lambda: None)
         thread.start()
@@ -82,11 +82,11 @@ def test_each_worker_runs_on_the_cores_of_its_slot(monkeypatch, tmp_path):
     given = []
     monkeypatch.setattr(workers, "_start", _fake_start(given, iter([1, 3, 2]), tmp_path))
     cfg = ts.SECTION.config()
-    workers.run_workers(ts.SECTION, [[cfg], [cfg], [cfg]], 2, store=None, log=print, poll_s=0)
+    workers.run_workers(ts.SECTION, [[cfg], [cfg], [cfg]], 2, workers.Settings(store=None), poll_s=0)
     assert given == [(0, (0,)), (1, (1,)), (0, (0,))]  # the third job takes the first free slot, and its core
     given.clear()
     monkeypatch.setattr(workers, "_start", _fake_start(given, iter([0, 0]), tmp_path))
-    workers.run_workers(ts.SECTION, [[cfg], [cfg]], 2, store=None, log=print, poll_s=0, shards=2)
+    workers.run_workers(ts.SECTION, [[cfg], [cfg]], 2, workers.Settings(store=None, shards=2), poll_s=0)
     assert given == [(0, None), (1, None)]  # a worker whose tasks are sharded over host devices has every core
 
 

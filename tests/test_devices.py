@@ -215,7 +215,7 @@ def test_huge_pages_follow_the_config_size_on_a_cpu_and_reach_the_worker_that_tr
     monkeypatch.setattr(workers.subprocess, "Popen", popen)
     for cfg in (paper, quick):
         with pytest.raises(Started):
-            workers._start(sec, [cfg], 0, results.Store.default(), print, None)
+            workers._start(sec, [cfg], 0, workers.Settings(results.Store.default()))
     assert allocator.has_huge_pages(started[0])
     assert started[1].get("GLIBC_TUNABLES") == os.environ.get("GLIBC_TUNABLES")  # a quick worker's is left alone
 

@@ -18,7 +18,7 @@ import jax
 
 from compgen import backends, cores, devices, models, params, precision, results, runner, timing
 from compgen.backends.ray import train_on_ray
-from compgen.backends.workers import balance, default_workers, requested_workers, run_workers
+from compgen.backends.workers import Settings, balance, default_workers, requested_workers, run_workers
 
 
 def check_environment() -> None:
@@ -114,14 +114,14 @@ def _train(section, todo, store, backend, force, log, keep_going) -> dict:
     if isinstance(backend, backends.Workers):  # a config sharded over every core (devices.shard_count) trains first
         shards = {c: 1 if devices.task_mesh() is not None else devices.shard_count(section, c) for c in todo}
         for c in (c for c in todo if shards[c] > 1):
-            run_workers(section, [[c]], 1, store, log, every, shards=shards[c], force=force)
+            run_workers(section, [[c]], 1, Settings(store, log, every, shards[c], force))
         rest = [c for c in todo if shards[c] == 1]
         slots = default_workers(sys.maxsize) if backend.n is None else backend.n  # processes at once
         jobs = balance(rest, min(slots, len(rest)), section)
         # in workers when several run at once, or one job that a worker trains as it would beside others (on a core
         # of its own, so with the same numbers: compgen.cores)
         if slots > 1 and (len(jobs) > 1 or cores.shares(slots)):
-            run_workers(section, jobs, slots, store, log, every, force=force)
+            run_workers(section, jobs, slots, Settings(store, log, every, force=force))
             return {}
         return _train_here(section, rest, store, log, every, force, keep_going) if rest else {}
     if isinstance(backend, backends.Local):

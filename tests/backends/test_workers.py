@@ -74,7 +74,7 @@ def test_a_worker_reports_a_diverged_run_by_name_and_the_driver_raises_it(store,
     cfg = tiny(outer_lr=1e30, outer_steps=120, eval_every=60)
     lines = []
     with pytest.raises(runner.TrainingDiverged, match=r"diverged at step .*outer_lr") as raised:
-        workers.run_workers(S, [[cfg]], 1, results.Store.default(), lines.append)
+        workers.run_workers(S, [[cfg]], 1, workers.Settings(results.Store.default(), lines.append))
     assert "\n" not in str(raised.value) and not str(raised.value).startswith("TrainingDiverged")
     assert any("TrainingDiverged:" in line for line in lines)  # the log says it too
     assert runner.load(S, cfg) is None

@@ -25,7 +25,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jax
 
@@ -94,18 +96,32 @@ def makespan(costs, workers: int) -> float:
     return max(ends)
 
 
-def _start(section, configs, slot, store, log, checkpoint_every, shards=1, force=False, on_cores=None):
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What every worker process of one call is given besides its configs: the results ``store``, where its lines go
+    (``log``), how often it saves a checkpoint (``checkpoint_every``, outer steps; ``None``: never), the host devices
+    it shards its tasks over (``shards``) and whether it trains stored runs again (``force``)."""
+
+    store: Any
+    log: Callable = print
+    checkpoint_every: int | None = None
+    shards: int = 1
+    force: bool = False
+
+
+def _start(section, configs, slot, settings: Settings, on_cores=None):
     """Start a worker process on ``configs`` (its job file written first); ``(process, thread forwarding its output to
-    ``log``, job file, its last line)``."""
+    ``settings.log``, job file, its last line)``."""
+    store, shards = settings.store, settings.shards
     handle = tempfile.NamedTemporaryFile("w", prefix="compgen-job-", suffix=".json", delete=False)
     job = {
         "section": section.name,
         "configs": [dataclasses.asdict(c) for c in configs],
         "store": [str(store.root), str(store.checkpoints)],
         "gemm_gflops": timing.gemm_gflops(),
-        "checkpoint_every": checkpoint_every,
+        "checkpoint_every": settings.checkpoint_every,
         "shards": shards,
-        "force": force,
+        "force": settings.force,
         "cores": None if on_cores is None else list(on_cores),  # the worker pins itself to them (compgen.cores)
         "parent": os.getpid(),
         "error_file": handle.name + ".error",  # the worker writes {"error": name, "message": text} there
@@ -133,7 +149,7 @@ def _start(section, configs, slot, store, log, checkpoint_every, shards=1, force
 
     def forward():
         for line in proc.stdout:
-            log(f"[worker {slot}] {line.rstrip()}")
+            settings.log(f"[worker {slot}] {line.rstrip()}")
             last[:] = [line.strip()]
 
     thread = threading.Thread(target=forward, daemon=True)
@@ -152,11 +168,10 @@ def _stop(proc, grace_s: float = 5.0) -> None:
             proc.wait()
 
 
-def run_workers(
-    section, jobs, n_workers: int, store, log=print, checkpoint_every=None, poll_s: float = 0.5, shards=1, force=False
-):
+def run_workers(section, jobs, n_workers: int, settings: Settings, poll_s: float = 0.5):
     """Train ``jobs`` (lists of configs) in at most ``n_workers`` processes at once, costliest first, starting the
-    next job whenever a slot frees; with ``shards`` > 1 each process shards its tasks over that many host devices.
+    next job whenever a slot frees, each given ``settings``; with ``settings.shards`` > 1 each process shards its
+    tasks over that many host devices.
     Each slot's processes run on a core of their own (:func:`compgen.cores.shares`; not when sharded).
 
     If this process is stopped (an exception, ``KeyboardInterrupt``) its workers are ended; if it dies, they end
@@ -164,7 +179,7 @@ def run_workers(
     costs = [sum(section.cost(c) for c in job) for job in jobs]
     pending = sorted(range(len(jobs)), key=lambda i: -costs[i])
     running, failed = {}, []  # slot -> (job, proc, thread, file, last line)
-    shares = cores.shares(n_workers) if shards == 1 else None  # a sharded worker uses every core
+    shares = cores.shares(n_workers) if settings.shards == 1 else None  # a sharded worker uses every core
     n_workers = max(1, min(n_workers, len(jobs)))  # never more processes (nor slots to look at) than jobs
     try:
         while pending or running:
@@ -172,7 +187,7 @@ def run_workers(
                 if slot not in running and pending:
                     job = pending.pop(0)
                     on_cores = shares[slot] if shares else None
-                    started = _start(section, jobs[job], slot, store, log, checkpoint_every, shards, force, on_cores)
+                    started = _start(section, jobs[job], slot, settings, on_cores)
                     running[slot] = (job, *started)
             time.sleep(poll_s)
             for slot, (_job, proc, thread, name, last) in list(running.items()):
