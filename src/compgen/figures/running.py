@@ -207,6 +207,38 @@ def _gb(row) -> str:
     return "" if row.get("peak_gb") is None else f" ({row['peak_gb']:.1f} GB)"
 
 
+def _step_panel(ax, device: str, keys: list, series: dict) -> None:
+    """One device's panel of :func:`step_times`: a bar per series and case, on a log scale."""
+    width = 0.8 / len(series)
+    for i, (name, values) in enumerate(series.items()):
+        x = np.arange(len(keys)) + (i - (len(series) - 1) / 2) * width
+        ax.bar(x, values, width, color=SERIES_COLOURS[name], edgecolor="k", linewidth=0.5, label=name)
+    ax.set_yscale("log")
+    every = [v for vs in series.values() for v in vs]
+    ax.set_ylim(np.nanmin(every) / 2, np.nanmax(every) * 6)  # room above the bars for the legend
+    ax.set_xticks(range(len(keys)), [_label(k).replace(", ", "\n") for k in keys], fontsize=6, rotation=90)
+    ax.set_title(device, fontsize=9)
+    ax.set_ylabel("seconds per outer step")
+    ax.legend(fontsize=6, loc="upper left", ncol=len(series))
+
+
+def _step_row(authors, key: str, plain, split, together: bool) -> str:
+    """The table row of :func:`step_times` for case ``key``: the authors' time, ours plain and sharded, and the ratio
+    over our faster variant where both were timed in one session (``together``)."""
+    row = authors.rows[key]
+    fastest = min((o["s_per_step"] for o in (plain, split) if o is not None), default=None)
+    if fastest is None:
+        ratio = "–"
+    elif together:
+        ratio = f"{row['s_per_step'] / fastest:.1f}×"
+    else:
+        ratio = "– (two sessions)"
+    cells = [f"{o['s_per_step']:.3g}{_gb(o)}" if o else "–" for o in (plain, split)]
+    return (
+        f"| {authors.device} | {_label(key)} | {row['s_per_step']:.3g}{_gb(row)} | {cells[0]} | {cells[1]} | {ratio} |"
+    )
+
+
 def step_times(records) -> FigureResult:
     """Seconds per outer step at the paper's configurations, the authors' code against ours, one panel per device
     the authors' code was measured on (its records, :func:`compgen.steptimes.step_records`), beside our newest record on
@@ -222,41 +254,15 @@ def step_times(records) -> FigureResult:
     for ax, authors in zip(axes[0], theirs):
         ours = _newest_ours(records, authors.device)
         keys = list(authors.rows)
-        series = {"authors": [authors.rows[k]["s_per_step"] for k in keys]}
         plain = [_ours(ours, k, False) for k in keys]
         split = [_ours(ours, k, True) for k in keys]
+        series = {"authors": [authors.rows[k]["s_per_step"] for k in keys]}
         series["ours"] = [np.nan if p is None else p["s_per_step"] for p in plain]
         if any(s is not None for s in split):
             series["ours, tasks sharded"] = [np.nan if s is None else s["s_per_step"] for s in split]
-        width = 0.8 / len(series)
-        for i, (name, values) in enumerate(series.items()):
-            x = np.arange(len(keys)) + (i - (len(series) - 1) / 2) * width
-            ax.bar(x, values, width, color=SERIES_COLOURS[name], edgecolor="k", linewidth=0.5, label=name)
-        ax.set_yscale("log")
-        low, high = (
-            np.nanmin([v for vs in series.values() for v in vs]),
-            np.nanmax([v for vs in series.values() for v in vs]),
-        )
-        ax.set_ylim(low / 2, high * 6)  # room above the bars for the legend
-        ax.set_xticks(range(len(keys)), [_label(k).replace(", ", "\n") for k in keys], fontsize=6, rotation=90)
-        ax.set_title(authors.device, fontsize=9)
-        ax.set_ylabel("seconds per outer step")
-        ax.legend(fontsize=6, loc="upper left", ncol=len(series))
+        _step_panel(ax, authors.device, keys, series)
         together = ours is not None and same_session(authors, ours)
-        for k, p, s in zip(keys, plain, split):
-            row = authors.rows[k]
-            fastest = min((o["s_per_step"] for o in (p, s) if o is not None), default=None)
-            if fastest is None:
-                ratio = "–"
-            elif together:
-                ratio = f"{row['s_per_step'] / fastest:.1f}×"
-            else:
-                ratio = "– (two sessions)"
-            cells = [f"{o['s_per_step']:.3g}{_gb(o)}" if o else "–" for o in (p, s)]
-            lines.append(
-                f"| {authors.device} | {_label(k)} | {row['s_per_step']:.3g}{_gb(row)} | {cells[0]} | {cells[1]} "
-                f"| {ratio} |"
-            )
+        lines += [_step_row(authors, k, p, s, together) for k, p, s in zip(keys, plain, split)]
         notes.append(f"**The authors' code on {authors.device}** ({authors.code}, {authors.date}): {authors.how}.")
         if ours is None:
             notes.append(f"**Ours on {authors.device}**: no record yet.")
