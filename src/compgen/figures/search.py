@@ -55,6 +55,14 @@ def _describe(values: dict, skip=()) -> str:
     return ", ".join(f"{k} {v}" for k, v in values.items() if k not in skip)
 
 
+def _cell(found: list, scale: float, digits: int, prefix: bool) -> str:
+    """A :func:`search_table` cell: the mean metric of each entry of ``found``, after its split where ``prefix``."""
+    return " / ".join(
+        (f"{SPLIT_SHORT.get(r['split'], r['split'])} " if prefix else "") + f"{scale * np.mean(r['values']):.{digits}f}"
+        for r in found
+    )
+
+
 def search_table(
     path, labels: dict, scale: float = 100.0, digits: int = 1, by=("model",), prefix_split: bool | None = None
 ) -> str:
@@ -76,14 +84,7 @@ def search_table(
         regimes[r["regime"]].append(r)
     shown = []  # (name, the regime's first record, its entries, cells) of the regimes with a cell
     for name, entries in regimes.items():
-        cells = {}
-        for column in labels:
-            found = [r for r in entries if key(r) == column]
-            cells[column] = " / ".join(
-                (f"{SPLIT_SHORT.get(r['split'], r['split'])} " if prefix else "")
-                + f"{scale * np.mean(r['values']):.{digits}f}"
-                for r in found
-            )
+        cells = {c: _cell([r for r in entries if key(r) == c], scale, digits, prefix) for c in labels}
         if any(cells.values()):
             shown.append((name, entries[0], entries, cells))
     # world fields with one value in every row go above the table, so the world column shows what a regime changes
