@@ -132,59 +132,10 @@ def _tables(value, where):
 def parse(data: dict, name: str = "sweep") -> Sweep:
     """A :class:`Sweep` from the dict of a sweep file, checking every key, field and seed, its nesting
     (:data:`MAX_DEPTH`) and its size (:data:`MAX_POINTS`, :data:`MAX_EXCLUDE`)."""
-    if _depth(data) > MAX_DEPTH:
-        raise params.ParameterError(
-            f"{name}: not a sweep file: its tables and lists nest more than {MAX_DEPTH} deep (the paper's sweep "
-            "files nest 4 deep, see sweeps/README.md)"
-        )
-    _table(data, name)
-    _check_fields(data, FILE_KEYS, f"{name}: top-level key")
-    if "section" not in data:
-        raise params.ParameterError(f"{name}: the key 'section' is required (one of {list(SECTIONS)})")
-    if not isinstance(data["section"], str) or data["section"] not in SECTIONS:
-        raise params.ParameterError(
-            f"{name}: section must be one of {list(SECTIONS)}, got {params._short(data['section'])}"
-        )
-    section = get(data["section"])
-    experiment = data.get("experiment")
-    if experiment is not None and (not isinstance(experiment, str) or experiment not in section.figures("paper")):
-        raise params.ParameterError(
-            f"{name}: experiment must be one of {list(section.figures('paper'))}, got {params._short(experiment)}"
-        )
-    allowed = section.config.field_names()
-    preset = data.get("preset", "paper")
-    at = _table(data.get("at", {}), f"{name}: [at]")
-    for p in (preset, *at):
-        if not isinstance(p, str) or p not in PRESET_NAMES:
-            raise params.ParameterError(f"{name}: preset must be one of {list(PRESET_NAMES)}, got {params._short(p)}")
-    grid = _table(data.get("grid", {}), f"{name}: [grid]")
-    for field, values in grid.items():
-        if not isinstance(values, list) or not values:
-            raise params.ParameterError(
-                f"{name}: grid.{field} must be a non-empty list of values, got {params._short(values)}"
-            )
-    fixed = _table(data.get("fixed", {}), f"{name}: [fixed]")
-    _check_fields(fixed, allowed, f"{name}: [fixed]")
-    _check_fields(grid, allowed, f"{name}: [grid]")
-    for p, fields in at.items():
-        _check_fields(_table(fields, f"{name}: [at.{p}]"), allowed, f"{name}: [at.{p}]")
-    exclude = _tables(data.get("exclude", []), f"{name}: exclude")
-    for rule in exclude:
-        _check_fields(rule, allowed, f"{name}: exclude")
-    if len(exclude) > MAX_EXCLUDE:
-        raise params.ParameterError(
-            f"{name}: {len(exclude)} exclude rules; a sweep may have at most {MAX_EXCLUDE} (the paper's have 3 at most)"
-        )
-    cases = _tables(data.get("cases", []), f"{name}: [[cases]]")
-    for case in cases:
-        _check_fields(case, allowed, f"{name}: [[cases]]")
-    size = max(1, len(cases)) * math.prod(len(values) for values in grid.values())
-    if size > MAX_POINTS:
-        axes = " x ".join([*([f"{len(cases)} cases"] if cases else []), *(f"{len(v)} {f}" for f, v in grid.items())])
-        raise params.ParameterError(
-            f"{name}: the grid has {size:,} points ({axes}); a sweep may have at most {MAX_POINTS:,} (50x the paper's "
-            "largest, theory/overparam with 200): split it into several files"
-        )
+    section, experiment = _header(data, name)
+    preset, at = _presets(data, name)
+    grid, fixed, exclude, cases = _fields(data, name, section.config.field_names(), at)
+    _check_size(name, grid, cases)
     seeds = data.get("seeds")
     if seeds is not None:
         seeds = params.check_seeds(seeds, f"{name}: seeds")
@@ -206,6 +157,77 @@ def parse(data: dict, name: str = "sweep") -> Sweep:
         exclude=tuple(exclude),
         description=str(data.get("description", "")),
     )
+
+
+def _header(data, name: str) -> tuple:
+    """The sweep's section and experiment (or ``None``), its nesting, top-level keys and section checked."""
+    if _depth(data) > MAX_DEPTH:
+        raise params.ParameterError(
+            f"{name}: not a sweep file: its tables and lists nest more than {MAX_DEPTH} deep (the paper's sweep "
+            "files nest 4 deep, see sweeps/README.md)"
+        )
+    _table(data, name)
+    _check_fields(data, FILE_KEYS, f"{name}: top-level key")
+    if "section" not in data:
+        raise params.ParameterError(f"{name}: the key 'section' is required (one of {list(SECTIONS)})")
+    if not isinstance(data["section"], str) or data["section"] not in SECTIONS:
+        raise params.ParameterError(
+            f"{name}: section must be one of {list(SECTIONS)}, got {params._short(data['section'])}"
+        )
+    section = get(data["section"])
+    experiment = data.get("experiment")
+    if experiment is not None and (not isinstance(experiment, str) or experiment not in section.figures("paper")):
+        raise params.ParameterError(
+            f"{name}: experiment must be one of {list(section.figures('paper'))}, got {params._short(experiment)}"
+        )
+    return section, experiment
+
+
+def _presets(data, name: str) -> tuple:
+    """The sweep's preset and its ``[at.<preset>]`` tables, each preset checked."""
+    preset = data.get("preset", "paper")
+    at = _table(data.get("at", {}), f"{name}: [at]")
+    for p in (preset, *at):
+        if not isinstance(p, str) or p not in PRESET_NAMES:
+            raise params.ParameterError(f"{name}: preset must be one of {list(PRESET_NAMES)}, got {params._short(p)}")
+    return preset, at
+
+
+def _fields(data, name: str, allowed, at) -> tuple:
+    """``(grid, fixed, exclude, cases)`` of the sweep, every field they and ``at`` name one of ``allowed``."""
+    grid = _table(data.get("grid", {}), f"{name}: [grid]")
+    for field, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise params.ParameterError(
+                f"{name}: grid.{field} must be a non-empty list of values, got {params._short(values)}"
+            )
+    fixed = _table(data.get("fixed", {}), f"{name}: [fixed]")
+    _check_fields(fixed, allowed, f"{name}: [fixed]")
+    _check_fields(grid, allowed, f"{name}: [grid]")
+    for p, fields in at.items():
+        _check_fields(_table(fields, f"{name}: [at.{p}]"), allowed, f"{name}: [at.{p}]")
+    exclude = _tables(data.get("exclude", []), f"{name}: exclude")
+    for rule in exclude:
+        _check_fields(rule, allowed, f"{name}: exclude")
+    if len(exclude) > MAX_EXCLUDE:
+        raise params.ParameterError(
+            f"{name}: {len(exclude)} exclude rules; a sweep may have at most {MAX_EXCLUDE} (the paper's have 3 at most)"
+        )
+    cases = _tables(data.get("cases", []), f"{name}: [[cases]]")
+    for case in cases:
+        _check_fields(case, allowed, f"{name}: [[cases]]")
+    return grid, fixed, exclude, cases
+
+
+def _check_size(name: str, grid, cases) -> None:
+    """Refuse a sweep of more than :data:`MAX_POINTS` grid points."""
+    size = max(1, len(cases)) * math.prod(len(values) for values in grid.values())
+    if size > MAX_POINTS:
+        axes = " x ".join([*([f"{len(cases)} cases"] if cases else []), *(f"{len(v)} {f}" for f, v in grid.items())])
+        raise params.ParameterError(
+            f"{name}: the grid has {size:,} points ({axes}); a sweep may have at most {MAX_POINTS:,} (50x the paper's "
+            "largest, theory/overparam with 200): split it into several files"
+        )
 
 
 def load(path) -> Sweep:
