@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from compgen import params, recordfile
+from compgen import params, recordfile, records
 
 STEPS = {
     "who": "compgen",
@@ -157,7 +157,7 @@ def test_an_unreadable_or_missing_record(tmp_path):
     with pytest.raises(recordfile.RecordError, match="cannot be read"):
         recordfile.read(tmp_path / "latin.json", "gpu")
     assert recordfile.read_if_there(tmp_path / "none.json", "twin") is None
-    assert recordfile.read_folder(tmp_path / "none", "steps") == []
+    assert records.load_folder(records.Steps, tmp_path / "none") == []
 
 
 def test_a_deeper_check_says_its_problem_in_the_same_line(tmp_path):
@@ -193,9 +193,3 @@ def test_staleness_is_by_fingerprint_and_a_record_naming_none_is_never_current()
     assert recordfile.stale("abc", "abc") == ""
     assert "fingerprint old, this code's abc" in recordfile.stale("old", "abc")
     assert "names no code fingerprint" in recordfile.stale(None, "abc")
-
-
-def test_a_written_record_carries_the_schema_first_and_its_fingerprint():
-    stamped = recordfile.stamp({"a": 1, "schema": 0}, "ledger", "f00")
-    assert list(stamped) == ["schema", "a", "code_fingerprint"] and stamped["schema"] == recordfile.version("ledger")
-    assert recordfile.stamp({"a": 1}, "ledger") == {"schema": recordfile.version("ledger"), "a": 1}

@@ -118,3 +118,12 @@ def test_a_twin_record_of_version_1_loads_with_our_numbers_raw_under_metric_name
     assert loaded.ours_matched_rows[0]["values"] == {"ood/acc": [0.8, 0.7], "ood/acc_all": [0.5, 0.4]}
     assert {k: list(v) for k, v in twin.shown("goals", loaded.ours_matched_rows[0]["values"]).items()} == shown
     assert json.loads(loaded.save(path).read_text())["schema"] == recordfile.version("twin") == 2
+
+
+def test_a_written_record_carries_the_schema_first_and_its_fingerprint():
+    written = records.Ledger(work=({"a": 1},)).to_dict()
+    assert written == {"schema": recordfile.version("ledger"), "work": [{"a": 1}]}  # ``about`` at its default: out
+    steps = records.Steps(who="compgen", device="cpu", date="d", code="c@1", how="h", gemm_gflops=None, rows={})
+    stamped = dataclasses.replace(steps, code_fingerprint="f00")
+    assert list(stamped.to_dict())[0] == "schema" and stamped.to_dict()["code_fingerprint"] == "f00"
+    assert stamped.fingerprint() == "f00" and steps.fingerprint() is None

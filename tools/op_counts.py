@@ -112,26 +112,21 @@ def record(cases: dict, reference: bool) -> dict:
     import jax
     import twin
 
-    from compgen import recordfile
-
-    return recordfile.stamp(
-        {
-            "date": datetime.date.today().isoformat(),
-            "jax": jax.__version__,
-            "reference": {"repository": twin.REPOSITORY, "commit": twin.COMMIT if reference else None},
-            "how": "`python tools/op_counts.py --reference <checkout> --record` on a CPU: each step lowered for one "
-            "outer step (ours as the runner compiles it in a plain process, theirs by tools/authors_step.py) and "
-            "counted by tools/hlo_count.py",
-            "cases": {
-                case: {
-                    "ours": {**_kept(found["ours"]), "code_fingerprint": found["ours"]["code_fingerprint"]},
-                    "theirs": None if found["theirs"] is None else _kept(found["theirs"]),
-                }
-                for case, found in cases.items()
-            },
+    return {
+        "date": datetime.date.today().isoformat(),
+        "jax": jax.__version__,
+        "reference": {"repository": twin.REPOSITORY, "commit": twin.COMMIT if reference else None},
+        "how": "`python tools/op_counts.py --reference <checkout> --record` on a CPU: each step lowered for one "
+        "outer step (ours as the runner compiles it in a plain process, theirs by tools/authors_step.py) and "
+        "counted by tools/hlo_count.py",
+        "cases": {
+            case: {
+                "ours": {**_kept(found["ours"]), "code_fingerprint": found["ours"]["code_fingerprint"]},
+                "theirs": None if found["theirs"] is None else _kept(found["theirs"]),
+            }
+            for case, found in cases.items()
         },
-        "op_counts",
-    )
+    }
 
 
 def kinds_apart(ours_kinds: dict, theirs_kinds: dict, top: int = 8) -> str:

@@ -629,7 +629,6 @@ def main(argv=None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     record.update(
-        schema=recordfile.version("twin"),
         code_fingerprint=tables.code_fingerprint(chapter),
         about="The chapter's claim configs trained with the authors' implementation (tools/twin.py), judged by the "
         "chapter's own claims code on the reference's numbers.",

@@ -320,9 +320,4 @@ def next_unfinished(works, root) -> list:
 
 def dumps_ledger(works) -> str:
     """The ledger file's text for ``works``."""
-    return recordfile.dumps(
-        recordfile.stamp(
-            {"work": [dataclasses.asdict(w) | {"select": list(w.select), "labels": list(w.labels)} for w in works]},
-            "ledger",
-        )
-    )
+    return recordfile.dumps(records.Ledger(work=[dataclasses.asdict(w) for w in works]).to_dict())

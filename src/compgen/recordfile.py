@@ -302,7 +302,7 @@ MIGRATIONS: dict = {("twin", 1): _twin_raw_values}
 
 
 def version(kind: str) -> int:
-    """The current version of ``kind`` records: what :func:`stamp` and :meth:`compgen.records.Record.save` write."""
+    """The current version of ``kind`` records: what :meth:`compgen.records.Record.save` writes."""
     return VERSIONS[kind]
 
 
@@ -377,19 +377,6 @@ def read(path, kind: str, deep=None) -> dict:
 def read_if_there(path, kind: str, deep=None) -> dict | None:
     """:func:`read`, or ``None`` where ``path`` does not exist."""
     return read(path, kind, deep) if Path(path).exists() else None
-
-
-def read_folder(folder, kind: str) -> list[dict]:
-    """Every ``kind`` record (``*.json``) in ``folder``, each :func:`read`, oldest first by ``date``; none where the
-    folder does not exist."""
-    return sorted((read(p, kind) for p in sorted(Path(folder).glob("*.json"))), key=lambda r: r["date"])
-
-
-def stamp(record: dict, kind: str, fingerprint: str | None = None) -> dict:
-    """``record``, of ``kind``, with its current version first and, if given, the ``code_fingerprint`` of what made
-    it."""
-    extra = {} if fingerprint is None else {"code_fingerprint": fingerprint}
-    return {"schema": version(kind), **{k: v for k, v in record.items() if k != "schema"}, **extra}
 
 
 # ----------------------------------------------------------------------------------------------- writing

@@ -167,8 +167,15 @@ class SeedSet(Record):
 # ----------------------------------------------------------------------------------------------- the other kinds
 
 
+class FromCode:
+    """A record naming the fingerprint of the code that made it, ``code_fingerprint`` (``None``: it names none)."""
+
+    def fingerprint(self) -> str | None:
+        return self.code_fingerprint
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Twin(Record):
+class Twin(FromCode, Record):
     """Our chapter and the authors' code at the same configs (``tools/twin.py``): the authors' runs by run key, each
     with its config row and final numbers, and ours at the matched world per seed set."""
 
@@ -190,9 +197,6 @@ class Twin(Record):
         super().__post_init__()
         object.__setattr__(self, "seed_sets", tuple(tuple(s) for s in self.seed_sets))
 
-    def fingerprint(self) -> str | None:
-        return self.code_fingerprint
-
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Search(Record):
@@ -210,7 +214,7 @@ class Search(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class BookTime(Record):
+class BookTime(FromCode, Record):
     """How long building the book took, per chapter and per run (``python -m compgen.bench --book``)."""
 
     KIND: ClassVar[str] = "book_time"
@@ -226,12 +230,9 @@ class BookTime(Record):
     note: str | None = None
     code_fingerprint: str | None = None
 
-    def fingerprint(self) -> str | None:
-        return self.code_fingerprint
-
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Steps(Record):
+class Steps(FromCode, Record):
     """Seconds per outer step of every case on one device, ours or the authors' (``python -m compgen.bench``)."""
 
     KIND: ClassVar[str] = "steps"
@@ -251,12 +252,9 @@ class Steps(Record):
         if self.gemm_gflops is not None:
             object.__setattr__(self, "gemm_gflops", tuple(self.gemm_gflops))
 
-    def fingerprint(self) -> str | None:
-        return self.code_fingerprint
-
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Gpu(Record):
+class Gpu(FromCode, Record):
     """What each step of a GPU check found (``tools/gpu_check.sh``)."""
 
     KIND: ClassVar[str] = "gpu"
@@ -270,9 +268,6 @@ class Gpu(Record):
     steps: tuple
     how: str | None = None
     code_fingerprint: str | None = None
-
-    def fingerprint(self) -> str | None:
-        return self.code_fingerprint
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -310,7 +305,7 @@ class Ledger(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PaperRun(Record):
+class PaperRun(FromCode, Record):
     """Where one paper-scale work stands (``tools/gpu_lease.py``): its configs' evaluations so far and its leases."""
 
     KIND: ClassVar[str] = "paper_run"
@@ -329,9 +324,6 @@ class PaperRun(Record):
     diverged: Mapping
     leases: tuple
     code_fingerprint: str | None = None
-
-    def fingerprint(self) -> str | None:
-        return self.code_fingerprint
 
 
 KINDS = {cls.KIND: cls for cls in (SeedSet, Twin, Search, BookTime, Steps, Gpu, OpCounts, Choices, Ledger, PaperRun)}
