@@ -11,7 +11,7 @@ def _claim(model, better):
     return SPEC.judge(C.paired(better, [0.0, 0.0], margin=1.0), "ours", (1, 2), model=model)
 
 
-def test_the_table_and_the_sentence_count_the_learners_claims_against_the_papers():
+def test_the_table_and_the_sentence_count_the_learners_claims_against_the_papers(importable):
     own = [_claim("gated_heads", [2.0, 3.0])]
     reference = [_claim("Linear hnet", [2.0, 2.5]), _claim("Nonlinear hnet", [0.1, 0.2])]
     found = Comparison("own_learner:gated_heads", "hyperteacher", "fig3b", "smoke", None, own, reference)
