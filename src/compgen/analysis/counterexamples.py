@@ -313,6 +313,20 @@ def _permutation_core(keys, teacher, train_rows, ood_rows, permutation, distribu
     return _evaluate(keys[2:], student, teacher, latents, fit, learning_rate)
 
 
+def _component_permutations(components, n_modules, n_hidden):
+    """The hidden-unit permutations of :func:`disconnected_permutation`: ``tie`` (n_hidden,), the readout row each
+    unit copies (the first unit of its group of :func:`tied_groups`); ``permutations`` (C, n_hidden), component c's
+    units with every group rolled by c places; ``module_perm`` (n_modules, n_hidden), each module's permutation (its
+    component's, the identity for modules of no component)."""
+    groups = tied_groups(n_hidden, len(components))
+    tie = np.concatenate([np.full(len(g), g[0]) for g in groups])
+    permutations = np.stack([np.concatenate([np.roll(g, -c) for g in groups]) for c in range(len(components))])
+    module_perm = np.tile(np.arange(n_hidden), (n_modules, 1))
+    for c, modules in enumerate(components):
+        module_perm[list(modules)] = permutations[c]
+    return tie, permutations, module_perm
+
+
 def disconnected_permutation(
     key,
     masks="01;12;20;34;45;53",
@@ -352,12 +366,7 @@ def disconnected_permutation(
         _check_int(name, value)
     _check_int("n_hidden", n_hidden, minimum=2)
     n_modules = masks.shape[1]
-    groups = tied_groups(n_hidden, len(components))
-    tie = np.concatenate([np.full(len(g), g[0]) for g in groups])
-    permutations = np.stack([np.concatenate([np.roll(g, -c) for g in groups]) for c in range(len(components))])
-    module_perm = np.tile(np.arange(n_hidden), (n_modules, 1))
-    for c, modules in enumerate(components):
-        module_perm[list(modules)] = permutations[c]
+    tie, permutations, module_perm = _component_permutations(components, n_modules, n_hidden)
     ood_masks = cross_component_masks(masks)
     keys = _split(key)
     teacher = init_teacher(keys[0], int(n_in), int(n_hidden), int(n_out), n_modules)  # eager: compiled once per shape

@@ -74,20 +74,9 @@ def _caption(runs, cfgs, what):
 # --------------------------------------------------------------------------------------------- the world
 
 
-def world(runs: Runs) -> FigureResults:
-    """The preference modules of the first seed and six training tasks built from them, four greedy
-    demonstrations of the last one, and the action values along the longest: (FigureResult, FigureResult, table)."""
-    cfg = runs.configs("fig4c")[0]
-    seed, w = cfg.seeds[0], cfg.world
-    templates = pf.preference_templates(seed, cfg.n_modules, cfg.n_colours)
-    train, _, _ = pf.task_split(cfg.n_modules, cfg.max_hot, "random", cfg.frac_ood, seed)
-    masks = pf.task_masks(cfg.n_modules, cfg.max_hot)
-    shown = train[:: max(1, len(train) // 6)][:6]
-    latents = jnp.concatenate(
-        [pf.sample_latents(jax.random.fold_in(jax.random.key(0), i), masks[[t]], 1) for i, t in enumerate(shown)]
-    )
-    first = plots.preference_templates(templates, pf.preferences_of(templates, latents))
-    preferences = pf.preferences_of(templates, latents[-1])
+def _demonstrations(w, preferences):
+    """Greedy demonstrations of ``preferences`` in four layouts of world ``w``, drawn side by side: (figure,
+    [demonstration per layout] as :func:`compgen.tasks.preferences.demonstration` returns them)."""
     keys = jax.random.split(jax.random.key(1), 4)
     fig, axes = plots.subplots(1, 4, figsize=(plots.COLUMN_WIDTH, 2.3))
     demos = []
@@ -106,8 +95,13 @@ def world(runs: Runs) -> FigureResults:
             " ".join("■↑→↓←"[int(a)] for a in demo[3][:steps]),
         )
     fig.tight_layout()
+    return fig, demos
+
+
+def _action_values_table(w, demos) -> str:
+    """Markdown: the action values along the longest of ``demos`` and the action taken at each step."""
     _, q, mask, actions, _ = max(demos, key=lambda d: int(d[2].sum()))
-    table = (
+    return (
         f"Action values $Q_{{{w.backups}}}(s_t, \\cdot)$ along the longest of these demonstrations (the learners' "
         "regression targets):\n\n| step | "
         + " | ".join(pf.ACTIONS)
@@ -119,6 +113,22 @@ def world(runs: Runs) -> FigureResults:
             for t in range(int(mask.sum()))
         )
     )
+
+
+def world(runs: Runs) -> FigureResults:
+    """The preference modules of the first seed and six training tasks built from them, four greedy
+    demonstrations of the last one, and the action values along the longest: (FigureResult, FigureResult, table)."""
+    cfg = runs.configs("fig4c")[0]
+    seed, w = cfg.seeds[0], cfg.world
+    templates = pf.preference_templates(seed, cfg.n_modules, cfg.n_colours)
+    train, _, _ = pf.task_split(cfg.n_modules, cfg.max_hot, "random", cfg.frac_ood, seed)
+    masks = pf.task_masks(cfg.n_modules, cfg.max_hot)
+    shown = train[:: max(1, len(train) // 6)][:6]
+    latents = jnp.concatenate(
+        [pf.sample_latents(jax.random.fold_in(jax.random.key(0), i), masks[[t]], 1) for i, t in enumerate(shown)]
+    )
+    first = plots.preference_templates(templates, pf.preferences_of(templates, latents))
+    fig, demos = _demonstrations(w, pf.preferences_of(templates, latents[-1]))
     tasks = ", ".join("{" + support.mask_to_string(m) + "}" for m in masks[shown])
     panels = (
         FigureResult(
@@ -133,7 +143,7 @@ def world(runs: Runs) -> FigureResults:
             f"the task's reward for its colour, the triangle is the start, the line the path under "
             f"Q ({w.backups} backups), the square where it stops; above each panel the actions (■ = terminate). "
             f"World: {world_label(cfg)}. Preset {runs.preset}, seed {seed}.",
-            table,
+            _action_values_table(w, demos),
         ),
     )
     return FigureResults(panels)
