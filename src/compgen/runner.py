@@ -74,6 +74,10 @@ def run_steps(
     if there is one and saves the state and history every ``saver.every`` calls; the returned history is the
     same as an uninterrupted run's. ``clock`` (a :class:`compgen.timing.Stopwatch`) adds up the seconds spent in
     calls ("train") and evaluations ("evaluate"), compilation apart.
+
+    Kept in one function, with its ten parameters: it is in the fingerprint of the committed step-time records
+    (:func:`compgen.steptimes.code_fingerprint`), so splitting it reads every one of them as stale until it is
+    timed again on its own device.
     """
     clock = timing.Stopwatch() if clock is None else clock
     step_metrics, evals, eval_steps, done = [], [], [], 0
@@ -186,7 +190,9 @@ def train_lanes(section, configs, log=print, saver=None):
     number of configs it trained). Each config's numbers equal its training alone up to float32 round-off; on an
     accelerator the lanes cost little more than one config, on a CPU proportionally more (:func:`use_lanes`). A config
     whose run diverges (:func:`divergence_check`) is not returned: the others are, and then :class:`TrainingDiverged`
-    is raised for it, its exception carrying them as ``trained``."""
+    is raised for it, its exception carrying them as ``trained``.
+
+    Kept in one function: like :func:`run_steps` it is in the fingerprint of the committed step-time records."""
     if len({section.shape_key(c) for c in configs}) != 1:
         raise ValueError("train_lanes: the configs must share one shape (section.shape_key)")
     start, clock, cfg = time.perf_counter(), timing.Stopwatch(), configs[0]
