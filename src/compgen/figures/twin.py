@@ -29,6 +29,7 @@ import numpy as np
 
 from compgen import recordfile, records
 from compgen.analysis import claims as C
+from compgen.analysis.finals import output_from_finals
 
 SHORT = {C.HOLDS: "✅", C.NOT_REPRODUCED: "❌", C.NOT_RUN: "–"}  # markdown tables
 # HTML cells (the results page): marks every font has, coloured by the page's style
@@ -114,15 +115,16 @@ def claim_configs(chapter: str, preset: str, seeds):
 
 def reference_output(chapter: str, cfg, runs: list) -> dict:
     """The reference's runs of ``cfg`` (one summary per seed, in ``cfg.seeds`` order) laid out as our runs'
-    outputs at their last evaluation, so that a chapter's ``claims`` reads them: ``eval/<metric>`` (seeds, 1,
-    n_sets) and, where recorded, ``eval/r2_ood_pooled`` (seeds, 1); teacher-student ``eval/alignment`` (seeds, 1)."""
+    outputs at their last evaluation (:func:`compgen.analysis.finals.output_from_finals`), so that a chapter's
+    ``claims`` reads them: ``eval/<metric>`` (seeds, 1, n_sets) and, where recorded, ``eval/r2_ood_pooled`` (seeds, 1);
+    teacher-student ``eval/alignment`` (seeds, 1)."""
     if chapter == "teacher_student":
-        return {"eval/alignment": np.array([[r["final"]["alignment"]] for r in runs])}
+        return output_from_finals({"eval/alignment": [r["final"]["alignment"] for r in runs]})
     names = cfg.eval_set_names()
-    out = {f"eval/{m}": np.array([[[r["final"][n][m] for n in names]] for r in runs]) for m in runs[0]["final"]["ood"]}
+    values = {f"eval/{m}": [[r["final"][n][m] for n in names] for r in runs] for m in runs[0]["final"]["ood"]}
     if "r2_ood_pooled" in runs[0]:
-        out["eval/r2_ood_pooled"] = np.array([[r["r2_ood_pooled"]] for r in runs])
-    return out
+        values["eval/r2_ood_pooled"] = [r["r2_ood_pooled"] for r in runs]
+    return output_from_finals(values)
 
 
 def _runs(chapter: str, preset: str, seeds, output_of):
@@ -368,19 +370,20 @@ def our_headline(chapter: str, cfg, output) -> dict:
 
 
 def headline_output(chapter: str, cfg, values: dict) -> dict:
-    """Our run's output laid out again from its final numbers (:func:`our_finals`, per seed): ``eval/<metric>`` at one
-    evaluation, the headline's evaluation set filled and the others NaN. The claims of the twins' chapters read no
-    other number (``tests/figures/test_twin.py`` checks it)."""
+    """Our run's output laid out again from its final numbers (:func:`our_finals`, per seed) by
+    :func:`compgen.analysis.finals.output_from_finals`: ``eval/<metric>`` at one evaluation, the headline's evaluation
+    set filled and the others NaN. The claims of the twins' chapters read no other number
+    (``tests/figures/test_twin.py`` checks it)."""
     names = cfg.eval_set_names() if hasattr(cfg, "eval_set_names") else ()
-    out = {}
+    finals = {}
     for metric, set_name, _ in HEADLINES[chapter].values():
         per_seed = np.asarray(values[metric_name(metric, set_name)], float)
         if set_name is None:
-            out[f"eval/{metric}"] = per_seed[:, None]
+            finals[f"eval/{metric}"] = per_seed
         else:
-            array = out.setdefault(f"eval/{metric}", np.full((len(per_seed), 1, len(names)), np.nan))
-            array[:, 0, names.index(set_name)] = per_seed
-    return out
+            per_set = finals.setdefault(f"eval/{metric}", np.full((len(per_seed), len(names)), np.nan))
+            per_set[:, names.index(set_name)] = per_seed
+    return output_from_finals(finals)
 
 
 def runs_table(record: records.Twin, labels: dict, ours: dict | None = None) -> str:
