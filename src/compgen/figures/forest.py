@@ -41,7 +41,7 @@ STYLE = """<style>
 .forest-verdict { font-weight: bold; }
 .forest-legend { color: #57606a; margin-bottom: 0.3em; }
 @media (max-width: 700px) {
-  .forest-row { grid-template-columns: minmax(0, 1fr) auto; }
+  .forest-row { grid-template-columns: minmax(0, 2fr) minmax(0, 1fr); }
   .forest-row > svg, .forest-row > .forest-axis { grid-column: 1 / -1; grid-row: 2; }
 }
 </style>"""
