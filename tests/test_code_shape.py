@@ -4,33 +4,34 @@ The functions allowed more parameters are named here with the reason; the list c
 and still need its exception)."""
 
 import ast
-from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "compgen"
+from compgen import fingerprint
+
 MAX_PARAMETERS, MAX_LINES = 8, 60
 LONG_REASON = "Kept in one function"  # how a docstring starts the reason a function is longer than MAX_LINES
 
 _TRAINED = "in the training fingerprint: a new signature retrains every stored run and stales every committed record"
 MORE_PARAMETERS = {
-    "meta.py:adapt": _TRAINED,
-    "meta.py:outer_step": _TRAINED,
-    "meta.py:fewshot_loss": _TRAINED,
-    "experiments/fewshot.py:solve_task": _TRAINED,
-    "experiments/fewshot.py:make_section": _TRAINED,
-    "tasks/teacher_kernel.py:_kernel": _TRAINED,
-    "tasks/teacher_kernel.py:infer_latent": _TRAINED,
-    "runner.py:run_steps": "in the step-time records' fingerprint (its docstring)",
-    "analysis/compare.py:compare": "the chapter's and README's call: the learner's own fields as keyword overrides",
+    "compgen.meta:adapt": _TRAINED,
+    "compgen.meta:outer_step": _TRAINED,
+    "compgen.meta:fewshot_loss": _TRAINED,
+    "compgen.experiments.fewshot:solve_task": _TRAINED,
+    "compgen.experiments.fewshot:make_section": _TRAINED,
+    "compgen.tasks.teacher_kernel:_kernel": _TRAINED,
+    "compgen.tasks.teacher_kernel:infer_latent": _TRAINED,
+    "compgen.runner:run_steps": "in the step-time records' fingerprint (its docstring)",
+    "compgen.analysis.compare:compare": "the chapter's and README's call: a learner's own fields as keywords",
 }
 
 
 def _functions():
-    for path in sorted(SRC.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+    """``(module:function, node)`` for every function of every library module (:func:`fingerprint.library_modules`)."""
+    for module in sorted(fingerprint.library_modules()):
+        for node in ast.walk(ast.parse(fingerprint.module_path(module).read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield f"{path.relative_to(SRC).as_posix()}:{node.name}", node
+                yield f"{module}:{node.name}", node
 
 
 def _parameters(node) -> int:
@@ -46,7 +47,7 @@ FUNCTIONS = list(_functions())
 
 def test_the_functions_are_found():
     names = {name for name, _ in FUNCTIONS}
-    assert len(FUNCTIONS) > 500 and "runner.py:run_steps" in names
+    assert len(FUNCTIONS) > 500 and "compgen.runner:run_steps" in names
 
 
 def test_no_function_takes_more_than_eight_parameters_but_those_named_with_their_reason():
