@@ -18,17 +18,21 @@ is restored bit for bit and the chunks are the same compiled program). The steps
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
+import re
 import time
 from pathlib import Path
 
 import jax
 import numpy as np
 
-from compgen import catalog, checkpoint, devices, params, recordfile, records, results, runner, section
+from compgen import bridge, catalog, checkpoint, devices, params, programs, recordfile, records, runner
 
 LEDGER = "ledger.json"
 PROGRESS = "progress.json"
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")  # a work's name: the name of its state folder
 
 
 class OutOfTime(RuntimeError):
@@ -42,8 +46,10 @@ def matching(configs, pick: dict) -> list:
 
 @dataclasses.dataclass(frozen=True)
 class Work:
-    """One piece of paper-scale work: the configs of ``figure`` of ``section`` at ``preset`` that ``select`` picks
-    (each a ``{field: value}`` naming one config, in order), called ``labels`` on the page."""
+    """One piece of long work: the configs of ``figure`` of ``section`` at ``preset`` (the paper's, or a point of the
+    scale bridge, :mod:`compgen.bridge`) that ``select`` picks (each a ``{field: value}`` naming one config, in
+    order), called ``labels`` on the page; ``estimate_s``: the seconds it was estimated to take on the machine that
+    was to run it, before it ran."""
 
     name: str
     section: str
@@ -52,6 +58,7 @@ class Work:
     select: tuple
     labels: tuple
     why: str = ""
+    estimate_s: float | None = None
 
     def configs(self, preset: str | None = None, **knobs) -> list:
         """The selected configs at ``preset`` (default the work's), with the device ``knobs`` given
@@ -59,7 +66,7 @@ class Work:
         :class:`compgen.params.ParameterError`."""
         preset = preset or self.preset
         sec = catalog.SECTIONS[self.section]
-        every = section.figure_configs(sec, self.figure, preset, **knobs)
+        every = bridge.figure_configs(sec, self.figure, preset, **knobs)
         chosen = []
         for pick in self.select:
             found = matching(every, pick)
@@ -81,7 +88,12 @@ def read(path) -> list:
         names = [w["name"] for w in record["work"]]
         if len(set(names)) != len(names):
             raise ValueError(f"work names repeat: {names}")
+        known = {f.name for f in dataclasses.fields(Work)}
         for w in record["work"]:
+            if not NAME.fullmatch(w["name"]):
+                raise ValueError(f"work name {w['name']!r} is not a folder name (letters, digits, '.', '_', '-')")
+            if unknown := sorted(set(w) - known):
+                raise ValueError(f"work {w['name']!r} has field(s) {unknown} that a work does not hold")
             if w["section"] not in catalog.SECTIONS:
                 raise ValueError(
                     f"work {w['name']!r} names section {w['section']!r}, not one of {list(catalog.SECTIONS)}"
@@ -98,23 +110,47 @@ def read_progress(folder) -> records.PaperRun | None:
     return records.PaperRun.load_if_there(Path(folder) / PROGRESS)
 
 
+def identity(work, preset: str, configs) -> dict:
+    """What a state is of: the work's name, its preset and a hash of its configs' fields (the device's knobs apart).
+    Written into every checkpoint and ``progress.json``; a state of another identity is never restored."""
+    fields = json.dumps([programs.config_fields(c) for c in configs], sort_keys=True)
+    return {"work": work.name, "preset": preset, "configs": hashlib.sha256(fields.encode()).hexdigest()[:16]}
+
+
+def code_of(sec, configs) -> dict:
+    """What the configs' runs compute, as ``{"key": ..., "versions": ...}``: a hash of their run keys
+    (:func:`compgen.programs.run_key`: programs, inputs and configs) and the libraries' versions they were computed
+    under. Two keys compare only under the same versions."""
+    keys = "".join(programs.run_key(sec, c) for c in configs)
+    return {"key": hashlib.sha256(keys.encode()).hexdigest()[:16], "versions": programs.versions()}
+
+
 def staleness(record) -> list:
-    """Why a ``paper_run`` record no longer shows what the current code computes (empty: current): the section's
-    code fingerprint differs or is not recorded, or a config differs from the one its selection names at its preset
-    now (device knobs apart)."""
+    """Why a ``paper_run`` record no longer shows what the current code computes (empty: current). A config that is
+    no longer the one its selection names at its preset now (device knobs apart) is stale. The code is compared by
+    what it computes (:func:`code_of`) where the record was made under the libraries' versions installed here, else
+    by the source fingerprint of the section's code, which is all a record made under other versions can be compared
+    by."""
     sec = catalog.SECTIONS[record.section]
-    why = [w] if (w := recordfile.stale(record.fingerprint(), sec.fingerprint)) else []
-    every = section.figure_configs(sec, record.figure, record.preset)
+    every = bridge.figure_configs(sec, record.figure, record.preset)
+    why, configs = [], []
     for entry in record.configs:
         found = matching(every, entry["select"])
         if len(found) != 1:
             why.append(f"{entry['label']} is no longer in {record.figure} at {record.preset}")
             continue
-        now = {k: v for k, v in results.config_dict(found[0]).items() if k not in devices.KNOBS}
+        configs.append(found[0])
+        now = programs.config_fields(found[0])
         changed = sorted(k for k in now.keys() | entry["config"].keys() if entry["config"].get(k) != now.get(k))
         if changed:
             why.append(f"{entry['label']}: its config changed ({', '.join(changed)})")
-    return why
+    code, code_why = record.code, []
+    if code and code.get("versions") == programs.versions():
+        if len(configs) == len(record.configs) and code.get("key") != code_of(sec, configs)["key"]:
+            code_why.append(f"made by code that computes other programs (key {code.get('key')})")
+    elif w := recordfile.stale(record.fingerprint(), sec.fingerprint):
+        code_why.append(w)
+    return code_why + why
 
 
 def chunk_for(eval_every: int, chunk: int | None = None) -> int:
@@ -136,44 +172,67 @@ def _per_chunk(metrics) -> dict:
     }
 
 
-def advance(work, folder, budget_s=math.inf, preset=None, chunk=None, knobs=None, log=print, clock=time.monotonic):
-    """Continue ``work`` from the checkpoint in ``folder`` (from its start if there is none, or if its state was made
-    by other code or configs, :func:`staleness`) until it is complete or ``budget_s`` seconds would be exceeded by the
-    next chunk (at least one chunk runs), saving a checkpoint and ``progress.json`` after every chunk. ``preset``
-    overrides the work's (a rehearsal at ``smoke``); ``chunk``: outer steps per call (default: its last lease's, else
-    :func:`chunk_for`); ``knobs``: device choices (:data:`compgen.devices.KNOBS`), recorded per lease. Returns the
-    progress record; raises :class:`OutOfTime` (after saving) where the budget ended it first."""
-    started, folder = clock(), Path(folder)
-    before = read_progress(folder)
-    if before is not None and (why := staleness(before)):
-        log(f"[ledger] {work.name}: its state was made by other code or configs ({'; '.join(why)}); starting again")
-        for old in folder.glob("step-*.ckpt"):
-            old.unlink()
-        before = None
-    if chunk is None and before is not None:
-        chunk = before.leases[-1]["chunk"]
+def set_aside(folder, log=print) -> Path | None:
+    """Move a work's state in ``folder`` (its ``progress.json`` and checkpoints) into ``folder/set-aside-<time>/``, so
+    that it starts afresh without anything being deleted; the folder it went to, or ``None`` where there was none."""
+    folder = Path(folder)
+    files = [folder / PROGRESS, *checkpoint.Checkpointer(folder).paths()]
+    files = [f for f in files if f.is_file()]
+    if not files:
+        return None
+    aside = folder / f"set-aside-{time.strftime('%Y%m%d-%H%M%S')}"
+    aside.mkdir()
+    for f in files:
+        f.replace(aside / f.name)
+    log(f"[ledger] the earlier state of {folder} is kept in {aside}")
+    return aside
+
+
+def _refusal(folder, what: str) -> params.ParameterError:
+    return params.ParameterError(f"{Path(folder) / PROGRESS}: {what}; to start this work afresh, pass --fresh")
+
+
+def check_state(before, folder, ident, code, saver) -> None:
+    """Refuse, in one line naming the files, a state in ``folder`` that is not this work's to continue: its progress
+    (``before``) names another identity, was made by code that computes other programs (under the same versions),
+    or says steps were done that no checkpoint holds."""
+    if before is None:
+        return
+    if before.identity != ident:
+        raise _refusal(folder, f"is the state of {before.identity}, not of {ident}")
+    if before.code and before.code.get("versions") == code["versions"] and before.code.get("key") != code["key"]:
+        raise _refusal(
+            folder, f"was made by code that computes other programs (key {before.code.get('key')}, now {code['key']})"
+        )
+    if before.steps_done and not saver.paths():
+        raise _refusal(
+            folder, f"says {before.steps_done:,} steps are done, but no checkpoint (step-<10 digits>.ckpt) is beside it"
+        )
+
+
+def advance(work, folder, budget_s=math.inf, preset=None, chunk=None, knobs=None, log=print, fresh=False):
+    """Continue ``work`` from the checkpoint in ``folder`` (from its start if there is none) until it is complete or
+    ``budget_s`` seconds would be exceeded by the next chunk (at least one chunk runs), saving a checkpoint and then
+    ``progress.json`` after every chunk, the lease so far included. ``preset`` overrides the work's (a rehearsal at
+    ``smoke``); ``chunk``: outer steps per call (default: its last lease's, else :func:`chunk_for`); ``knobs``:
+    device choices (:data:`compgen.devices.KNOBS`), recorded per lease. A state that is not this work's to continue
+    (:func:`check_state`, :class:`compgen.checkpoint.ForeignCheckpoint`) is refused in one line, unless ``fresh``
+    sets it aside first (:func:`set_aside`). Returns the progress record; raises :class:`OutOfTime` (after saving)
+    where the budget ended it first."""
+    clock = time.monotonic
+    started, folder, preset = clock(), Path(folder), preset or work.preset
+    if fresh:
+        set_aside(folder, log)
     run = _prepare(work, folder, preset, chunk, dict(knobs or {}), log, clock)
-    first_step, stopped = run["progress"]["done"], _train(run, work.name, started + budget_s, log, clock)
-    lease = {
-        "date": time.strftime("%Y-%m-%d"),
-        "device": str(jax.devices()[0].device_kind),
-        "backend": devices.default_backend(),
-        "jax_version": jax.__version__,
-        "steps": [first_step, run["progress"]["done"]],
-        "knobs": run["knobs"],
-        "matmul_precision": str(jax.config.jax_default_matmul_precision or "default"),
-        "chunk": run["chunk"],
-        "seconds": {k: round(v, 2) for k, v in run["seconds"].items()} | {"wall": round(clock() - started, 2)},
-    }
-    diverged = dict(before.diverged if before else {}) | {run["section"].label(c): why for c, why in stopped.items()}
-    leases = [*(before.leases if before else ()), lease]
-    record = progress_record(
-        work, preset or work.preset, run["configs"], run["progress"], run["chunk"], leases, diverged
-    )
-    record.save(folder / PROGRESS)
+
+    def save(stopped):
+        return _save_progress(run, work, preset, folder, stopped, clock() - started)
+
+    stopped, record = _train(run, work.name, started + budget_s, log, clock, save)
+    record = record or save(stopped)
     done, total = record.steps_done, record.outer_steps
     log(f"[ledger] {work.name}: {done:,} of {total:,} steps; progress in {folder / PROGRESS}")
-    if done < total and not diverged:
+    if done < total and not record.diverged:
         raise OutOfTime(f"{work.name}: at {done:,} of {total:,} steps")
     return record
 
@@ -181,37 +240,86 @@ def advance(work, folder, budget_s=math.inf, preset=None, chunk=None, knobs=None
 def _prepare(work, folder, preset, chunk, knobs, log, clock) -> dict:
     """What a lease of ``work`` trains with: its ``section``, ``configs``, ``runs``, ``program`` (and the ``knobs`` it
     was built with), the steps ``compiled`` for one ``chunk``, the ``saver`` of ``folder``, the ``state`` and
-    ``progress`` restored from there or begun (with the evaluation at step 0), and ``seconds`` spent so far."""
+    ``progress`` restored from there or begun (with the evaluation at step 0), the earlier ``leases`` and ``diverged``
+    configs, its ``identity`` and ``code``, and ``seconds`` spent so far."""
     sec = catalog.SECTIONS[work.section]
     configs = work.configs(preset, **knobs)
+    ident, code = identity(work, preset, configs), code_of(sec, configs)
+    before = read_progress(folder)
+    saver = checkpoint.Checkpointer(folder, every=1, keep=1, log=log, compress=True, identity=ident)
+    check_state(before, folder, ident, code, saver)
+    if before is not None and before.code and before.code.get("versions") != code["versions"]:
+        log(f"[ledger] {work.name}: made under {before.code.get('versions')}, continued under {code['versions']}")
+    if chunk is None and before is not None and before.leases:
+        chunk = before.leases[-1]["chunk"]
     chunk = chunk_for(configs[0].eval_every, chunk)
     runs = sec.run_arrays(configs)
     prog, chosen = runner.fitting_program(sec, configs[0], runs, log)
     state = prog.init(runs)
-    saver = checkpoint.Checkpointer(folder, every=1, keep=1, log=log, compress=True)
-    restored = saver.restore(state)
+    try:
+        restored = saver.restore(state)
+    except checkpoint.ForeignCheckpoint as error:
+        raise _refusal(folder, str(error)) from None
     seconds, t = {"compile": 0.0, "train": 0.0, "evaluate": 0.0}, clock()
     compiled = prog.steps.lower(runs, state, chunk).compile()
     seconds["compile"] = clock() - t
     log(f"[ledger] {work.name}: compiled {chunk} steps in {seconds['compile']:.1f} s")
+    extra = {"leases": [], "diverged": {}}
     if restored is None:
+        if before is not None and before.steps_done:
+            raise _refusal(folder, f"says {before.steps_done:,} steps are done, but no checkpoint beside it reads back")
         t = clock()
         progress = {"done": 0, "steps": [], "evals": [jax.device_get(prog.evaluate(runs, state))], "eval_steps": [0]}
         seconds["evaluate"] = clock() - t
     else:
         state, progress = restored
+        extra = progress.pop("extra", extra)
+        if before is not None and progress["done"] < before.steps_done:
+            raise _refusal(
+                folder, f"says {before.steps_done:,} steps are done, its newest checkpoint holds {progress['done']:,}"
+            )
         if progress["done"] % chunk:
             raise params.ParameterError(f"chunk must divide the {progress['done']:,} steps {work.name} has done")
     run = {"section": sec, "configs": configs, "runs": runs, "program": prog, "knobs": chosen, "chunk": chunk}
+    run |= {"identity": ident, "code": code, "leases": extra["leases"], "diverged": extra["diverged"]}
+    run |= {"first_step": progress["done"], "started": clock()}
     return run | {"compiled": compiled, "saver": saver, "state": state, "progress": progress, "seconds": seconds}
 
 
-def _train(run, name, deadline, log, clock) -> dict:
+def _lease(run, wall) -> dict:
+    """This lease's entry as it stands: device, versions, knobs, chunk, the steps it took and its seconds."""
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "device": str(jax.devices()[0].device_kind),
+        "backend": devices.default_backend(),
+        "jax_version": jax.__version__,
+        "code_key": run["code"]["key"],
+        "steps": [run["first_step"], run["progress"]["done"]],
+        "knobs": run["knobs"],
+        "matmul_precision": str(jax.config.jax_default_matmul_precision or "default"),
+        "chunk": run["chunk"],
+        "seconds": {k: round(v, 2) for k, v in run["seconds"].items()} | {"wall": round(wall, 2)},
+    }
+
+
+def _save_progress(run, work, preset, folder, stopped, wall) -> records.PaperRun:
+    """Save the checkpoint and then ``progress.json`` of ``run`` as it stands, this lease included (a kill between
+    the two leaves the progress one chunk behind its checkpoint, which the next lease reads first); the record."""
+    diverged = dict(run["diverged"]) | {run["section"].label(c): why for c, why in stopped.items()}
+    leases = [*run["leases"], _lease(run, wall)]
+    run["saver"].save(run["state"], run["progress"], extra={"leases": leases, "diverged": diverged})
+    record = progress_record(work, preset, run, leases, diverged)
+    record.save(Path(folder) / PROGRESS)
+    return record
+
+
+def _train(run, name, deadline, log, clock, save) -> tuple:
     """Train ``run`` (:func:`_prepare`) chunk by chunk until its last step, until the next chunk would end after
     ``deadline`` (a time of ``clock``; the first chunk always runs), or until every config diverged, evaluating
-    every ``eval_every`` steps and saving after every chunk. ``{config: why}`` of the configs that diverged."""
+    every ``eval_every`` steps and calling ``save(diverged)`` after every chunk (the checkpoint, then the progress).
+    ``({config: why} of the configs that diverged, the last record saved or None)``."""
     sec, configs, progress, seconds = run["section"], run["configs"], run["progress"], run["seconds"]
-    cfg, stopped, last = configs[0], {}, None
+    cfg, stopped, last, record = configs[0], {}, None, None
     check = runner.divergence_check(sec, configs, stopped)
     while progress["done"] < cfg.outer_steps and not stopped:
         if last is not None and clock() + last > deadline:
@@ -233,8 +341,8 @@ def _train(run, name, deadline, log, clock) -> dict:
         except runner.TrainingDiverged:
             pass  # every config is in ``stopped``
         log(f"[ledger] {name}: step {progress['done']:,}/{cfg.outer_steps:,}  {sec.progress(cfg, metrics, evaluation)}")
-        run["saver"].save(run["state"], progress)
-    return stopped
+        record = save(stopped)
+    return stopped, record
 
 
 def _numbers(a, digits=7):
@@ -244,10 +352,13 @@ def _numbers(a, digits=7):
     return out.tolist()
 
 
-def progress_record(work, preset, configs, progress, chunk, leases, diverged) -> records.PaperRun:
-    """The ``paper_run`` record of ``work`` at ``preset`` (its state folder's ``progress.json``) from a run's
-    progress (as :class:`compgen.checkpoint.Checkpointer` keeps it, one row of step metrics per chunk)."""
+def progress_record(work, preset, run, leases, diverged) -> records.PaperRun:
+    """The ``paper_run`` record of ``work`` at ``preset`` (its state folder's ``progress.json``) from a ``run``
+    (:func:`_prepare`: its configs, chunk, identity and code, and its progress as
+    :class:`compgen.checkpoint.Checkpointer` keeps it, one row of step metrics per chunk), with its ``leases`` and
+    ``diverged`` configs."""
     sec = catalog.SECTIONS[work.section]
+    configs, progress, chunk, ident, code = (run[k] for k in ("configs", "progress", "chunk", "identity", "code"))
     cfg = configs[0]
     evals = jax.tree.map(lambda *xs: np.stack(xs, axis=1), *progress["evals"])  # (runs, evals, ...)
     loss = np.concatenate([s["loss"] for s in progress["steps"]]) if progress["steps"] else np.zeros((0, 1))
@@ -261,7 +372,7 @@ def progress_record(work, preset, configs, progress, chunk, leases, diverged) ->
                 "label": label,
                 "select": pick,
                 "seeds": list(c.seeds),
-                "config": {k: v for k, v in results.config_dict(c).items() if k not in devices.KNOBS},
+                "config": programs.config_fields(c),
                 "eval": {k: _numbers(v[a:b]) for k, v in evals.items()},
                 "train_loss": _numbers(blocks[a:b]),
             }
@@ -280,6 +391,8 @@ def progress_record(work, preset, configs, progress, chunk, leases, diverged) ->
             "configs": entries,
             "diverged": diverged,
             "leases": leases,
+            "identity": ident,
+            "code": code,
         },
         code_fingerprint=sec.fingerprint,
     )

@@ -201,6 +201,7 @@ LEDGER = {
             "select": ["object"],
             "labels": ["text"],
             "why?": "text",
+            "estimate_s?": ("none or", "time"),
         }
     ]
 }
@@ -236,6 +237,8 @@ PAPER_RUN = {
             "seconds": ("map", "time"),
         }
     ],
+    "identity?": {"work": "text", "preset": "text", "configs": "text"},
+    "code?": {"key": "text", "versions": ("map", ("none or", "text"))},
 }
 
 CHOICES = {"choices": [{"choice": "text", "date": "text", "machine": "text", "how": "text", "found": "text"}]}

@@ -323,7 +323,25 @@ class PaperRun(FromCode, Record):
     configs: tuple
     diverged: Mapping
     leases: tuple
+    identity: Mapping | None = None
+    code: Mapping | None = None
     code_fingerprint: str | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.steps_done > self.outer_steps:
+            raise ValueError(f"steps_done {self.steps_done:,} is past outer_steps {self.outer_steps:,}")
+        if self.complete != (self.steps_done == self.outer_steps):
+            raise ValueError(f"complete is {self.complete} at {self.steps_done:,} of {self.outer_steps:,} steps")
+        if any(s > self.steps_done for s in self.eval_steps):
+            raise ValueError(
+                f"an evaluation step in {list(self.eval_steps)[-3:]} is past steps_done {self.steps_done:,}"
+            )
+        if self.identity is not None and (self.identity.get("work"), self.identity.get("preset")) != (
+            self.work,
+            self.preset,
+        ):
+            raise ValueError(f"its identity {dict(self.identity)} is not of work {self.work!r} at {self.preset!r}")
 
 
 KINDS = {cls.KIND: cls for cls in (SeedSet, Twin, Search, BookTime, Steps, Gpu, OpCounts, Choices, Ledger, PaperRun)}

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import io
 import os
+import stat
 import struct
 import zipfile
 from pathlib import Path
@@ -25,7 +26,8 @@ except ImportError:  # Windows
     fcntl = None
 
 MAGIC = b"compgen-checkpoint-v1"
-MAX_READ_BYTES = 4 * 2**30  # what read_arrays decompresses at most (a paper run's checkpoint is well under 1 GiB)
+MAX_READ_BYTES = 4 * 2**30  # what read_arrays reads and decompresses at most (a paper checkpoint is well under 1 GiB)
+MAX_TEXT_BYTES = 64 * 2**20  # what read_text reads at most: every record, sidecar and sweep file is far smaller
 _TRAILER = len(MAGIC) + 8 + 32  # magic, payload length (uint64), sha256
 
 
@@ -47,6 +49,50 @@ def results_root() -> Path:
 
 class CorruptFile(ValueError):
     """A file written by :func:`write_arrays` that is truncated, garbled or not such a file at all."""
+
+
+class NotAFile(OSError):
+    """A path to read that is not a regular file (a folder, a named pipe, a device, a socket), or is too large."""
+
+
+def read_bytes(path, max_bytes: int = MAX_READ_BYTES) -> bytes:
+    """The bytes of the regular file ``path`` (a symbolic link is followed to it), checked before anything is read:
+    a folder, named pipe, device or socket, or a file of more than ``max_bytes``, is a :class:`NotAFile` naming it
+    (opened without blocking, so a pipe with no writer cannot hang the reader); at most ``max_bytes`` are read,
+    whatever the file grows to meanwhile."""
+    path = Path(path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            what = (
+                "a folder"
+                if stat.S_ISDIR(info.st_mode)
+                else "a named pipe"
+                if stat.S_ISFIFO(info.st_mode)
+                else ("a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a regular file")
+            )
+            raise NotAFile(f"{path} is {what}, not a regular file")
+        if info.st_size > max_bytes:
+            raise NotAFile(f"{path} holds {info.st_size:,} bytes, more than the {max_bytes:,} allowed")
+        chunks, left = [], max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        if left <= 0:
+            raise NotAFile(f"{path} grew past the {max_bytes:,} bytes allowed while it was read")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_text(path, max_bytes: int = MAX_TEXT_BYTES) -> str:
+    """The UTF-8 text of the regular file ``path`` (:func:`read_bytes`); a :class:`UnicodeDecodeError` where it is
+    not such text."""
+    return read_bytes(path, max_bytes).decode("utf-8")
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -84,8 +130,8 @@ def write_arrays(path: Path, arrays: dict, compress: bool = False) -> None:
 
 def read_arrays(path: Path, max_bytes: int = MAX_READ_BYTES) -> dict:
     """The arrays of a file written by :func:`write_arrays`; :class:`CorruptFile` if it does not check out or would
-    decompress to more than ``max_bytes``."""
-    data = Path(path).read_bytes()
+    decompress to more than ``max_bytes``; :class:`NotAFile` if it is not a regular file of at most ``max_bytes``."""
+    data = read_bytes(path, max_bytes)
     if len(data) < _TRAILER or data[-_TRAILER : -_TRAILER + len(MAGIC)] != MAGIC:
         raise CorruptFile(f"{path}: no checksum trailer (truncated, or not written by compgen)")
     (length,) = struct.unpack("<Q", data[-40:-32])

@@ -2,15 +2,20 @@
 lease resumes from that $OUT, and a choice that does not compile in time gives way to the next."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from compgen import ledger
+import pytest
+
+from compgen import ledger, recordfile
 from compgen.tasks import support
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "tools" / "gpu_lease.py"
+sys.path.insert(0, str(ROOT / "tools"))
+import gpu_lease  # noqa: E402
 
 
 def _lease(*args, timeout=300):
@@ -38,7 +43,17 @@ def test_a_lease_resumes_from_the_previous_leases_out(tmp_path):
     book_ledger = _ledger(tmp_path / "ledger.json")
     first, second = tmp_path / "out1", tmp_path / "out2"
     rc, text = _lease(
-        "--ledger", book_ledger, "--state", tmp_path / "committed", "--out", first, "--chunk", 10, "--work-budget", 0
+        "--ledger",
+        book_ledger,
+        "--state",
+        tmp_path / "committed",
+        "--out",
+        first,
+        "--chunk",
+        10,
+        "--work-budget",
+        0,
+        "--fresh",
     )
     assert rc == 0, text
     assert "[ledger fig2c] out of time" in text
@@ -65,12 +80,71 @@ def test_a_choice_that_does_not_compile_in_time_gives_way_and_all_failing_is_rep
         0.5,
         "--choices",
         '[{"fused_inner": false}, {}]',
+        "--fresh",
     )
     assert rc == 1, text
     assert text.count("[ledger fig2c] no compile within 0.5 s") == 2
     assert ledger.read_progress(tmp_path / "out" / "paper" / "fig2c") is None
 
 
-def test_bad_arguments_are_refused_in_one_line(tmp_path):
-    rc, text = _lease("--budget", 5, "--reserve", 10, "--out", tmp_path)
-    assert rc == 2 and "--budget must exceed --reserve" in text
+def test_bad_arguments_are_refused_in_one_line_before_anything_is_copied_or_probed(tmp_path):
+    book_ledger, state = _ledger(tmp_path / "ledger.json"), tmp_path / "state"
+    state.mkdir()
+    base = ("--ledger", book_ledger, "--state", state)
+    cases = {
+        ("--budget", 5, "--reserve", 10): "--budget (5 s) must exceed --reserve (10 s)",
+        ("--budget", "nan"): "--budget must be a finite number > 0, got nan",
+        ("--budget", "inf"): "--budget must be a finite number > 0, got inf",
+        ("--reserve", -1): "--reserve must be a finite number > 0",
+        ("--compile-bound", 0): "--compile-bound must be a finite number > 0",
+        ("--work-budget", "-5"): "--work-budget must be a finite number >= 0",
+        ("--chunk", 0): "--chunk must be a whole number >= 1, got 0",
+        ("--chunk", 7): "chunk must divide eval_every (20), got 7",
+        ("--preset", "quik"): "--preset must be one of ('smoke', 'quick', 'paper') or bridge-x<N>, got 'quik'",
+        ("--cores", 0): "--cores must be between 1 and",
+        ("--choices", "[]"): "--choices must be a list of at least one object",
+        ("--state", tmp_path / "nowhere"): "nowhere does not exist (to start every work afresh, pass --fresh)",
+    }
+    for args, message in cases.items():
+        out = tmp_path / f"out{len(message)}"
+        rc, text = _lease(*base, "--out", out, *args, timeout=60)
+        assert rc == 2 and message in text and len(text.strip().splitlines()) == 1, (args, text)
+        assert not (out / "device.txt").exists() and not (out / "paper").exists(), args
+    empty = tmp_path / "empty.json"
+    empty.write_text(ledger.dumps_ledger([]))
+    rc, text = _lease("--ledger", empty, "--state", state, "--out", tmp_path / "o", timeout=60)
+    assert rc == 2 and "the ledger lists no work" in text
+    nowhere = ledger.Work("w", "teacher_student", "fig2c", "paper", ({"masks": "0;1"},), ("x",))
+    (tmp_path / "bad.json").write_text(ledger.dumps_ledger([nowhere]))
+    rc, text = _lease("--ledger", tmp_path / "bad.json", "--state", state, "--out", tmp_path / "o", timeout=60)
+    assert rc == 2 and "bad.json: ledger work 'w': {'masks': '0;1'} names 0 configs" in text
+
+
+def test_a_state_holding_a_link_or_a_pipe_is_refused_and_nothing_is_copied(tmp_path):
+    book_ledger = _ledger(tmp_path / "ledger.json")
+    for name, make in (("link", lambda p: p.symlink_to("/dev/zero")), ("pipe", lambda p: os.mkfifo(p))):
+        state = tmp_path / f"state-{name}" / "fig2c"
+        state.mkdir(parents=True)
+        make(state / "step-0000000010.ckpt")
+        out = tmp_path / f"out-{name}"
+        rc, text = _lease("--ledger", book_ledger, "--state", state.parent, "--out", out, timeout=60)
+        assert rc == 2 and "is not a regular file (a link, pipe or device is never copied)" in text, text
+        assert not (out / "paper").exists()
+
+
+def test_work_names_stay_inside_the_state_folder_and_unknown_fields_are_refused(tmp_path):
+    col = next(c for c in support.TABLE_A9 if c.column == 1)
+    work = {"name": "../escape", "section": "teacher_student", "figure": "fig2c", "preset": "paper"}
+    work |= {"select": [{"masks": col.spec, "distribution": col.distribution}], "labels": ["x"]}
+    (tmp_path / "l.json").write_text(json.dumps({"work": [work]}))
+    with pytest.raises(recordfile.RecordError, match=r"l.json: .*work name '../escape' is not a folder name"):
+        ledger.read(tmp_path / "l.json")
+    (tmp_path / "l.json").write_text(json.dumps({"work": [work | {"name": "ok", "budget": 3}]}))
+    with pytest.raises(recordfile.RecordError, match=r"l.json: .*work 'ok' has field\(s\) \['budget'\]"):
+        ledger.read(tmp_path / "l.json")
+
+
+def test_a_second_lease_on_the_same_out_is_refused(tmp_path):
+    with gpu_lease.held(tmp_path, "--out"):
+        rc, text = _lease("--ledger", _ledger(tmp_path / "l.json"), "--out", tmp_path, "--fresh", timeout=60)
+    assert rc == 2 and "is held by another lease" in text

@@ -120,7 +120,8 @@ def fig2d_values(runs: Runs):
 
 def fig2d_claims(runs: Runs, values) -> list:
     check, ours, seeds = None, "–", ()
-    if set(values) == {"discrete", "continuous"}:
+    both = set(values) == {"discrete", "continuous"}
+    if both and values["discrete"][0] == values["continuous"][0] and len(values["discrete"][0]) > 1:
         factors = values["discrete"][0]
         mild = factors.index((2, 2)) if (2, 2) in factors else 0
         large = int(np.argmax([fh * fm for fh, fm in factors]))

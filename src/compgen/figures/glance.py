@@ -33,27 +33,11 @@ from pathlib import Path
 
 from compgen import catalog, ledger, recordfile, records, results
 from compgen.analysis import claims as C
-from compgen.analysis import finals, goals, hyperteacher, incontext, preferences, teacher_student
+from compgen.analysis import finals, teacher_student
+from compgen.analysis.chapters import BEYOND_THE_PAPER, CHAPTERS, SEED_SETS, TITLES, set_runs  # noqa: F401 (read as glance.*)
 from compgen.figures import forest, verdicts
 from compgen.figures import twin as twin_
 from compgen.notebook import stored
-
-CHAPTERS = {
-    "teacher_student": teacher_student,
-    "hyperteacher": hyperteacher,
-    "preferences": preferences,
-    "goals": goals,
-    "incontext": incontext,
-}
-TITLES = {
-    "teacher_student": "Teacher and student (§3.3)",
-    "hyperteacher": "The hyperteacher (§4.1)",
-    "preferences": "Compositional preferences (§4.2)",
-    "goals": "Compositional goals (§4.3)",
-    "incontext": "In-context learners (beyond the paper)",
-}
-BEYOND_THE_PAPER = ("incontext",)  # chapters whose claims are not the paper's: drawn and counted apart
-SEED_SETS = ("search/second_set.json", "search/third_set.json")  # the recorded further seed sets, from book/
 
 
 def claims(preset="quick", seeds=None, chapters=None) -> dict:
@@ -82,14 +66,6 @@ def load_seed_sets(paths, preset) -> list:
 def code_fingerprints() -> dict:
     """{section: the fingerprint of its training code}, as the results store keys its runs."""
     return {name: catalog.get(name).fingerprint for name in CHAPTERS}
-
-
-def set_runs(record: records.SeedSet | None, name: str):
-    """The chapter's runs on a recorded seed set, from the record's final numbers (``None`` without a record or
-    without that chapter in it); a config the record lacks (the preset changed since) is not run."""
-    if record is None or name not in record.runs:
-        return None
-    return finals.runs_from_entries(name, record.preset, record.seeds, record.runs[name])
 
 
 def stale_chapters(record: records.SeedSet | None) -> list:

@@ -1,0 +1,60 @@
+"""The scale bridge's ledger, computed: which works train the points of :mod:`compgen.bridge` for the claims that do
+not hold clearly at quick (:mod:`compgen.analysis.scale`), and where they stand.
+
+    python tools/bridge.py plan            # write book/records/bridge/ledger.json from the committed records
+    python tools/bridge.py plan --check    # exit 1 where the committed ledger is not the computed one
+    python tools/bridge.py status          # where each work stands, with its estimate and the seconds it took
+    python tools/gpu_lease.py --bridge --budget 10800 --cores 1    # a CPU lease of it, in the background
+
+The plan reads the recorded seed sets (``book/search/*_set.json``) and the quick book's measured time
+(``book/records/book_time.json``) for each work's estimate; it trains nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from compgen import ledger, records  # noqa: E402
+from compgen.analysis import scale  # noqa: E402
+
+BOOK = ROOT / "book"
+FOLDER = BOOK / "records" / "bridge"
+
+
+def planned() -> str:
+    sets = scale.load_seed_sets(BOOK)
+    book_time = records.BookTime.load_if_there(BOOK / "records" / "book_time.json")
+    return scale.plan_text(scale.plan(sets, book_time=book_time))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=("plan", "status"))
+    parser.add_argument("--check", action="store_true", help="plan: compare with the committed ledger, write nothing")
+    args = parser.parse_args(argv)
+    path = FOLDER / ledger.LEDGER
+    if args.command == "plan":
+        text = planned()
+        if args.check:
+            same = path.exists() and path.read_text() == text
+            print(f"{path}: " + ("as computed" if same else "differs from the plan (python tools/bridge.py plan)"))
+            return 0 if same else 1
+        FOLDER.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        print(f"wrote {path}: {len(ledger.read(path))} works")
+        return 0
+    for work in ledger.read(path):
+        found = ledger.read_progress(FOLDER / work.name)
+        took = sum(lease["seconds"].get("wall", 0) for lease in found.leases) if found else 0
+        estimate = f"{work.estimate_s / 60:.0f} min" if work.estimate_s else "no estimate"
+        print(f"{ledger.status(work, FOLDER / work.name)} (estimated {estimate}, took {took / 60:.0f} min)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
