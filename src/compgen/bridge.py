@@ -127,6 +127,8 @@ def point(sec, quick, target: float):
     :class:`compgen.params.ParameterError`."""
     if target < 1:
         raise params.ParameterError(f"a bridge point's multiple must be at least 1, got {target}")
+    if target == 1:
+        return quick
     if target >= paper_multiple(sec, quick):
         return paper_end(sec, quick)
     low, high, goal = 0.0, 1.0, math.log(target)

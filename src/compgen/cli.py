@@ -79,7 +79,7 @@ def parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one experiment of a section")
     run.add_argument("section", help=f"one of {', '.join(SECTIONS)}")
     run.add_argument("experiment", help="an experiment (figure) of the section (see `compgen-cli list`)")
-    run.add_argument("--preset", default="quick", help="smoke, quick or paper (default quick)")
+    run.add_argument("--preset", default="quick", help="smoke, quick, paper or bridge-x<N> (default quick)")
     _add_set(run, "override a config field, e.g. --set seeds=[100] (repeatable)")
     run.add_argument("--force", action="store_true", help="recompute even if the store has the result")
     _add_checkpoint_every(run)
@@ -96,7 +96,7 @@ def parser() -> argparse.ArgumentParser:
     )
     show.add_argument("section", help=f"one of {', '.join(SECTIONS)}")
     show.add_argument("experiment", help="an experiment (figure) of the section (see `compgen-cli list`)")
-    show.add_argument("--preset", default="quick", help="smoke, quick or paper (default quick)")
+    show.add_argument("--preset", default="quick", help="smoke, quick, paper or bridge-x<N> (default quick)")
     _add_set(show, "override a config field, as for run (repeatable)")
     show.add_argument("--json", action="store_true", help="print the configs as a JSON list of field dicts")
     store = sub.add_parser(
@@ -143,19 +143,19 @@ def _list():
 
 def _configs(args):
     """``(section, configs)`` of ``args.experiment`` at ``args.preset`` with the ``--set`` overrides (run and show)."""
-    from compgen import catalog, section
+    from compgen import bridge, catalog
 
     sec = catalog.get(args.section)
     overrides = params.parse_assignments(args.set, sec.config)
     params.check_overrides(sec.config, overrides, "--set")  # before they meet figure_configs' own arguments
-    return sec, section.figure_configs(sec, args.experiment, args.preset, **overrides)
+    return sec, bridge.figure_configs(sec, args.experiment, args.preset, **overrides)
 
 
 def _show(args):
     import dataclasses
     import json
 
-    from compgen import devices, results, section
+    from compgen import bridge, devices, results, section
 
     try:
         devices.check_xla_flags()  # before a config starts JAX's backend, which reads XLA_FLAGS
@@ -167,16 +167,23 @@ def _show(args):
         return 0
     # the paper's values of a config: the paper's config of its model in this figure (the paper grid's fixed fields),
     # at the config's grid point (the fields of the shown grid's axes and cases)
-    grid, paper_grid = (sec.preset(p).figures.get(args.experiment) for p in (args.preset, "paper"))
+    on_bridge = bridge.parse(args.preset) is not None
+    grid_preset = "quick" if on_bridge else args.preset
+    grid, paper_grid = (sec.preset(p).figures.get(args.experiment) for p in (grid_preset, "paper"))
     point = {*grid.axes, *(name for case in grid.cases for name in case)}
     print(
         f"{sec.name} {args.experiment} at preset {args.preset}: {len(configs)} config(s); "
         "* = differs from the paper's value"
     )
-    for cfg in configs:
+    quick = bridge.figure_configs(sec, args.experiment, "quick", **params.parse_assignments(args.set, sec.config))
+    for i, cfg in enumerate(configs):
         fields = {**(paper_grid.fixed if paper_grid else {}), **{k: getattr(cfg, k) for k in point}}
         paper = section.make_config(sec, "paper", getattr(cfg, "model", None), **fields)
         print(f"\n{sec.label(cfg)}\n  hash {results.config_hash(cfg, sec.fingerprint_of(cfg))}")
+        if on_bridge:
+            paper = bridge.paper_end(sec, quick[i])
+            reached, whole = bridge.multiple(sec, quick[i], cfg), bridge.paper_multiple(sec, quick[i])
+            print(f"  x{reached:.2f} of the quick compute, {reached / whole:.2g} of the paper's")
         for f in dataclasses.fields(cfg):
             ours, theirs = getattr(cfg, f.name), getattr(paper, f.name)
             print(f"    {f.name} = {ours!r}" if ours == theirs else f"  * {f.name} = {ours!r} (paper {theirs!r})")
