@@ -1,4 +1,5 @@
 import importlib
+import json
 import os
 import shutil
 import subprocess
@@ -119,6 +120,45 @@ def test_store_lists_current_and_stale_runs_and_removes_the_stale_ones(store, ca
     assert cli.main(["store", "--remove-stale"]) == 0
     assert "removed 1 stale run(s)" in capsys.readouterr().out
     assert not stale.exists() and results.Store(store).load(sec, cfg) is not None
+
+
+@pytest.mark.parametrize("sidecar", ["missing", "garbled", "a list", "another run's"])
+def test_a_kill_between_the_entry_and_its_sidecar_never_makes_a_current_run_stale(store, capsys, sidecar):
+    """The entry is the fact: a sidecar a kill left missing, garbled or stale is rebuilt from the entry, the run is
+    listed as current and --remove-stale keeps it; a temporary file of a killed writer is removed, one of a running
+    writer kept."""
+    from types import SimpleNamespace
+
+    from compgen import catalog, results
+    from compgen.section import make_config
+
+    sec = catalog.get("teacher_student")
+    cfg = make_config(sec, "smoke")
+    entry = results.Store(store).save(sec, cfg, {"x": np.zeros(1)}, 1.0)
+    path = entry.with_suffix(".json")
+    if sidecar == "missing":
+        path.unlink()
+    elif sidecar == "garbled":
+        path.write_text('{"config": ')
+    elif sidecar == "a list":
+        path.write_text("[1, 2]")
+    else:
+        old_code = SimpleNamespace(name=sec.name, fingerprint_of=lambda config: "0123456789ab")
+        other = results.Store(store).save(old_code, cfg, {"x": np.zeros(1)}, 1.0)
+        shutil.copyfile(other.with_suffix(".json"), path)
+        other.unlink()
+        other.with_suffix(".json").unlink()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan = entry.parent / f".{entry.name}.{int(dead.stdout)}.tmp"
+    live = entry.parent / f".{entry.name}.{os.getpid()}.tmp"
+    orphan.write_bytes(b"half")
+    live.write_bytes(b"half")
+    assert cli.main(["store", "--remove-stale"]) == 0
+    out = capsys.readouterr().out
+    assert "teacher_student: 1 current, 0 stale, 0 unknown" in out, out
+    assert entry.exists() and json.loads(path.read_text())["config"] == results.config_dict(cfg)
+    assert not orphan.exists() and live.exists()
+    live.unlink()
 
 
 def test_a_diverging_run_exits_non_zero_and_is_not_stored(store, capsys):

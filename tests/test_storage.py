@@ -76,3 +76,61 @@ def test_a_checkpoint_on_a_full_disk_keeps_the_previous_ones(tmp_path, monkeypat
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
     _, restored = saver.restore({"w": np.zeros(3)})
     assert restored["done"] == 2
+
+
+def _within(seconds, fn, *args):
+    """``fn(*args)``'s result or exception, failing the test where it has not returned within ``seconds``."""
+    import threading
+
+    found = {}
+
+    def call():
+        try:
+            found["value"] = fn(*args)
+        except BaseException as error:  # noqa: BLE001 - handed back to the test
+            found["error"] = error
+
+    worker = threading.Thread(target=call, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"{fn.__name__} still reading after {seconds} s"
+    return found
+
+
+def _odd_files(tmp_path):
+    """A named pipe with no writer, a link to a device and a folder, each under a file name the project reads."""
+    import os
+
+    pipe, device, folder = tmp_path / "pipe.json", tmp_path / "device.json", tmp_path / "folder.json"
+    os.mkfifo(pipe)
+    device.symlink_to("/dev/zero")
+    folder.mkdir()
+    return {pipe: "a named pipe", device: "a device", folder: "a folder"}
+
+
+def test_every_reader_refuses_pipes_devices_and_folders_at_once(tmp_path):
+    """Records, sidecars, results entries, checkpoints and sweep files are read through storage.read_bytes, which
+    checks what kind of file it has opened before reading: a pipe no one writes, or /dev/zero, never blocks it or
+    fills memory."""
+    from compgen import params, recordfile, records, sweeps
+
+    for path, what in _odd_files(tmp_path).items():
+        found = _within(10, storage.read_bytes, path)
+        assert isinstance(found.get("error"), storage.NotAFile) and what in str(found["error"]), (path, found)
+        found = _within(10, records.Ledger.load, path)
+        assert isinstance(found.get("error"), recordfile.RecordError), found
+        assert "cannot be read" in str(found["error"]) and str(path) in str(found["error"])
+        found = _within(10, storage.read_arrays, path)
+        assert isinstance(found.get("error"), OSError), found
+        found = _within(10, sweeps.load, path)
+        assert isinstance(found.get("error"), params.ParameterError), found
+
+
+def test_what_is_read_is_bounded_before_it_is_read(tmp_path):
+    big = tmp_path / "big.result"
+    big.write_bytes(b"x" * 2048)
+    with pytest.raises(storage.NotAFile, match="holds 2,048 bytes, more than the 1,024 allowed"):
+        storage.read_bytes(big, max_bytes=1024)
+    with pytest.raises(storage.NotAFile, match="more than the 1,024 allowed"):
+        storage.read_arrays(big, max_bytes=1024)
+    assert storage.read_bytes(big, max_bytes=2048) == b"x" * 2048

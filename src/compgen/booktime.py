@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import params, records
+from compgen import params, records, storage
 from compgen.steptimes import code_fingerprint
 
 RUN_PARTS = ("compile", "setup", "train", "evaluate")  # where a run's seconds go (compgen.runner.train)
@@ -32,7 +32,7 @@ def _utc(text: str) -> datetime.datetime:
 def _json(path: Path, what: str) -> dict:
     """The JSON object in ``path``, or a one-line :class:`compgen.params.ParameterError` naming it as ``what``."""
     try:
-        found = json.loads(path.read_text(encoding="utf-8"))
+        found = json.loads(storage.read_text(path))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise params.ParameterError(f"{path}: cannot read {what} ({type(e).__name__})") from None
     if not isinstance(found, dict):

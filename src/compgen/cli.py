@@ -245,27 +245,33 @@ UNKNOWN_HINT = (
 )
 
 
-def run_status(sec, meta) -> tuple:
-    """``(status, why)`` of a stored run of ``sec`` whose sidecar reads ``meta``: ``"current"`` (this code computes
-    its numbers), ``"stale"`` (other code did: its fingerprint differs, or its sidecar is unreadable) or
+def run_status(sec, meta, entry=None, store=None) -> tuple:
+    """``(status, why)`` of a stored run of ``sec`` described by ``meta``: ``"current"`` (this code computes its
+    numbers: the entry is where this code would look for its config, where ``entry`` and ``store`` are given; else its
+    fingerprint is this code's), ``"stale"`` (other code did, or it holds no description that reads) or
     ``"unknown"`` (its learner cannot be resolved here, so its fingerprint cannot be computed: never removed)."""
     from compgen import models, recordfile
 
     stored = ((meta or {}).get("provenance") or {}).get("code_fingerprint")
     config = (meta or {}).get("config")
     if not isinstance(config, dict):
-        return "stale", "its sidecar cannot be read"
+        return "stale", "it holds no description that reads"
     model = config.get("model")
     try:
+        cfg = sec.config_from_dict(config)
+        if entry is not None and store is not None and store.paths(sec, cfg)[0] == entry:
+            return "current", ""
         if model is None or models.is_library(models.get(model)):
             expected = sec.fingerprint
         else:
-            expected = sec.fingerprint_of(sec.config_from_dict(config))
+            expected = sec.fingerprint_of(cfg)
     except (params.ParameterError, TypeError) as error:
         return "unknown", f"{' '.join(str(error).split())}; {UNKNOWN_HINT}"
     state = recordfile.code_state(stored, expected)  # the one staleness check the book's records use
-    if state == recordfile.CURRENT:
+    if state == recordfile.CURRENT and entry is None:
         return "current", ""
+    if state == recordfile.CURRENT:
+        return "stale", "its file name is not its config's (renamed or copied by hand)"
     return "stale", f"fingerprint {stored}" if state == recordfile.STALE else "it names no code fingerprint"
 
 
@@ -287,7 +293,7 @@ def _store(args):
         sec = catalog.get(name)
         by_status = {"current": [], "stale": [], "unknown": []}
         for entry, meta in store.entries(name):
-            status, why = run_status(sec, meta)
+            status, why = run_status(sec, meta, entry, store)
             by_status[status].append((entry, meta, why))
         counts = ", ".join(f"{len(found)} {status}" for status, found in by_status.items())
         print(f"  {name}: {counts} (this code's fingerprint {sec.fingerprint})")
@@ -296,10 +302,13 @@ def _store(args):
         for entry, _, why in by_status["unknown"]:
             print(f"    unknown {entry.stem}: {why}")
         if args.remove_stale:
-            for entry, _, _ in by_status["stale"]:
-                store.remove(name, entry)
+            removed = 0
+            for entry, _, _ in by_status["stale"]:  # judged again from what the entry itself holds
+                if run_status(sec, store.embedded(entry), entry, store)[0] == "stale":
+                    store.remove(name, entry)
+                    removed += 1
             if by_status["stale"]:
-                print(f"    removed {len(by_status['stale'])} stale run(s)")
+                print(f"    removed {removed} stale run(s)")
             if by_status["unknown"]:
                 print(f"    kept {len(by_status['unknown'])} unknown run(s)")
     return 0

@@ -22,7 +22,7 @@ import math
 import re
 from pathlib import Path
 
-from compgen import params
+from compgen import params, storage
 
 CURRENT, STALE, NOT_RECORDED = "current", "stale", "code not recorded"  # code_state's answers
 
@@ -362,7 +362,7 @@ def read(path, kind: str, deep=None) -> dict:
     raise a :class:`ValueError` (or :class:`KeyError`, :class:`TypeError`) saying what is wrong, which becomes the
     same one-line :class:`RecordError`."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = storage.read_text(path)
     except (OSError, UnicodeDecodeError) as e:
         why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
         raise error(path, kind, f"cannot be read ({why})") from None

@@ -18,6 +18,7 @@ path, moved into ``<root>/<section>/damaged/`` and treated as missing, so the ru
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import hashlib
@@ -257,18 +258,40 @@ class Store:
         where there is none or it cannot be read."""
         sidecar = self.paths(section, config)[1]
         try:
-            return json.loads(sidecar.read_text(encoding="utf-8")).get("provenance", {})
+            return json.loads(storage.read_text(sidecar)).get("provenance", {})
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
             return None
 
-    def entries(self, section_name: str) -> list:
-        """``(entry, meta)`` for every stored run of ``section_name`` (read from the ``.json`` beside each entry; an
-        unreadable one gives ``meta`` = ``None``), sorted by path."""
+    def entries(self, section_name: str, log=print) -> list:
+        """``(entry, meta)`` for every stored run of ``section_name``, sorted by path. ``meta`` is read from the
+        ``.json`` beside each entry; where that sidecar is missing, unreadable or not the entry's own description
+        (a kill between the two writes), it is rebuilt from the description the entry holds (:meth:`embedded`), and
+        ``None`` only where the entry holds none that reads. Temporary files that a killed writer left are removed
+        (:func:`compgen.storage.remove_orphans`)."""
+        folder = self.root / section_name
+        storage.remove_orphans(folder, log)
         found = []
-        for entry in sorted((self.root / section_name).glob("*.result")):
+        for entry in sorted(folder.glob("*.result")):
+            sidecar = entry.with_suffix(".json")
             try:
-                meta = json.loads(entry.with_suffix(".json").read_text())
+                meta = json.loads(storage.read_text(sidecar))
             except (OSError, ValueError):
                 meta = None
+            if not isinstance(meta, dict) or self.embedded(entry) not in (None, meta):
+                meta = self.embedded(entry)
+                if meta is not None:
+                    with contextlib.suppress(OSError):
+                        storage.write_atomic(sidecar, json.dumps(meta, indent=2).encode())
+                    log(f"[results] {sidecar.name} rebuilt from the description its entry holds")
             found.append((entry, meta))
         return found
+
+    @staticmethod
+    def embedded(entry: Path) -> dict | None:
+        """The description an entry holds (its ``__meta__``, read alone from the archive), or ``None`` where it does
+        not read."""
+        try:
+            meta = json.loads(storage.read_member(entry, "__meta__").tobytes().decode())
+        except (OSError, ValueError, KeyError, UnicodeDecodeError, storage.CorruptFile):
+            return None
+        return meta if isinstance(meta, dict) else None

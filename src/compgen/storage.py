@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import io
 import os
+import re
 import stat
 import struct
 import zipfile
@@ -151,6 +152,52 @@ def read_arrays(path: Path, max_bytes: int = MAX_READ_BYTES) -> dict:
         raise
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as error:
         raise CorruptFile(f"{path}: unreadable archive ({error})") from None
+
+
+def read_member(path: Path, name: str, max_bytes: int = MAX_TEXT_BYTES):
+    """The array ``name`` alone of a file written by :func:`write_arrays`, without reading the others (the archive's
+    own check of that member stands for the file's checksum); :class:`CorruptFile` where it does not read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotAFile(f"{path} is not a regular file")
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            with zipfile.ZipFile(handle) as archive:
+                info = archive.getinfo(f"{name}.npy")
+                if info.file_size > max_bytes:
+                    raise CorruptFile(f"{path}: its {name} would take {info.file_size:,} bytes")
+                return np.load(io.BytesIO(archive.read(info)), allow_pickle=False)
+        except (zipfile.BadZipFile, ValueError, EOFError) as error:
+            raise CorruptFile(f"{path}: unreadable archive ({error})") from None
+
+
+TEMPORARY = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.tmp")  # write_atomic's temporary file: .<name>.<pid>.tmp
+
+
+def remove_orphans(folder: Path, log=print) -> list:
+    """Remove the temporary files of :func:`write_atomic` in ``folder`` whose writing process is gone (a kill
+    mid-write); those of a running process stay. The paths removed."""
+    removed = []
+    for path in Path(folder).glob(".*.tmp") if Path(folder).is_dir() else ():
+        found = TEMPORARY.fullmatch(path.name)
+        if found is None or _alive(int(found.group("pid"))):
+            continue
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    if removed:
+        log(f"[results] removed {len(removed)} temporary file(s) a killed writer left in {folder}")
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @contextlib.contextmanager

@@ -43,7 +43,7 @@ import math
 import sys
 from pathlib import Path
 
-from compgen import backends, devices, dispatch, params, results, runner
+from compgen import backends, devices, dispatch, params, results, runner, storage
 from compgen.backends import ray as ray_backend
 from compgen.catalog import SECTIONS, get
 from compgen.section import PRESET_NAMES, figure_configs, make_config
@@ -241,14 +241,16 @@ def load(path) -> Sweep:
         raise params.ParameterError(f"{path} is not a regular file (a pipe or a device?); give a sweep file")
     kind = "JSON" if path.suffix == ".json" else "TOML"
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
+        raw = storage.read_bytes(path, MAX_FILE_BYTES)
+    except storage.NotAFile as error:
+        if "bytes" in str(error):
+            raise params.ParameterError(
+                f"{path}: not a sweep file: larger than {MAX_FILE_BYTES:,} bytes (the paper's sweep files are under "
+                "2 kB)"
+            ) from None
+        raise params.ParameterError(f"{path} is not a regular file (a pipe or a device?); give a sweep file") from None
     except OSError as error:
         raise params.ParameterError(f"{path}: cannot read it: {error.strerror or error}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise params.ParameterError(
-            f"{path}: not a sweep file: larger than {MAX_FILE_BYTES:,} bytes (the paper's sweep files are under 2 kB)"
-        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
