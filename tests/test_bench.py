@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from compgen import bench, booktime, recordfile, steptimes
+from compgen import bench, booktime, params, recordfile, steptimes
 from compgen import records as records_
 from compgen.figures import running
 
@@ -233,6 +233,14 @@ def test_the_budget_check_scales_each_chapter_to_the_budget_machine_and_needs_tr
     _notebook(book / "a.ipynb", "2026-11-24T10:00:00", "2026-11-24T10:30:00", [("notebook.train(x)", 1500.0)])
     _stored_run(tmp_path / "store" / "a", "r1", "2026-11-24T10:03:00+00:00", 250.0, compile=1.0, train=1499.0)
     assert bench.main(args) == 1 and "above the chapter budget" in capsys.readouterr().out  # 25 minutes
+
+
+def test_a_book_at_another_preset_is_not_judged_against_the_quick_budget_and_a_bad_date_is_one_line(tmp_path):
+    exceeded, (problem,) = booktime.budget_problems([{**_row("a", 99.0), "preset": "paper"}])
+    assert exceeded == [] and "executed at preset paper: the budget is the quick book's" in problem
+    _stored_run(tmp_path / "a", "r1", "yesterday")
+    with pytest.raises(params.ParameterError, match=r"r1.json: its date 'yesterday' is not an ISO time"):
+        booktime.stored_runs(tmp_path)
 
 
 def test_a_measured_book_is_recorded_with_each_run_in_its_chapter(capsys, tmp_path):

@@ -66,6 +66,14 @@ def test_a_field_the_kind_does_not_hold_is_one_line_naming_it_and_the_command(tm
     assert "tools/second_set.py --preset quick --seeds 31 32 33" in message
 
 
+def test_a_seed_set_whose_entries_ran_on_other_seeds_is_one_line(tmp_path):
+    path = tmp_path / "second_set.json"
+    entry = SECOND_SET["runs"]["goals"][0]
+    other = {**entry, "config": {**entry["config"], "seeds": [32]}}
+    path.write_text(json.dumps({**SECOND_SET, "runs": {"goals": [other]}}))
+    assert "a goals entry was run on seeds [32], not the set's [31]" in _one_line(path)
+
+
 def test_a_writer_cannot_write_a_record_the_book_refuses(tmp_path):
     path = tmp_path / "set.json"
     bad = records.SeedSet(preset="quick", seeds=(31,), wall_s={"goals": -1.0})

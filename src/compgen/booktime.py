@@ -47,9 +47,18 @@ def stored_runs(store: Path) -> list[dict]:
     for sidecar in sorted(Path(store).glob("*/*.json")):
         entry = _json(sidecar, "a results-store entry (`compgen-cli store` lists the store)")
         provenance = entry.get("provenance", {})
+        if not isinstance(provenance, dict):
+            raise params.ParameterError(f"{sidecar}: its provenance is not an object")
         if "date" in provenance:
             run = {"key": sidecar.stem, "section": sidecar.parent.name, "config": entry.get("config", {})}
-            run.update(date=_utc(provenance["date"]), commit=provenance.get("git_commit"))
+            try:
+                date = _utc(str(provenance["date"]))
+            except ValueError:
+                raise params.ParameterError(
+                    f"{sidecar}: its date {params._short(provenance['date'], 40)} is not an ISO time (an entry's "
+                    "sidecar is rebuilt from its entry by `compgen-cli store`)"
+                ) from None
+            run.update(date=date, commit=provenance.get("git_commit"))
             run["gemm"] = provenance.get("gemm_gflops")
             run.update({part: provenance.get("seconds", {}).get(part, 0.0) for part in RUN_PARTS})
             runs.append(run)
@@ -130,8 +139,12 @@ def budget_problems(rows: list[dict]) -> tuple[list[str], list[str]]:
     (:func:`at_budget_machine`), must be within ``BUDGET_MINUTES["chapter"]`` and their sum within
     ``BUDGET_MINUTES["book"]``; a page without training cells costs nothing. A chapter whose runs were all loaded
     from the store (none trained while it executed), or that recorded no GEMM reading, cannot be measured: the check
-    needs a build from an empty store (``COMPGEN_RESULTS`` pointing to a new folder)."""
+    needs a build from an empty store (``COMPGEN_RESULTS`` pointing to a new folder). A build at another preset (a
+    row whose ``preset`` is not quick) is not judged against it: not measured, saying so."""
     exceeded, not_measured, total = [], [], 0.0
+    presets = sorted({str(row.get("preset") or "quick") for row in rows})
+    if presets != ["quick"]:
+        return [], [f"the build was executed at preset {', '.join(presets)}: the budget is the quick book's"]
     for row in rows:
         if row["chapter"] == "results" or not row["training_cells"]:  # a page that trains nothing costs nothing
             continue

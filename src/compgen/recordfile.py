@@ -50,10 +50,12 @@ def _numbers(value) -> bool:
     return value is None or params._is_number(value)
 
 
+MAX_COUNT = 2**63  # a count is a whole number below this (an int64): a step, a run, a number of cores
 SCALARS = {
     "text": ("a text", lambda v: isinstance(v, str)),
-    "count": ("a whole number >= 0", lambda v: _is_int(v) and v >= 0),
-    "positive count": ("a whole number >= 1", lambda v: _is_int(v) and v >= 1),
+    "count": ("a whole number >= 0 and < 2**63", lambda v: _is_int(v) and 0 <= v < MAX_COUNT),
+    "positive count": ("a whole number >= 1 and < 2**63", lambda v: _is_int(v) and 1 <= v < MAX_COUNT),
+    "seed": ("a seed, a whole number >= 0 and < 2**32", lambda v: _is_int(v) and 0 <= v < params.SEED_LIMIT),
     "time": ("a number >= 0", lambda v: _is_number(v) and v >= 0),
     "positive": ("a number > 0", lambda v: _is_number(v) and v > 0),
     "number": ("a finite number", _is_number),
@@ -111,7 +113,7 @@ def problem(value, shape, where="the record") -> str | None:
     return next(filter(None, (problem(v, inner, f"{where}[{k!r}]") for k, v in items)), None)
 
 
-SEEDS = ["count"]
+SEEDS = ["seed"]
 _RUN_SECONDS = {"compile": "time", "setup": "time", "train": "time", "evaluate": "time"}
 BOOK_TIME = {
     "date": "text",
@@ -167,7 +169,7 @@ TWIN = {
     "runs": (
         "map",
         {
-            "seed": "count",
+            "seed": "seed",
             "final": "object",
             "row": "object",
             "wall_s": "time",
@@ -339,10 +341,25 @@ def parse(text: str, path, kind: str):
     if not text.strip():
         raise error(path, kind, "is empty")
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except DuplicateKey as e:
+        raise error(path, kind, f"is damaged: an object holds the key {e.args[0]!r} twice") from None
     except (json.JSONDecodeError, RecursionError) as e:
         where = f" at line {e.lineno} column {e.colno}" if isinstance(e, json.JSONDecodeError) else ""
         raise error(path, kind, f"is not valid JSON (truncated or damaged{where})") from None
+
+
+class DuplicateKey(ValueError):
+    """A JSON object naming a key twice: which value the record means cannot be told."""
+
+
+def _unique_keys(pairs) -> dict:
+    found = {}
+    for key, value in pairs:
+        if key in found:
+            raise DuplicateKey(key)
+        found[key] = value
+    return found
 
 
 def check(record, path, kind: str) -> dict:

@@ -159,6 +159,12 @@ class SeedSet(Record):
         super().__post_init__()
         runs = {n: tuple(e if isinstance(e, Entry) else Entry(**e) for e in es) for n, es in self.runs.items()}
         object.__setattr__(self, "runs", runs)
+        for chapter, entries in runs.items():
+            for e in entries:
+                if e.seeds != self.seeds:
+                    raise ValueError(
+                        f"a {chapter} entry was run on seeds {list(e.seeds)}, not the set's {list(self.seeds)}"
+                    )
 
     def fingerprint(self, chapter: str) -> str | None:
         return self.fingerprints.get(chapter)

@@ -68,8 +68,12 @@ def code_note(record) -> str:
 
 
 def _chapters(record) -> list[dict]:
-    """The record's chapters as :func:`compgen.booktime.book_time` rows (a missing GEMM reading as NaN)."""
-    return [{**row, "gemm": np.nan if row["gemm"] is None else row["gemm"]} for row in record.chapters]
+    """The record's chapters as :func:`compgen.booktime.book_time` rows (a missing GEMM reading as NaN), each with the
+    record's preset."""
+    return [
+        {**row, "gemm": np.nan if row["gemm"] is None else row["gemm"], "preset": record.preset}
+        for row in record.chapters
+    ]
 
 
 def budget_verdict(record) -> str:
