@@ -107,8 +107,8 @@ figures.show(figures.header(runs, "comparison", chapter.LABELS))
 # budget, not what the learners reach eventually.
 # :::
 #
-# The chapter's claims, judged when this page was built on the book's seeds (2020–2022), on the unseen seeds 31–33
-# and on both together; the [appendix](search-incontext) lists what was tried for the bottleneck's claim.
+# The chapter's claims on every seed set; the [appendix](search-incontext) lists what was tried for the bottleneck's
+# claim.
 
 # %%
 figures.show(glance.findings(runs, glance.SEED_SETS, "search"))

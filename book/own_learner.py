@@ -118,7 +118,8 @@ def mixture_of_experts(cfg) -> models.Model:
 
 
 models.register("mixture", mixture_of_experts, label=f"Mixture of {EXPERTS} experts")
-chosen = learner or "mixture"
+chosen = "mixture" if learner is None else learner
+models.get(chosen)  # a learner neither registered here nor importable ('' say) is refused in one line, before training
 
 # %% [markdown]
 # Three things make this a learner the sections can train. `init` returns a pytree of meta-parameters, so the outer

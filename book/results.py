@@ -86,4 +86,8 @@ from compgen.figures import glance
 
 notebook.check_parameters(globals())
 
-figures.show(glance.page(preset, seeds, glance.SEED_SETS, twins="search", paper_scale="records/paper/fig2c"))
+figures.show(
+    glance.page(
+        preset, seeds, glance.SEED_SETS, twins="search", paper_scale="records/paper/fig2c", bridge="records/bridge"
+    )
+)

@@ -1,11 +1,16 @@
 """Shared fixtures: a private results store per test; full float32 products for tests that compare two
 formulations of one function; the tiny teacher-student config and stored bytes of the runner and backend tests."""
 
+import os
 from pathlib import Path
 
 import pytest
 
 TESTS = Path(__file__).resolve().parent
+# One key cache for every test and worker process of a session, and for the next session (compgen.programs.KeyCache:
+# a key is kept under the source fingerprint it was computed at, so one kept from other code is never read): a run's
+# key is lowered once per program, not once per test's private store. A test of the cache itself sets its own.
+os.environ.setdefault("COMPGEN_KEY_CACHE", str(TESTS.parent / "_build" / "test-key-cache.json"))
 
 
 @pytest.fixture
@@ -197,3 +202,52 @@ def paper_run_record(connected, disconnected, seeds=(100, 101, 102), evals=3, st
 def paper_record():
     """:func:`paper_run_record`: a ledger record of Fig. 2C with chosen final alignments."""
     return paper_run_record
+
+
+@pytest.fixture
+def fake_bridge(tmp_path):
+    """``save(done) -> total``: a bridge folder (``tmp_path / "bridge"``, its ``ledger.json`` naming one work, Fig. 2C's
+    four quick columns at ×4) whose progress record says ``done`` steps, connected students at alignment 0.99 and
+    disconnected ones at 0.7 on every seed at the last evaluation. ``save.folder`` and ``save.work`` name them."""
+    from compgen import ledger, programs, records
+    from compgen.tasks import support
+
+    columns = {c.column: c for c in support.TABLE_A9}
+    picks = tuple({"masks": columns[n].spec, "distribution": columns[n].distribution} for n in (1, 2, 3, 5))
+    work = ledger.Work("fig2c-x4", "teacher_student", "fig2c", "bridge-x4", picks, ("1", "2", "3", "5"))
+    configs, folder = work.configs(), tmp_path / "bridge"
+    folder.mkdir()
+    (folder / ledger.LEDGER).write_text(ledger.dumps_ledger([work]))
+
+    def save(done):
+        entries = [
+            {
+                "label": label,
+                "select": pick,
+                "seeds": list(cfg.seeds),
+                "config": programs.config_fields(cfg),
+                "eval": {"alignment": [[0.5, 0.99 if cfg.expect_connected else 0.7]] * len(cfg.seeds)},
+                "train_loss": [[0.1]] * len(cfg.seeds),
+            }
+            for label, pick, cfg in zip(work.labels, work.select, configs)
+        ]
+        total = configs[0].outer_steps
+        lease = {"date": "d", "device": "cpu", "jax_version": "j", "steps": [0, done], "knobs": {}, "chunk": 100}
+        records.PaperRun(
+            work=work.name,
+            section="teacher_student",
+            figure="fig2c",
+            preset=work.preset,
+            outer_steps=total,
+            eval_every=configs[0].eval_every,
+            steps_done=done,
+            complete=done == total,
+            eval_steps=(0, done),
+            configs=tuple(entries),
+            diverged={},
+            leases=(lease | {"seconds": {"wall": 1.0}},),
+        ).save(folder / work.name / ledger.PROGRESS)
+        return total
+
+    save.folder, save.work = folder, work
+    return save

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compgen import cli
+from compgen import cli, programs
 
 # a tiny run of Table A1: one seed, four outer steps
 SMOKE_TABLE_A1 = (
@@ -40,8 +40,8 @@ def test_unknown_names_are_rejected_with_allowed_values(capsys):
 SHOW_FIG3B = ["show", "hyperteacher", "fig3b", "--preset", "smoke"]
 
 
-def test_show_prints_every_config_of_a_figure_with_its_hash_and_fields(capsys):
-    from compgen import catalog, results, section
+def test_show_prints_every_config_of_a_figure_with_its_key_and_fields(capsys):
+    from compgen import catalog, section
 
     sec = catalog.get("hyperteacher")
     configs = section.figure_configs(sec, "fig3b", "smoke")
@@ -49,8 +49,8 @@ def test_show_prints_every_config_of_a_figure_with_its_hash_and_fields(capsys):
     assert cli.main(SHOW_FIG3B) == 0
     out = capsys.readouterr().out
     for cfg in configs:
-        assert f"{sec.label(cfg)}\n  hash {results.config_hash(cfg, sec.fingerprint)}\n" in out
-    assert out.count("\n  hash ") == 8 and out.count("    split = 'random'") == 4
+        assert f"{sec.label(cfg)}\n  key {programs.key_of(sec, cfg)}\n" in out
+    assert out.count("\n  key ") == 8 and out.count("    split = 'random'") == 4
     assert "  * outer_steps = 20 (paper 200000)" in out  # smoke's budget, marked against the paper's
 
 
@@ -110,12 +110,12 @@ def test_store_lists_current_and_stale_runs_and_removes_the_stale_ones(store, ca
 
     sec = catalog.get("teacher_student")
     cfg = make_config(sec, "smoke")
-    old_code = SimpleNamespace(name=sec.name, fingerprint_of=lambda config: "0123456789ab")
+    old_code = SimpleNamespace(name=sec.name, key_of=lambda config: "0123456789abcdef")
     results.Store(store).save(sec, cfg, {"x": np.zeros(1)}, 1.0)
     stale = results.Store(store).save(old_code, cfg, {"x": np.zeros(1)}, 1.0)
     assert cli.main(["store", "--verbose"]) == 0
     out = capsys.readouterr().out
-    assert "teacher_student: 1 current, 1 stale, 0 unknown" in out and f"{stale.stem}  fingerprint 0123456789ab" in out
+    assert "teacher_student: 1 current, 1 stale, 0 unknown" in out and f"{stale.stem}  computed by other code" in out
     assert "hyperteacher: 0 current, 0 stale, 0 unknown" in out
     assert cli.main(["store", "--remove-stale"]) == 0
     assert "removed 1 stale run(s)" in capsys.readouterr().out
@@ -143,7 +143,7 @@ def test_a_kill_between_the_entry_and_its_sidecar_never_makes_a_current_run_stal
     elif sidecar == "a list":
         path.write_text("[1, 2]")
     else:
-        old_code = SimpleNamespace(name=sec.name, fingerprint_of=lambda config: "0123456789ab")
+        old_code = SimpleNamespace(name=sec.name, key_of=lambda config: "0123456789abcdef")
         other = results.Store(store).save(old_code, cfg, {"x": np.zeros(1)}, 1.0)
         shutil.copyfile(other.with_suffix(".json"), path)
         other.unlink()

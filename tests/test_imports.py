@@ -9,6 +9,7 @@ LAYERS = [
         "compgen",
         "compgen.params",
         "compgen.fingerprint",
+        "compgen.legacy",
         "compgen.recordfile",
         "compgen.records",
         "compgen.steptimes",

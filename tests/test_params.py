@@ -108,11 +108,23 @@ def test_command_line_refuses_bad_names_and_checkpoint_intervals(capsys, monkeyp
     assert "section must be one of" in _cli_error(["run", "nope", "fig2c"], capsys)
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["run", "teacher_student", "fig2c", "--checkpoint-every", "-5"])
-    assert exit_info.value.code == 2 and "non-negative integer" in capsys.readouterr().err
-    monkeypatch.setenv("COMPGEN_CHECKPOINT_EVERY", "abc")
-    assert "COMPGEN_CHECKPOINT_EVERY must be a non-negative integer" in _cli_error(
-        ["run", "teacher_student", "fig2c", "--preset", "smoke"], capsys
-    )
+    assert exit_info.value.code == 2 and "must be an integer from 0 to 2147483647" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["run", "teacher_student", "fig2c", "--checkpoint-every", "1" * 21])
+    assert exit_info.value.code == 2 and "must be an integer from 0 to 2147483647" in capsys.readouterr().err
+    for value in ("abc", "1" * 21):
+        monkeypatch.setenv("COMPGEN_CHECKPOINT_EVERY", value)
+        assert "COMPGEN_CHECKPOINT_EVERY must be an integer from 0 to 2147483647" in _cli_error(
+            ["run", "teacher_student", "fig2c", "--preset", "smoke"], capsys
+        )
+
+
+def test_show_checks_the_environment_as_run_does(capsys, monkeypatch):
+    monkeypatch.setenv("COMPGEN_RESULT", "/tmp/x")  # a typo of COMPGEN_RESULTS
+    assert "did you mean COMPGEN_RESULTS?" in _cli_error(["show", "teacher_student", "fig2c"], capsys)
+    monkeypatch.delenv("COMPGEN_RESULT")
+    monkeypatch.setenv("COMPGEN_WORKERS", "0")
+    assert "COMPGEN_WORKERS must be an integer from 1 to" in _cli_error(["show", "teacher_student", "fig2c"], capsys)
 
 
 @pytest.mark.parametrize("section", list(EXPERIMENTS))
@@ -288,11 +300,11 @@ BAD_INPUTS = [
     ("40 KB value", ["hyperteacher", "fig3b", "outer_lr=" + "1;" * 20_000], {}, r"outer_lr .*\(40002 characters\)"),
     ("40 KB text", ["goals", "fig4ef", "gradient=" + "x" * 40_000], {}, "gradient must be at most 1000 characters"),
     ("train_chunk", ["hyperteacher", "fig3b", "train_chunk=3"], {}, r"train_chunk \(3\) must divide meta_batch"),
-    ("workers 0", ["teacher_student", "fig2c"], {"COMPGEN_WORKERS": "0"}, "COMPGEN_WORKERS must be a positive"),
-    ("workers -1", ["teacher_student", "fig2c"], {"COMPGEN_WORKERS": "-1"}, "COMPGEN_WORKERS must be a positive"),
-    ("workers abc", ["teacher_student", "fig2c"], {"COMPGEN_WORKERS": "abc"}, "COMPGEN_WORKERS must be a positive"),
-    ("workers full-width", ["goals", "fig4ef"], {"COMPGEN_WORKERS": "\uff12"}, "COMPGEN_WORKERS must be a positive"),
-    ("checkpoints -1", ["goals", "fig4ef"], {"COMPGEN_CHECKPOINT_EVERY": "-1"}, "CHECKPOINT_EVERY must be a non"),
+    ("workers 0", ["teacher_student", "fig2c"], {"COMPGEN_WORKERS": "0"}, "WORKERS must be an integer from 1"),
+    ("workers -1", ["teacher_student", "fig2c"], {"COMPGEN_WORKERS": "-1"}, "WORKERS must be an integer from 1"),
+    ("workers abc", ["teacher_student", "fig2c"], {"COMPGEN_WORKERS": "abc"}, "WORKERS must be an integer from 1"),
+    ("workers full-width", ["goals", "fig4ef"], {"COMPGEN_WORKERS": "\uff12"}, "WORKERS must be an integer from 1"),
+    ("checkpoints -1", ["goals", "fig4ef"], {"COMPGEN_CHECKPOINT_EVERY": "-1"}, "EVERY must be an integer from"),
     ("split maybe", ["hyperteacher", "fig3b"], {"COMPGEN_SHARD_TASKS": "maybe"}, "COMPGEN_SHARD_TASKS must be 0"),
     ("pin maybe", ["preferences", "fig4c"], {"COMPGEN_PIN_WORKERS": "maybe"}, "COMPGEN_PIN_WORKERS must be 0"),
     ("store is a file", ["teacher_student", "fig2c"], {"COMPGEN_RESULTS": "FILE"}, "COMPGEN_RESULTS: cannot write"),
@@ -317,7 +329,7 @@ BAD_INPUTS = [
     ("typo WORKER", ["teacher_student", "fig2c"], {"COMPGEN_WORKER": "2"}, "did you mean COMPGEN_WORKERS"),
     ("typo SHARD_TASK", ["hyperteacher", "fig3b"], {"COMPGEN_SHARD_TASK": "0"}, "did you mean COMPGEN_SHARD_TASKS"),
     ("typo PINWORKERS", ["goals", "fig4ef"], {"COMPGEN_PINWORKERS": "0"}, "did you mean COMPGEN_PIN_WORKERS"),
-    ("workers 10**20", ["teacher_student", "fig2c"], {"COMPGEN_WORKERS": "99999999999999999999"}, "at most 1024"),
+    ("workers 10**20", ["teacher_student", "fig2c"], {"COMPGEN_WORKERS": "99999999999999999999"}, "from 1 to 1024"),
     ("home of no user", ["goals", "fig4ef"], {"COMPGEN_RESULTS": "~no_such_user_7/x"}, "~no_such_user_7 names no user"),
     ("blank LANES", ["teacher_student", "fig2c"], {"COMPGEN_LANES": " \t "}, "COMPGEN_LANES is blank"),
     ("blank PRECISION", ["teacher_student", "fig2c"], {"COMPGEN_MATMUL_PRECISION": "  "}, "MATMUL_PRECISION is blank"),

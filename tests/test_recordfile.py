@@ -1,5 +1,6 @@
 """The one checked reader of the book's records: every damaged, impossible or newer record is one line naming its
-file, what is wrong and the command that rewrites it; the committed records load; staleness is by fingerprint."""
+file, what is wrong and the command that rewrites it; the committed records load; staleness is by the key of what the
+code computes."""
 
 import json
 import re
@@ -37,7 +38,7 @@ GPU = {
     "steps": [{"step": "device", "status": "ok", "seconds": 5, "found": ""}],
 }
 ENTRY = {"figures": ["fig2c"], "config": {"seeds": [31]}, "finals": {"eval/alignment": [0.5]}}
-SECOND_SET = {"preset": "quick", "seeds": [31], "fingerprints": {"goals": "abc"}, "runs": {"goals": [ENTRY]}}
+SECOND_SET = {"preset": "quick", "seeds": [31], "keys": {"goals": "abc"}, "runs": {"goals": [ENTRY]}}
 RUN = {"seed": 31, "final": {}, "row": {}, "wall_s": 5.0, "translation": {"unmatched": [["x", "why"]]}}
 TWIN = {
     "chapter": "goals",
@@ -67,7 +68,7 @@ BAD_RECORDS = [
     ("truncated", "book_time", json.dumps(BOOK_TIME)[:50], "is not valid JSON .*line 1 column"),
     ("a list", "steps", "[1, 2]", "holds list .*not a JSON object"),
     ("a number", "gpu", "3", "holds int 3, not a JSON object"),
-    ("future schema", "second_set", json.dumps({**SECOND_SET, "schema": 2}), "schema 2, written by a newer compgen"),
+    ("future schema", "second_set", json.dumps({**SECOND_SET, "schema": 9}), "schema 9, written by a newer compgen"),
     ("schema text", "twin", json.dumps({**TWIN, "schema": "two"}), "schema 'two', not a whole number"),
     ("runs oops", "second_set", json.dumps({**SECOND_SET, "runs": "oops"}), "runs must be an object, got 'oops'"),
     ("no runs", "second_set", json.dumps({"preset": "quick", "seeds": [31]}), "the record has no 'runs'"),
@@ -184,20 +185,42 @@ def test_a_deeper_check_says_its_problem_in_the_same_line(tmp_path):
     [(STEPS, "steps"), (BOOK_TIME, "book_time"), (GPU, "gpu"), (SECOND_SET, "second_set"), (TWIN, "twin")],
 )
 def test_good_records_load_with_or_without_a_schema(record, kind, tmp_path):
-    """A record naming no schema is version 1; one of its kind's current version loads as it is, an older one
-    (a twin of version 1) at the current version."""
+    """A record of its kind's current version loads as it is; one naming no schema is version 1 and loads at the
+    current version through its kind's migrations."""
     path = tmp_path / "r.json"
-    for version in ({}, {"schema": 1}, {"schema": recordfile.version(kind)}):
-        path.write_text(json.dumps({**record, **version}))
-        found = recordfile.read(path, kind)
-        assert found.get("schema", 1) == recordfile.version(kind)
-        assert {k: v for k, v in found.items() if k != "schema"} == record
+    path.write_text(json.dumps({**record, "schema": recordfile.version(kind)}))
+    found = recordfile.read(path, kind)
+    assert {k: v for k, v in found.items() if k != "schema"} == record
+    path.write_text(json.dumps(record))
+    assert recordfile.read(path, kind)["schema"] == recordfile.version(kind)
 
 
-def test_staleness_is_by_fingerprint_and_a_record_naming_none_is_never_current():
+def test_records_naming_the_last_source_fingerprint_migrate_to_its_key_and_others_to_none(tmp_path):
+    """Before runs and records were keyed by their programs they named the source fingerprint of their code: the last
+    one becomes the key that code computes (compgen.legacy), any other none (so never current)."""
+    from compgen import legacy
+
+    old, key = legacy.LEGACY["goals"]
+    path = tmp_path / "r.json"
+    v1 = {k: v for k, v in SECOND_SET.items() if k != "keys"} | {"fingerprints": {"goals": old, "hyperteacher": "0ld"}}
+    path.write_text(json.dumps(v1))
+    found = recordfile.read(path, "second_set")
+    assert found["keys"] == {"goals": key} and found["code_versions"] == legacy.VERSIONS
+    path.write_text(json.dumps({**TWIN, "schema": 2, "code_fingerprint": old}))
+    assert recordfile.read(path, "twin")["code_key"] == key
+    path.write_text(json.dumps({**STEPS, "code_fingerprint": legacy.CODE[0]}))
+    assert recordfile.read(path, "steps")["code_key"] == legacy.CODE[1]
+    path.write_text(json.dumps({**STEPS, "code_fingerprint": "0ld"}))
+    assert recordfile.read(path, "steps")["code_key"] is None
+
+
+def test_staleness_is_by_code_key_under_the_same_versions_and_a_record_naming_none_is_never_current():
     assert recordfile.code_state("abc", "abc") == recordfile.CURRENT
     assert recordfile.code_state("old", "abc") == recordfile.STALE
     assert recordfile.code_state(None, "abc") == recordfile.NOT_RECORDED == recordfile.code_state("", "abc")
+    assert recordfile.code_state("abc", "abc", {"jax": "1"}, {"jax": "2"}) == recordfile.OTHER_VERSIONS
+    assert recordfile.code_state("abc", "abc", {"jax": "1"}, {"jax": "1"}) == recordfile.CURRENT
     assert recordfile.stale("abc", "abc") == ""
-    assert "fingerprint old, this code's abc" in recordfile.stale("old", "abc")
-    assert "names no code fingerprint" in recordfile.stale(None, "abc")
+    assert "key old, this code's abc" in recordfile.stale("old", "abc")
+    assert "names no code key" in recordfile.stale(None, "abc")
+    assert "other library versions (jax 1)" in recordfile.stale("abc", "abc", {"jax": "1"}, {"jax": "2"})

@@ -12,7 +12,7 @@ from compgen import recordfile, records
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY = {"figures": ["fig2c"], "config": {"seeds": [31]}, "finals": {"eval/alignment": [0.5]}}
-SECOND_SET = {"preset": "quick", "seeds": [31], "fingerprints": {"goals": "abc"}, "runs": {"goals": [ENTRY]}}
+SECOND_SET = {"preset": "quick", "seeds": [31], "keys": {"goals": "abc"}, "runs": {"goals": [ENTRY]}}
 
 
 def _kind(path: Path) -> str:
@@ -84,26 +84,26 @@ def test_a_writer_cannot_write_a_record_the_book_refuses(tmp_path):
 
 def test_an_old_record_loads_through_its_migration_and_without_one_is_refused(monkeypatch, tmp_path):
     path = tmp_path / "second_set.json"
-    path.write_text(json.dumps({**SECOND_SET, "schema": 1, "wall_s": {"goals": 5.0}}))
-    monkeypatch.setitem(recordfile.VERSIONS, "second_set", 2)
+    path.write_text(json.dumps({**SECOND_SET, "schema": 2, "wall_s": {"goals": 5.0}}))
+    monkeypatch.setitem(recordfile.VERSIONS, "second_set", 3)
     message = _one_line(path)
-    assert "has schema 1, older than any this compgen can bring up to 2" in message
+    assert "has schema 2, older than any this compgen can bring up to 3" in message
     assert "rewrite it with `COMPGEN_RESULTS=<store> python tools/second_set.py" in message
 
-    def step(record):  # version 1 -> 2: a made-up change, doubling the wall seconds
+    def step(record):  # version 2 -> 3: a made-up change, doubling the wall seconds
         return {**record, "wall_s": {k: 2 * v for k, v in record["wall_s"].items()}}
 
-    monkeypatch.setitem(recordfile.MIGRATIONS, ("second_set", 1), step)
+    monkeypatch.setitem(recordfile.MIGRATIONS, ("second_set", 2), step)
     loaded = records.SeedSet.load(path)
-    assert loaded.wall_s == {"goals": 10.0} and loaded.to_dict()["schema"] == 2
-    path.write_text(json.dumps({**SECOND_SET, "schema": 3}))
-    assert "has schema 3, written by a newer compgen (this one reads up to 2)" in _one_line(path)
+    assert loaded.wall_s == {"goals": 10.0} and loaded.to_dict()["schema"] == 3
+    path.write_text(json.dumps({**SECOND_SET, "schema": 4}))
+    assert "has schema 4, written by a newer compgen (this one reads up to 3)" in _one_line(path)
 
 
 def test_a_record_saved_and_loaded_is_the_same_record(tmp_path):
     record = records.SeedSet.from_dict(SECOND_SET)
     again = records.SeedSet.load(record.save(tmp_path / "deep" / "set.json"))
-    assert again == record and json.loads((tmp_path / "deep" / "set.json").read_text())["schema"] == 1
+    assert again == record and json.loads((tmp_path / "deep" / "set.json").read_text())["schema"] == 2
     assert records.SeedSet.load_if_there(tmp_path / "none.json") is None
 
 
@@ -125,13 +125,13 @@ def test_a_twin_record_of_version_1_loads_with_our_numbers_raw_under_metric_name
     loaded = records.Twin.load(path)
     assert loaded.ours_matched_rows[0]["values"] == {"ood/acc": [0.8, 0.7], "ood/acc_all": [0.5, 0.4]}
     assert {k: list(v) for k, v in twin.shown("goals", loaded.ours_matched_rows[0]["values"]).items()} == shown
-    assert json.loads(loaded.save(path).read_text())["schema"] == recordfile.version("twin") == 2
+    assert json.loads(loaded.save(path).read_text())["schema"] == recordfile.version("twin") == 3
 
 
-def test_a_written_record_carries_the_schema_first_and_its_fingerprint():
+def test_a_written_record_carries_the_schema_first_and_its_code_key():
     written = records.Ledger(work=({"a": 1},)).to_dict()
     assert written == {"schema": recordfile.version("ledger"), "work": [{"a": 1}]}  # ``about`` at its default: out
     steps = records.Steps(who="compgen", device="cpu", date="d", code="c@1", how="h", gemm_gflops=None, rows={})
-    stamped = dataclasses.replace(steps, code_fingerprint="f00")
-    assert list(stamped.to_dict())[0] == "schema" and stamped.to_dict()["code_fingerprint"] == "f00"
-    assert stamped.fingerprint() == "f00" and steps.fingerprint() is None
+    stamped = dataclasses.replace(steps, code_key="f00", code_versions={"jax": "1"})
+    assert list(stamped.to_dict())[0] == "schema" and stamped.to_dict()["code_key"] == "f00"
+    assert stamped.computed_by() == ("f00", {"jax": "1"}) and steps.computed_by() == (None, None)

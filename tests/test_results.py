@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import compgen
-from compgen import results
+from compgen import programs, results
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,7 +26,12 @@ class ToyConfig:
 
 def toy_section(name, fingerprint):
     """A section as the store sees it: its name and the fingerprint of its code, the same for every config."""
-    return SimpleNamespace(name=name, fingerprint=fingerprint, fingerprint_of=lambda config: fingerprint)
+    return SimpleNamespace(
+        name=name,
+        fingerprint=fingerprint,
+        fingerprint_of=lambda config: fingerprint,
+        key_of=lambda config: results.config_hash(config, fingerprint),
+    )
 
 
 TOY = toy_section("toy", "c0de00000001")
@@ -168,7 +173,7 @@ def test_an_entry_of_other_code_or_section_under_our_name_is_quarantined(tmp_pat
     ours = store.paths(TOY, ToyConfig())[0]
     stale.replace(ours)
     lines = []
-    assert _load(tmp_path, log=lines.append) is None and "computed by other code" in lines[0]
+    assert _load(tmp_path, log=lines.append) is None and "stored under another key" in lines[0]
     _save(tmp_path, section=OTHER_SECTION)
     ours.parent.mkdir(exist_ok=True)
     store.paths(OTHER_SECTION, ToyConfig())[0].replace(ours)
@@ -315,3 +320,50 @@ def test_a_built_package_records_the_commit_it_was_built_from(tmp_path):
     assert out.returncode == 0, out.stderr
     where, recorded = out.stdout.splitlines()[-2:]
     assert Path(where).is_relative_to(site) and recorded == f"{info['COMMIT']} build"
+
+
+def _legacy_entry(root, sec, cfg, fingerprint):
+    """A run stored as before runs were keyed by their programs: under the hash of its config and source fingerprint,
+    its description naming that fingerprint and no key."""
+    meta = {"kind": sec.name, "config": results.config_dict(cfg), "provenance": {"code_fingerprint": fingerprint}}
+    stem = results.config_hash(cfg, fingerprint)
+    folder = Path(root) / sec.name
+    folder.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(meta).encode()
+    from compgen import storage
+
+    storage.write_arrays(folder / f"{stem}.result", {"x": np.ones(2), "__meta__": np.frombuffer(text, np.uint8)})
+    (folder / f"{stem}.json").write_bytes(text)
+    return folder / f"{stem}.result"
+
+
+def test_a_run_stored_under_the_last_source_fingerprint_is_moved_under_its_key_not_trained_again(tmp_path, monkeypatch):
+    from compgen import catalog, legacy
+    from compgen.section import make_config
+
+    sec = catalog.get("teacher_student")
+    cfg = make_config(sec, "smoke")
+    old = _legacy_entry(tmp_path, sec, cfg, legacy.LEGACY[sec.name][0])
+    other = _legacy_entry(tmp_path, sec, make_config(sec, "smoke", seeds=(7,)), "0123456789ab")  # other code's
+    monkeypatch.setattr(programs, "section_key", lambda s, *a: legacy.LEGACY[s.name][1])  # it computes what it did
+    lines = []
+    arrays, meta = results.Store(tmp_path).load(sec, cfg, log=lines.append)
+    assert (
+        arrays["x"].tolist() == [1.0, 1.0]
+        and meta["key"] == programs.key_of(sec, cfg)
+        and meta["legacy_key"] == old.stem
+    )
+    assert not old.exists() and results.Store(tmp_path).paths(sec, cfg)[0].exists()
+    assert "now stored under its key" in lines[0]
+    assert results.Store(tmp_path).load(sec, make_config(sec, "smoke", seeds=(7,))) is None and other.exists()
+
+
+def test_a_legacy_run_of_a_section_that_computes_something_else_now_is_not_reused(tmp_path, monkeypatch):
+    from compgen import catalog, legacy
+    from compgen.section import make_config
+
+    sec = catalog.get("teacher_student")
+    cfg = make_config(sec, "smoke")
+    old = _legacy_entry(tmp_path, sec, cfg, legacy.LEGACY[sec.name][0])
+    monkeypatch.setattr(programs, "section_key", lambda s, *a: "another program")
+    assert results.Store(tmp_path).load(sec, cfg) is None and old.exists()

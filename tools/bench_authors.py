@@ -116,6 +116,12 @@ def main(argv=None) -> int:
     if args.passes < 1 or args.steps < 1:
         parser.error("--passes and --steps must be at least 1")
     reference = args.reference.resolve()
+    problem = twin.reference_problem(reference, args.twin_python)  # before our case is timed
+    if args.record and not os.access(args.records if args.records.exists() else args.records.parent, os.W_OK):
+        problem = problem or f"--records {args.records} cannot be written"
+    if problem:
+        print(f"bench_authors: {problem}", file=sys.stderr)
+        return 2
     measured = {}
     print("| case | ours s/step | authors s/step | authors ÷ ours | ours GEMM GFLOP/s |")
     print("|---|---:|---:|---:|---:|")

@@ -330,12 +330,12 @@ except Exception as error:  # the record still says which steps ran
 steps = [dict(zip(("step", "status", "seconds"), line.rstrip("\n").split("\t"))) for line in sys.stdin]
 steps = [{**s, "seconds": float(s["seconds"]), "found": ""} for s in steps]
 try:  # the code the check ran, as the appendix compares it (compgen.recordfile)
-    from compgen import bench, recordfile
-    schema, fingerprint = recordfile.version("gpu"), bench.code_fingerprint()
+    from compgen import catalog, programs, recordfile
+    schema, key, lib = recordfile.version("gpu"), catalog.code_key(), programs.versions()
 except Exception:  # the record still says which steps ran; the appendix then says its code is not recorded
-    schema, fingerprint = 1, None
+    schema, key, lib = 2, None, None
 record = {"schema": schema, "device": device, "date": datetime.date.today().isoformat(),
-          "code": "compgen@" + os.environ["COMMIT"], "code_fingerprint": fingerprint,
+          "code": "compgen@" + os.environ["COMMIT"], "code_key": key, "code_versions": lib,
           "jax": versions[0], "flax": versions[1], "how": "`tools/gpu_check.sh` in one call", "steps": steps}
 print(json.dumps(record, indent=1))' >"$OUT/gpu_check.json" 2>"$WORK/record.log" || echo "gpu_check.json: not written ($WORK/record.log)"
 

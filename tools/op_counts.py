@@ -64,11 +64,11 @@ def our_ops(case: str) -> dict:
 
 def ours(case: str) -> dict:
     """Both our counts of ``case`` (:func:`hlo_count.count_lowered`) and the section's code fingerprint."""
-    from compgen import catalog
+    from compgen import catalog, programs
 
     step, cfg = lowered(case)
     found = hlo_count.count_lowered(step, cfg.inner_steps)
-    return {**found, "code_fingerprint": catalog.get(CASES[case][0]).fingerprint}
+    return {**found, "code_key": programs.section_key(catalog.get(CASES[case][0]))}
 
 
 def authors_case(case: str) -> dict:
@@ -121,7 +121,7 @@ def record(cases: dict, reference: bool) -> dict:
         "counted by tools/hlo_count.py",
         "cases": {
             case: {
-                "ours": {**_kept(found["ours"]), "code_fingerprint": found["ours"]["code_fingerprint"]},
+                "ours": {**_kept(found["ours"]), "code_key": found["ours"]["code_key"]},
                 "theirs": None if found["theirs"] is None else _kept(found["theirs"]),
             }
             for case, found in cases.items()
@@ -146,6 +146,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.record and args.only:
         parser.error("--record writes every case: leave out --only")
+    if args.reference:
+        import twin
+
+        problem = twin.reference_problem(args.reference.resolve(), args.twin_python)  # before anything is counted
+        if problem:
+            print(f"op_counts: {problem}", file=sys.stderr)
+            return 2
     found = {}
     print("| case | inner steps | ours ops | theirs ops | ours fusions | theirs fusions |")
     print("|---|---:|---:|---:|---:|---:|")

@@ -19,8 +19,17 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import catalog, params, recordfile, records, results
+from compgen import catalog, legacy, params, programs, recordfile, records, results
 from compgen.section import figure_configs
+
+
+def code_of(section, fingerprint) -> dict:
+    """``code_key`` and ``code_versions`` of a stored run that its section's code of source ``fingerprint`` made: this
+    code's key where that is this code, the key it migrates to where it is the last fingerprint before keys
+    (:mod:`compgen.legacy`), else none."""
+    if fingerprint == section.fingerprint:
+        return {"code_key": programs.section_key(section)}
+    return {"code_key": legacy.key(section.name, fingerprint)}
 
 
 def main(argv=None) -> int:
@@ -102,13 +111,13 @@ def main(argv=None) -> int:
             seeds=list(cfg.seeds),
             values=final(args.metric),
             cpu_s=float(meta.get("provenance", {}).get("wall_time_s", 0.0)),
-            code_fingerprint=meta.get("provenance", {}).get("code_fingerprint"),
+            **code_of(section, meta.get("provenance", {}).get("code_fingerprint")),
         )
         if args.extra:
             entry["extra"] = {name: final(metric) for name, metric in (text.split("=", 1) for text in args.extra)}
         entries.append(entry)
         added += 1
-    dataclasses.replace(record, records=entries).save(path)
+    dataclasses.replace(record, records=entries, code_versions=programs.versions()).save(path)
     print(f"{path}: {added} record(s) added under regime {args.regime}")
     return 0 if added else 1
 

@@ -12,18 +12,22 @@ and code fingerprint they were computed at and the wall time. No verdict is stor
 these numbers with the current claim code when the book is built (:func:`compgen.figures.glance.page`). With
 ``--chapters`` only those chapters are trained and recorded; the other chapters of an existing record at the same
 preset and seeds are kept, each with the commit it was computed at (``commits``). The record carries its ``schema``
-(:mod:`compgen.recordfile`); every error, a damaged existing record included, is one line with exit status 2.
+(:mod:`compgen.recordfile`); every error, a damaged existing record included, is one line with exit status 2, and
+every input is checked before anything trains: a known preset, seeds that are whole numbers below 2**32 and shared
+with no other seed set of the book (the book's own seeds, every recorded set, and the target record unless it is
+that very set), an ``--out`` that can be written, and with ``--no-train`` a store that holds every run.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 import time
 from pathlib import Path
 
-from compgen import notebook, recordfile, records, results
+from compgen import catalog, notebook, params, programs, recordfile, records, results, section
 from compgen.analysis import finals
 from compgen.figures import glance
 
@@ -46,24 +50,32 @@ def main(argv=None) -> int:
     )
     args = parser.parse_args(argv)
     try:
+        _check_inputs(args)
         _check_disjoint(args)
         record = _kept(args) if set(args.chapters) != set(glance.CHAPTERS) else _empty(args)
-    except recordfile.RecordError as error:
+        if args.no_train:
+            _check_stored(args)
+    except params.ParameterError as error:  # a RecordError among them
         print(f"error: {error}", file=sys.stderr)
         return 2
-    commit, fingerprints = results._git_commit(), glance.code_fingerprints()
-    runs, commits, prints, wall_s = (dict(getattr(record, f)) for f in ("runs", "commits", "fingerprints", "wall_s"))
+    commit, keys = results._git_commit(), glance.code_keys()
+    runs, commits, prints, wall_s = (dict(getattr(record, f)) for f in ("runs", "commits", "keys", "wall_s"))
     for name in args.chapters:
         if not args.no_train:  # --no-train keeps the wall time of the training that stored the runs
             start = time.perf_counter()
             notebook.train(name, args.preset, args.seeds)
             wall_s[name] = round(time.perf_counter() - start, 1)
         runs[name] = finals.entries(notebook.stored(name, args.preset, args.seeds))
-        commits[name], prints[name] = commit, fingerprints[name]
+        commits[name], prints[name] = commit, keys[name]
     order = list(glance.CHAPTERS).index
     in_order = lambda found: {k: found[k] for k in sorted(found, key=order)}  # noqa: E731
     record = dataclasses.replace(
-        record, runs=in_order(runs), commits=in_order(commits), fingerprints=in_order(prints), wall_s=in_order(wall_s)
+        record,
+        runs=in_order(runs),
+        commits=in_order(commits),
+        keys=in_order(prints),
+        code_versions=programs.versions(),
+        wall_s=in_order(wall_s),
     )
     record.save(args.out)
     count = sum(len(v) for v in record.runs.values())
@@ -80,14 +92,50 @@ def _empty(args) -> records.SeedSet:
     )
 
 
+def _check_inputs(args):
+    """Refuse an unknown preset, bad seeds and an ``--out`` that cannot be written, in one line, before anything."""
+    if args.preset not in section.PRESET_NAMES:
+        raise params.ParameterError(f"--preset must be one of {section.PRESET_NAMES}, got {args.preset!r}")
+    args.seeds = list(params.check_seeds(args.seeds, "--seeds"))
+    out = args.out
+    if out.exists() and (not out.is_file() or not os.access(out, os.W_OK)):
+        raise params.ParameterError(f"--out {out} cannot be written (a folder, or read-only)")
+    folder = next((p for p in (out.parent, *out.parent.parents) if p.exists()), None)
+    if folder is None or not os.access(folder, os.W_OK) or not folder.is_dir():
+        raise params.ParameterError(f"--out {out} cannot be written: {folder} is not a folder it can write in")
+
+
 def _check_disjoint(args):
-    """Refuse seeds that another of the book's seed-set records at the preset already holds: pooled, a seed would
-    count twice (the page leaves such a set out)."""
-    for path in (BOOK / p for p in glance.SEED_SETS):
+    """Refuse seeds that another seed set of the book holds: the book's own (each chapter's at the preset), those of
+    every recorded seed-set record at the preset, and those of the target record unless it is that very set (the
+    same seeds, re-recorded). Pooled, a seed would count twice (the page leaves such a set out)."""
+    mine = set(args.seeds)
+    for name in glance.CHAPTERS:
+        sec = catalog.get(name)
+        own = {
+            s for f in sec.figures(args.preset) for c in section.figure_configs(sec, f, args.preset) for s in c.seeds
+        }
+        if own & mine:
+            raise _error(args, f"--seeds {sorted(own & mine)} are the book's own seeds of {name} at {args.preset}")
+    for path in {*(BOOK / p for p in glance.SEED_SETS), args.out}:
         other = glance.load_seed_set(path, args.preset)
-        if other is not None and path.resolve() != args.out.resolve() and set(other.seeds) & set(args.seeds):
-            shared = sorted(set(other.seeds) & set(args.seeds))
+        same = path.resolve() == args.out.resolve() and other is not None and set(other.seeds) == mine
+        if other is not None and not same and set(other.seeds) & mine:
+            shared = sorted(set(other.seeds) & mine)
             raise _error(args, f"--seeds {shared} are already in {path}; choose seeds no other seed set holds")
+
+
+def _check_stored(args):
+    """With ``--no-train``: refuse where the store does not hold every run of the chapters to record."""
+    for name in args.chapters:
+        runs = notebook.stored(name, args.preset, args.seeds)
+        missing = sum(runs.output(c) is None for cs in runs.figures.values() for c in cs)
+        if missing:
+            raise params.ParameterError(
+                f"--no-train: the results store ({results.Store.default().root}) lacks {missing} run(s) of {name} at "
+                f"{args.preset} on seeds {args.seeds}; train them (drop --no-train) or point COMPGEN_RESULTS to the "
+                "store that holds them"
+            )
 
 
 def _kept(args) -> records.SeedSet:

@@ -15,7 +15,7 @@ verdicts are computed by the same code on the other implementation's numbers.
 
 The record, ``book/search/twin_<chapter>.json``, is written after every run: an interrupted tool loses at most
 the run in progress, and a rerun trains only what the record lacks. It carries its ``schema`` and the fingerprint of
-our chapter's code (``code_fingerprint``, :func:`compgen.figures.twin.code_fingerprint`); an existing record that is
+our chapter's code (``code_key``, :func:`compgen.figures.twin.code_key`); an existing record that is
 damaged or of a newer schema is refused in one line (exit status 2), never overwritten. The reference checkout stays
 outside this repository; nothing of it is copied here.
 """
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import backends, recordfile, records, results
+from compgen import backends, programs, recordfile, records, results
 from compgen.figures import twin as tables
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,6 +44,29 @@ DRIVER = ROOT / "tools" / "twin_driver.py"
 REPOSITORY = "smonsays/modular-hyperteacher"
 COMMIT = "2680b5c6a5fd88f1487a6f794cf70d20b7bc261e"
 TWIN_PYTHON = ROOT / ".venv-twin" / "bin" / "python"
+
+REFERENCE_FILES = ("run_fewshot.py", "run_theory.py", "metax/experiment.py")  # what a checkout of the reference holds
+
+
+def reference_problem(reference: Path, python: Path) -> str | None:
+    """Why ``reference`` is not a checkout of the authors' code that ``python`` (the twin virtualenv's) can run, in one
+    line naming the flag and the path, or ``None``: it must hold :data:`REFERENCE_FILES`, and ``python`` must import
+    JAX and Haiku (``make twin-env`` makes it)."""
+    missing = [f for f in REFERENCE_FILES if not (Path(reference) / f).is_file()]
+    if missing:
+        return f"--reference {reference} is not a checkout of {REPOSITORY}: it has no {', '.join(missing)}"
+    if not (Path(python).is_file() and os.access(python, os.X_OK)):
+        return f"--twin-python {python} is not an executable Python (make twin-env REFERENCE={reference} makes one)"
+    try:
+        probe = subprocess.run([str(python), "-c", "import jax, haiku"], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"--twin-python {python} could not run: {error}"
+    if probe.returncode:
+        last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"--twin-python {python} cannot import jax and haiku ({last}); make twin-env REFERENCE={reference}"
+    return None
+
+
 SECOND_SET = (31, 32, 33)  # the seeds of tools/second_set.py
 # Where the reference cannot express the preset's world (MATCHED) and which figures are twinned: compgen.figures.twin.
 CLAIM_FIGURES, GOALS_WORLD, MATCHED = tables.CLAIM_FIGURES, tables.GOALS_WORLD, tables.MATCHED
@@ -629,7 +652,8 @@ def main(argv=None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     record.update(
-        code_fingerprint=tables.code_fingerprint(chapter),
+        code_key=tables.code_key(chapter),
+        code_versions=programs.versions(),
         about="The chapter's claim configs trained with the authors' implementation (tools/twin.py), judged by the "
         "chapter's own claims code on the reference's numbers.",
         reference={"repository": REPOSITORY, "commit": COMMIT},

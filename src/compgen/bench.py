@@ -55,7 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import allocator, booktime, params, results, steptimes, storage, timing
+from compgen import allocator, booktime, catalog, params, programs, results, steptimes, storage, timing
 from compgen.records import Steps
 
 ACCELERATOR_STEPS = 100  # the timed chunk's default cap on a GPU or TPU, where a paper step takes milliseconds
@@ -327,7 +327,7 @@ def step_record(measured: dict, kind: str, command: str) -> Steps:
         "gemm_gflops": [min(gemm), max(gemm)] if cpu else None,
         "rows": rows,
     }
-    return Steps.from_dict({**record, "code_fingerprint": steptimes.code_fingerprint()})
+    return Steps.from_dict({**record, "code_key": catalog.code_key(), "code_versions": programs.versions()})
 
 
 def _slug(text: str) -> str:
@@ -529,7 +529,8 @@ def _book_command(args) -> int:
             print(f"record: not written, not every chapter was measured ({not_measured[0]})")
         else:
             path = args.records / "book_time.json"
-            dataclasses.replace(booktime.book_time_record(rows, runs), note=args.note or None).save(path)
+            code = catalog.code_key(), programs.versions()
+            dataclasses.replace(booktime.book_time_record(rows, runs, code), note=args.note or None).save(path)
             print(f"record: {path}")
     if args.check_budget:  # exceeded: exit 1; not measured (runs loaded from the store): said, exit 0
         for problem in exceeded + not_measured:

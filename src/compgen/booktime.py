@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 
 from compgen import params, records, storage
-from compgen.steptimes import code_fingerprint
 
 RUN_PARTS = ("compile", "setup", "train", "evaluate")  # where a run's seconds go (compgen.runner.train)
 BUDGET_GEMM = 250.0  # GFLOP/s: the slow 2-core machine the quick book's time budget is stated for (README)
@@ -99,10 +98,11 @@ def book_time(notebooks: Path, stored: list[dict]) -> list[dict]:
     return rows
 
 
-def book_time_record(rows: list[dict], runs: list[dict]) -> records.BookTime:
+def book_time_record(rows: list[dict], runs: list[dict], code: tuple = (None, None)) -> records.BookTime:
     """A book-time record (``RECORDS/book_time.json``, the appendix page's): the chapters' :func:`book_time` ``rows``
     and each run a chapter trained (:func:`stored_runs`, with its ``chapter``), the commit most of them were trained
-    at, the date the build ended and the preset."""
+    at, the date the build ended, the preset, and ``code``: the key of the code it timed and the library versions of
+    that key (:func:`compgen.catalog.code_key`)."""
     by_key = {r["key"]: r for r in runs}
     chapters = [
         {**by_key[key], "chapter": row["chapter"], "date": by_key[key]["date"].isoformat()}
@@ -121,7 +121,7 @@ def book_time_record(rows: list[dict], runs: list[dict]) -> records.BookTime:
         ],
         "runs": chapters,
     }
-    return records.BookTime.from_dict({**record, "code_fingerprint": code_fingerprint()})
+    return records.BookTime.from_dict({**record, "code_key": code[0], "code_versions": code[1]})
 
 
 def at_budget_machine(seconds: float, gemm: float) -> float:

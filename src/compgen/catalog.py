@@ -18,3 +18,11 @@ def get(name: str):
 
         raise ParameterError(f"section must be one of {tuple(SECTIONS)}, got {name!r}")
     return SECTIONS[name]
+
+
+def code_key(preset: str = "quick") -> str:
+    """What every section computes, as one key: their :func:`compgen.programs.section_key` values joined. The
+    records of the bench and of a book build (step times, book times, GPU checks) carry it."""
+    from compgen import programs
+
+    return programs.join_keys(programs.section_key(sec, preset) for sec in SECTIONS.values())

@@ -45,10 +45,11 @@ def _fail(error) -> SystemExit:
 
 def _nonnegative(text):
     try:
-        return params.check_int("--checkpoint-every", int(text), ge=0)
+        return params.check_int("--checkpoint-every", int(text), ge=0, le=params.ENV_INT_LIMIT)
     except (ValueError, params.ParameterError):
         raise argparse.ArgumentTypeError(
-            f"must be a non-negative integer (evaluations between checkpoints, 0 = off), got {text!r}"
+            f"must be an integer from 0 to {params.ENV_INT_LIMIT} (evaluations between checkpoints, 0 = off), "
+            f"got {params._short(text)}"
         ) from None
 
 
@@ -155,10 +156,10 @@ def _show(args):
     import dataclasses
     import json
 
-    from compgen import bridge, devices, results, section
+    from compgen import bridge, dispatch, programs, results, section
 
     try:
-        devices.check_xla_flags()  # before a config starts JAX's backend, which reads XLA_FLAGS
+        dispatch.check_environment()  # as run does, before a config starts JAX's backend, which reads XLA_FLAGS
         sec, configs = _configs(args)
     except params.ParameterError as error:
         raise _fail(error) from None
@@ -175,11 +176,15 @@ def _show(args):
         f"{sec.name} {args.experiment} at preset {args.preset}: {len(configs)} config(s); "
         "* = differs from the paper's value"
     )
-    quick = bridge.figure_configs(sec, args.experiment, "quick", **params.parse_assignments(args.set, sec.config))
+    quick = (
+        bridge.figure_configs(sec, args.experiment, "quick", **params.parse_assignments(args.set, sec.config))
+        if (on_bridge)
+        else configs
+    )
     for i, cfg in enumerate(configs):
         fields = {**(paper_grid.fixed if paper_grid else {}), **{k: getattr(cfg, k) for k in point}}
         paper = section.make_config(sec, "paper", getattr(cfg, "model", None), **fields)
-        print(f"\n{sec.label(cfg)}\n  hash {results.config_hash(cfg, sec.fingerprint_of(cfg))}")
+        print(f"\n{sec.label(cfg)}\n  key {programs.key_of(sec, cfg)}")
         if on_bridge:
             paper = bridge.paper_end(sec, quick[i])
             reached, whole = bridge.multiple(sec, quick[i], cfg), bridge.paper_multiple(sec, quick[i])
@@ -245,34 +250,22 @@ UNKNOWN_HINT = (
 )
 
 
-def run_status(sec, meta, entry=None, store=None) -> tuple:
-    """``(status, why)`` of a stored run of ``sec`` described by ``meta``: ``"current"`` (this code computes its
-    numbers: the entry is where this code would look for its config, where ``entry`` and ``store`` are given; else its
-    fingerprint is this code's), ``"stale"`` (other code did, or it holds no description that reads) or
-    ``"unknown"`` (its learner cannot be resolved here, so its fingerprint cannot be computed: never removed)."""
-    from compgen import models, recordfile
-
-    stored = ((meta or {}).get("provenance") or {}).get("code_fingerprint")
+def run_status(sec, meta, entry, store) -> tuple:
+    """``(status, why)`` of the stored run ``entry`` of ``sec`` described by ``meta``: ``"current"`` (this code
+    computes its numbers: the entry is where this code looks for its config, under the key of what it computes),
+    ``"stale"`` (other code computed it, or it holds no description that reads) or ``"unknown"`` (its learner cannot
+    be resolved here, so its key cannot be computed: never removed)."""
     config = (meta or {}).get("config")
     if not isinstance(config, dict):
         return "stale", "it holds no description that reads"
-    model = config.get("model")
     try:
         cfg = sec.config_from_dict(config)
-        if entry is not None and store is not None and store.paths(sec, cfg)[0] == entry:
+        if store.paths(sec, cfg)[0] == entry:
             return "current", ""
-        if model is None or models.is_library(models.get(model)):
-            expected = sec.fingerprint
-        else:
-            expected = sec.fingerprint_of(cfg)
     except (params.ParameterError, TypeError) as error:
         return "unknown", f"{' '.join(str(error).split())}; {UNKNOWN_HINT}"
-    state = recordfile.code_state(stored, expected)  # the one staleness check the book's records use
-    if state == recordfile.CURRENT and entry is None:
-        return "current", ""
-    if state == recordfile.CURRENT:
-        return "stale", "its file name is not its config's (renamed or copied by hand)"
-    return "stale", f"fingerprint {stored}" if state == recordfile.STALE else "it names no code fingerprint"
+    fingerprint = ((meta or {}).get("provenance") or {}).get("code_fingerprint")
+    return "stale", f"computed by other code (source fingerprint {fingerprint}, key {meta.get('key', 'none')})"
 
 
 def _store(args):
@@ -291,12 +284,13 @@ def _store(args):
     print(f"results store {store.root}")
     for name in catalog.SECTIONS:
         sec = catalog.get(name)
+        store.migrate(sec)  # runs stored under their legacy names that this code still computes: under their keys
         by_status = {"current": [], "stale": [], "unknown": []}
         for entry, meta in store.entries(name):
             status, why = run_status(sec, meta, entry, store)
             by_status[status].append((entry, meta, why))
         counts = ", ".join(f"{len(found)} {status}" for status, found in by_status.items())
-        print(f"  {name}: {counts} (this code's fingerprint {sec.fingerprint})")
+        print(f"  {name}: {counts}")
         for entry, meta, why in by_status["stale"] if args.verbose else ():
             print(f"    {entry.stem}  {why}  {((meta or {}).get('provenance') or {}).get('date', 'no description')}")
         for entry, _, why in by_status["unknown"]:

@@ -29,6 +29,7 @@ def check_environment() -> None:
     devices.check_xla_flags()
     params.env_path("COMPGEN_RESULTS")
     params.env_path("COMPGEN_CHECKPOINTS")
+    params.env_path("COMPGEN_KEY_CACHE")
     runner.checkpoint_interval()
     requested_workers()
     params.env_flag(devices.SHARD_ENV)

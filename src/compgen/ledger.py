@@ -148,8 +148,8 @@ def staleness(record) -> list:
     if code and code.get("versions") == programs.versions():
         if len(configs) == len(record.configs) and code.get("key") != code_of(sec, configs)["key"]:
             code_why.append(f"made by code that computes other programs (key {code.get('key')})")
-    elif w := recordfile.stale(record.fingerprint(), sec.fingerprint):
-        code_why.append(w)
+    elif not code and recordfile.code_state(record.code_fingerprint, sec.fingerprint) != recordfile.CURRENT:
+        code_why.append(f"made by other code (source fingerprint {record.code_fingerprint}, now {sec.fingerprint})")
     return code_why + why
 
 

@@ -87,17 +87,23 @@ def device_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+def too_large(section, cfg, error: OverflowError) -> params.ParameterError:
+    """The one-line error of a config one of whose sizes is beyond what JAX indexes (int32), from the ``error`` that
+    tracing it raised."""
+    value = re.search(r"with value (\d+)", str(error))
+    return params.ParameterError(
+        f"{section.name} {section.label(cfg)}: a size of this config is too large to build its arrays"
+        f"{f' (an array dimension of {value.group(1)})' if value else ''}; lower the sizes"
+    )
+
+
 def check(section, cfg, prog, runs, available: int | None = None) -> Estimate:
     """:func:`estimate` of ``cfg``, or a :class:`ParameterError` if it exceeds ``available`` bytes (default
     :func:`device_bytes`), naming the size that drives the larger program."""
     try:
         found = estimate(cfg, prog, runs)
     except OverflowError as error:  # a size beyond what JAX indexes (int32), e.g. hidden_factor=10**12
-        value = re.search(r"with value (\d+)", str(error))
-        raise params.ParameterError(
-            f"{section.name} {section.label(cfg)}: a size of this config is too large to build its arrays"
-            f"{f' (an array dimension of {value.group(1)})' if value else ''}; lower the sizes"
-        ) from None
+        raise too_large(section, cfg, error) from None
     available = device_bytes() if available is None else available
     if found.peak > available:
         in_step = found.step >= found.evaluate

@@ -162,6 +162,7 @@ ENVIRONMENT = {
     "COMPGEN_PIN_WORKERS": "0 or 1: each worker process on a core of its own",
     "COMPGEN_LANES": "0 or 1: configs of one shape train as lanes of one program (default: on an accelerator)",
     "COMPGEN_MATMUL_PRECISION": "the precision of float32 products (default, high, highest)",
+    "COMPGEN_KEY_CACHE": "the file that keeps the keys of runs (default .keys.json in the results store's folder)",
 }
 
 
@@ -207,27 +208,30 @@ def env_path(name, env=None):
     return folder
 
 
+ENV_INT_LIMIT = 2**31 - 1  # the largest integer an environment variable or a count option takes
+
+
 def _ascii_int(text):
     text = text.strip()
-    if not re.fullmatch(r"[+-]?[0-9]+", text) or len(text) > 20:
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
         raise ValueError
     return int(text)
 
 
 def env_int(name, default, ge=0, le=None, meaning=""):
     """The integer in environment variable ``name`` (:func:`env_text`; ASCII digits, at least ``ge`` and at most
-    ``le``), ``default`` if it is unset or empty; else a :class:`ParameterError` naming the variable."""
+    ``le``, else :data:`ENV_INT_LIMIT`), ``default`` if it is unset or empty; else a :class:`ParameterError` naming
+    the variable and the range it takes."""
     text = env_text(name)
     if text is None:
         return default
+    le = ENV_INT_LIMIT if le is None else le
     try:
         value = _ascii_int(text)
     except ValueError:
         value = None
-    if value is None or value < ge or (le is not None and value > le):
-        what = {0: "a non-negative integer", 1: "a positive integer"}.get(ge, f"an integer >= {ge}")
-        what += f" of at most {le}" if le is not None else ""
-        raise ParameterError(f"{name} must be {what}{meaning}, got {_short(os.environ[name])}")
+    if value is None or not ge <= value <= le:
+        raise ParameterError(f"{name} must be an integer from {ge} to {le}{meaning}, got {_short(os.environ[name])}")
     return value
 
 

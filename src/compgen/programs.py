@@ -135,7 +135,17 @@ def _learner_code(section, cfg):
 
 
 def run_key(section, cfg) -> str:
-    """The key of ``cfg``'s run (see module docstring): :data:`KEY_DIGITS` hex digits."""
+    """The key of ``cfg``'s run (see module docstring): :data:`KEY_DIGITS` hex digits; a config one of whose sizes
+    JAX cannot index is a one-line :class:`compgen.params.ParameterError` (:func:`compgen.memory.too_large`)."""
+    try:
+        return _run_key(section, cfg)
+    except OverflowError as error:
+        from compgen import memory
+
+        raise memory.too_large(section, cfg, error) from None
+
+
+def _run_key(section, cfg) -> str:
     runs = section.run_arrays([cfg])
     payload = {
         "section": section.name,
@@ -189,3 +199,31 @@ class KeyCache:
             storage.write_atomic(self.path, json.dumps(self._keys, sort_keys=True).encode())
         except OSError:
             pass  # a read-only store: the keys are computed again next time
+
+
+def default_cache() -> KeyCache:
+    """The key cache of this machine: ``$COMPGEN_KEY_CACHE``, else ``.keys.json`` in the results store's folder
+    (:func:`compgen.storage.results_root`), shared by every process that uses the store."""
+    from compgen import params
+
+    return KeyCache(params.env_path("COMPGEN_KEY_CACHE") or storage.results_root() / ".keys.json")
+
+
+def key_of(section, cfg) -> str:
+    """The key ``cfg``'s run is stored under: :func:`run_key`, read through this machine's key cache
+    (:func:`default_cache`); a section that keys its runs itself (``section.key_of``, as a test's stand-in does)
+    gives its own."""
+    own = getattr(section, "key_of", None)
+    return own(cfg) if own is not None else default_cache().key(section, cfg)
+
+
+def section_key(sec, preset: str = "quick") -> str:
+    """What a section computes at ``preset``, as one key: the run keys (:func:`key_of`) of every config of every figure
+    there (the book's seeds), joined. The records of a chapter (seed sets, twin runs, searches) carry it: it changes
+    exactly when one of its programs, inputs or configs does."""
+    return join_keys(key_of(sec, c) for f in sec.figures(preset) for c in sec.configs(f, preset))
+
+
+def join_keys(keys) -> str:
+    """One key for several (order does not matter)."""
+    return hashlib.sha256("".join(sorted(keys)).encode()).hexdigest()[:KEY_DIGITS]

@@ -10,9 +10,10 @@ than draw a page from it: every record it reads is committed, so a damaged one i
 absent, with the note its page gives.
 
 The typed records (:mod:`compgen.records`) read and write through this module. Writers add ``schema`` (the kind's
-current version) and the fingerprint of the code that produced the record
-(:mod:`compgen.fingerprint`); :func:`code_state` compares it with the current code's, so a record made by other code,
-or by code it does not name, is never shown as current.
+current version) and the key of what the code that produced the record computes (:mod:`compgen.programs`), with the
+library versions it was computed under; :func:`code_state` compares it with the current code's, so a record made by
+other code, or by code it does not name, is never shown as current. Records that carried a source fingerprint
+instead migrate to the key it stood for (:mod:`compgen.legacy`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ import math
 import re
 from pathlib import Path
 
-from compgen import params, storage
+from compgen import legacy, params, storage
 
 CURRENT, STALE, NOT_RECORDED = "current", "stale", "code not recorded"  # code_state's answers
+OTHER_VERSIONS = "other library versions"
 
 
 class RecordError(params.ParameterError):
@@ -151,11 +153,13 @@ GPU = {
     "flax": "text",
     "steps": [{"step": "text", "status": "text", "seconds?": ("none or", "time"), "found?": "text"}],
 }
+CODE_VERSIONS = ("map", ("none or", "text"))  # the libraries' versions a code key was computed under
 SECOND_SET = {
     "preset": "text",
     "seeds": SEEDS,
     "commits?": ("map", "text"),
-    "fingerprints?": ("map", "text"),
+    "keys?": ("map", "text"),
+    "code_versions?": CODE_VERSIONS,
     "wall_s?": ("map", "time"),
     "runs": ("map", [{"figures": ["text"], "config": {"seeds": SEEDS}, "finals": ("map", "numbers")}]),
 }
@@ -180,6 +184,7 @@ TWIN = {
 }
 SEARCH = {
     "metric": "text",
+    "code_versions?": CODE_VERSIONS,
     "section?": "text",
     "records": [
         {
@@ -189,7 +194,7 @@ SEARCH = {
             "seeds": SEEDS,
             "values": ["number"],
             "cpu_s?": "time",
-            "code_fingerprint?": ("none or", "text"),
+            "code_key?": ("none or", "text"),
         }
     ],
 }
@@ -251,7 +256,10 @@ OP_COUNTS = {
     "date": "text",
     "jax": "text",
     "reference": {"repository": "text", "commit": ("none or", "text")},
-    "cases": ("map", {"ours": _STEP_COUNTS | {"code_fingerprint": "text"}, "theirs": ("none or", _STEP_COUNTS)}),
+    "cases": (
+        "map",
+        {"ours": _STEP_COUNTS | {"code_key": ("none or", "text")}, "theirs": ("none or", _STEP_COUNTS)},
+    ),
 }
 
 # kind: (what it is, the command that rewrites it, its shape)
@@ -280,7 +288,15 @@ KINDS = {
 # Each kind's current version: what its writers write. A record of an older version loads only through the steps of
 # MIGRATIONS, (kind, version) -> a function from the record at that version to the record at the next; one that no
 # step brings up to date, or of a newer version, is refused in one line.
-VERSIONS = {kind: 1 for kind in KINDS} | {"twin": 2}
+VERSIONS = {kind: 1 for kind in KINDS} | {
+    "twin": 3,
+    "second_set": 2,
+    "search": 2,
+    "book_time": 2,
+    "steps": 2,
+    "gpu": 2,
+    "op_counts": 2,
+}
 
 # Version 1 of a twin record kept our numbers at the matched world under the twin tables' labels, in their units;
 # version 2 keeps them raw under "<evaluation set>/<metric>" (or the metric), as the authors' runs keep theirs.
@@ -303,7 +319,45 @@ def _twin_raw_values(record: dict) -> dict:
     return {**record, **({"ours_matched_rows": rows} if "ours_matched_rows" in record else {})}
 
 
-MIGRATIONS: dict = {("twin", 1): _twin_raw_values}
+def _keyed(record: dict, section: str | None) -> dict:
+    """A record carrying the source fingerprint of ``section``'s code (``None``: every section's) carrying the key of
+    what that code computes instead (:func:`compgen.legacy.key`: ``None`` for a fingerprint that was not the last)."""
+    out = {k: v for k, v in record.items() if k != "code_fingerprint"}
+    return out | {"code_key": legacy.key(section, record.get("code_fingerprint")), "code_versions": legacy.VERSIONS}
+
+
+def _seed_set_keyed(record: dict) -> dict:
+    out = {k: v for k, v in record.items() if k != "fingerprints"}
+    keys = {ch: legacy.key(ch, fp) for ch, fp in record.get("fingerprints", {}).items()}
+    return out | {"keys": {ch: k for ch, k in keys.items() if k}, "code_versions": legacy.VERSIONS}
+
+
+def _search_keyed(record: dict) -> dict:
+    rows = [
+        {k: v for k, v in _keyed(r, record.get("section")).items() if k != "code_versions"} for r in record["records"]
+    ]
+    return {**record, "records": rows, "code_versions": legacy.VERSIONS}
+
+
+def _op_counts_keyed(record: dict) -> dict:
+    cases = {}
+    for name, case in record.get("cases", {}).items():
+        ours = case.get("ours")
+        cases[name] = {**case, "ours": _keyed(ours, name.split(" ")[0]) if isinstance(ours, dict) else ours}
+    return {**record, "cases": cases}
+
+
+# Each kind that named its code by source fingerprint names it by key from these versions on (compgen.legacy).
+MIGRATIONS: dict = {
+    ("twin", 1): _twin_raw_values,
+    ("twin", 2): lambda r: _keyed(r, r.get("chapter")),
+    ("second_set", 1): _seed_set_keyed,
+    ("search", 1): _search_keyed,
+    ("book_time", 1): lambda r: _keyed(r, None),
+    ("steps", 1): lambda r: _keyed(r, None) if r.get("who") != "authors" else r,
+    ("gpu", 1): lambda r: _keyed(r, None),
+    ("op_counts", 1): _op_counts_keyed,
+}
 
 
 def version(kind: str) -> int:
@@ -431,20 +485,27 @@ def _top_level(items: str) -> list:
 # ----------------------------------------------------------------------------------------------- staleness
 
 
-def code_state(recorded: str | None, current: str) -> str:
-    """:data:`CURRENT` where the fingerprint ``recorded`` in a record is the ``current`` code's, :data:`STALE` where it
-    differs, :data:`NOT_RECORDED` where the record names none."""
+def code_state(recorded: str | None, current: str, recorded_versions=None, current_versions=None) -> str:
+    """:data:`CURRENT` where the code key ``recorded`` in a record is the ``current`` code's, :data:`STALE` where it
+    differs, :data:`NOT_RECORDED` where the record names none, and :data:`OTHER_VERSIONS` where it was computed under
+    other library versions than ``current`` (``recorded_versions`` and ``current_versions``, where given), so that
+    the two keys cannot be compared (:mod:`compgen.programs`: a key is a program as one JAX lowers it)."""
     if not recorded:
         return NOT_RECORDED
+    if recorded_versions is not None and current_versions is not None and dict(recorded_versions) != current_versions:
+        return OTHER_VERSIONS
     return CURRENT if recorded == current else STALE
 
 
-def stale(recorded: str | None, current: str) -> str:
-    """Why a record naming the fingerprint ``recorded`` may not show what the code of fingerprint ``current``
-    computes, as words ("" where it is current; :func:`code_state`)."""
-    state = code_state(recorded, current)
+def stale(recorded: str | None, current: str, recorded_versions=None, current_versions=None) -> str:
+    """Why a record naming the code key ``recorded`` may not show what the code of key ``current`` computes, as words
+    ("" where it is current; :func:`code_state`)."""
+    state = code_state(recorded, current, recorded_versions, current_versions)
     if state == CURRENT:
         return ""
     if state == STALE:
-        return f"made by other code (fingerprint {recorded}, this code's {current})"
-    return "it names no code fingerprint, so whether the code changed since cannot be told"
+        return f"made by other code (key {recorded}, this code's {current})"
+    if state == OTHER_VERSIONS:
+        jax = (recorded_versions or {}).get("jax")
+        return f"its code key was computed under other library versions (jax {jax}), so it cannot be compared here"
+    return "it names no code key, so whether the code changed since cannot be told"

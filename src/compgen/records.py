@@ -7,8 +7,8 @@ version up through the kind's migrations (:data:`compgen.recordfile.MIGRATIONS`)
 it does not know, so a record holds exactly its declared fields. ``record.save(path)`` writes it atomically at the
 kind's current version (:func:`compgen.recordfile.version`), each field at its default left out. Seed sets are
 tuples, named by :func:`seed_set_name`. Whether a record shows what the current code computes is one check,
-:func:`compgen.recordfile.code_state`, on the fingerprint it names (its ``fingerprint()``, per chapter for a seed set;
-a search names one per entry).
+:func:`compgen.recordfile.code_state`, on the code key it names (its ``computed_by()``: the key and the library
+versions it was computed under, :mod:`compgen.programs`; per chapter for a seed set; a search names one per entry).
 
 The top level of every record is typed; the rows below it (a twin run, a search entry, a step-time row) stay JSON
 objects of the shapes :mod:`compgen.recordfile` checks, read by the one module that draws them.
@@ -152,7 +152,8 @@ class SeedSet(Record):
     seeds: Seeds
     runs: Mapping = dataclasses.field(default_factory=dict)  # chapter: tuple[Entry, ...]
     commits: Mapping = dataclasses.field(default_factory=dict)
-    fingerprints: Mapping = dataclasses.field(default_factory=dict)
+    keys: Mapping = dataclasses.field(default_factory=dict)  # chapter: compgen.section.Section.code_key
+    code_versions: Mapping | None = None
     wall_s: Mapping = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
@@ -166,18 +167,20 @@ class SeedSet(Record):
                         f"a {chapter} entry was run on seeds {list(e.seeds)}, not the set's {list(self.seeds)}"
                     )
 
-    def fingerprint(self, chapter: str) -> str | None:
-        return self.fingerprints.get(chapter)
+    def computed_by(self, chapter: str) -> tuple:
+        """``(key, versions)`` of the code that computed ``chapter``'s runs (``(None, ...)`` where it names none)."""
+        return self.keys.get(chapter), self.code_versions
 
 
 # ----------------------------------------------------------------------------------------------- the other kinds
 
 
 class FromCode:
-    """A record naming the fingerprint of the code that made it, ``code_fingerprint`` (``None``: it names none)."""
+    """A record naming the key of the code that made it, ``code_key`` (``None``: it names none), computed under the
+    library versions ``code_versions``."""
 
-    def fingerprint(self) -> str | None:
-        return self.code_fingerprint
+    def computed_by(self) -> tuple:
+        return self.code_key, self.code_versions
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -197,7 +200,8 @@ class Twin(FromCode, Record):
     matched_world: Mapping | None = None
     not_expressible: Mapping | None = None
     ours_matched_rows: tuple = ()
-    code_fingerprint: str | None = None
+    code_key: str | None = None
+    code_versions: Mapping | None = None
 
     def __post_init__(self):
         super().__post_init__()
@@ -217,6 +221,7 @@ class Search(Record):
     section: str | None = None
     source: str | None = None
     baselines: Any = None
+    code_versions: Mapping | None = None  # the library versions of every entry's code_key
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -234,7 +239,8 @@ class BookTime(FromCode, Record):
     runs: tuple
     record: str | None = None
     note: str | None = None
-    code_fingerprint: str | None = None
+    code_key: str | None = None
+    code_versions: Mapping | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -251,7 +257,8 @@ class Steps(FromCode, Record):
     gemm_gflops: tuple | None
     rows: Mapping
     session: Any = None
-    code_fingerprint: str | None = None
+    code_key: str | None = None
+    code_versions: Mapping | None = None
 
     def __post_init__(self):
         super().__post_init__()
@@ -273,7 +280,8 @@ class Gpu(FromCode, Record):
     flax: str
     steps: tuple
     how: str | None = None
-    code_fingerprint: str | None = None
+    code_key: str | None = None
+    code_versions: Mapping | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -311,7 +319,7 @@ class Ledger(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PaperRun(FromCode, Record):
+class PaperRun(Record):
     """Where one paper-scale work stands (``tools/gpu_lease.py``): its configs' evaluations so far and its leases."""
 
     KIND: ClassVar[str] = "paper_run"
@@ -330,8 +338,8 @@ class PaperRun(FromCode, Record):
     diverged: Mapping
     leases: tuple
     identity: Mapping | None = None
-    code: Mapping | None = None
-    code_fingerprint: str | None = None
+    code: Mapping | None = None  # compgen.ledger.code_of: the key of what its configs compute, and the versions
+    code_fingerprint: str | None = None  # the source fingerprint of its section's code when it was written
 
     def __post_init__(self):
         super().__post_init__()

@@ -1,19 +1,24 @@
-"""The results store: one finished run saved under a hash of its full config and of the code that computed it.
+"""The results store: one finished run saved under the key of what it computes.
 
 A :class:`Store` is a value: its ``root`` folder (and where checkpoints go). ``Store.default()`` reads
 ``$COMPGEN_RESULTS`` and ``$COMPGEN_CHECKPOINTS``; nothing else in the library reads them. Its methods take a
-``section`` - anything with a ``name`` and ``fingerprint_of(config)``, the code fingerprint a config's run is
-stored under (:mod:`compgen.fingerprint`), such as a :class:`compgen.section.Section`.
+``section`` - a :class:`compgen.section.Section`, a config's run of which is stored under
+:func:`compgen.programs.key_of` (its programs, inputs, config and libraries, so a pure refactor keeps every run and
+any change to what a step computes trains it again), or anything with a ``name`` and its own ``key_of(config)``.
 
-Layout: ``<root>/<section>/<hash>.result`` holds the arrays and a ``__meta__`` entry (the config and provenance:
-library version, code fingerprint, git commit, jax version, device, wall time, date), written with
-:func:`compgen.storage.write_arrays` (an ``.npz`` archive with a SHA-256 trailer); ``<hash>.json`` beside it
-repeats the metadata for people and tools (:meth:`Store.entries` reads it). The hash covers the config and the
-fingerprint (:func:`config_hash`), so a run computed by other code is never found, only listed as stale.
+Layout: ``<root>/<section>/<key>.result`` holds the arrays and a ``__meta__`` entry (the config, its key and
+provenance: library version, source fingerprint, git commit, jax version, device, wall time, date), written with
+:func:`compgen.storage.write_arrays` (an ``.npz`` archive with a SHA-256 trailer); ``<key>.json`` beside it repeats
+the metadata for people and tools (:meth:`Store.entries` reads it, rebuilding it from the entry where a kill left it
+behind). A run computed by other code is never found, only listed as stale.
+
+Runs stored under the hash of their config and source fingerprint (:func:`config_hash`), as before runs were keyed
+by their programs, are found where that fingerprint was the last one (:mod:`compgen.legacy`) and the section still
+computes what it did then; they are moved under their key, which their description then names beside the old one.
 
 A damaged entry (truncated, garbled, empty, a ``.json`` whose ``.result`` is gone, or an entry whose embedded
-section, config or code fingerprint is not the one its file name stands for) is reported once with its
-path, moved into ``<root>/<section>/damaged/`` and treated as missing, so the run is computed again.
+section, config or key is not the one its file name stands for) is reported once with its path, moved into
+``<root>/<section>/damaged/`` and treated as missing, so the run is computed again.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import jax
 import numpy as np
 
 import compgen
-from compgen import storage, timing
+from compgen import legacy, programs, storage, timing
 
 __all__ = ["Store", "config_dict", "config_hash", "provenance"]
 
@@ -149,15 +154,15 @@ def _move_aside(files, reason: str, log) -> None:
         )
 
 
-def _mismatch(meta: dict, section, config) -> str | None:
-    """Why a stored entry's own description does not match what was asked for, or ``None`` if it does."""
+def _mismatch(meta: dict, section, config, key: str) -> str | None:
+    """Why a stored entry's own description does not match what was asked for (the run of ``config`` under
+    ``key``), or ``None`` if it does."""
     if meta.get("kind") != section.name:
         return f"it holds a run of section {meta.get('kind')!r}, not {section.name!r}"
     if meta.get("config") != config_dict(config):
         return "it holds the run of another config (its file name does not match its contents)"
-    stored, expected = meta.get("provenance", {}).get("code_fingerprint"), section.fingerprint_of(config)
-    if stored != expected:
-        return f"it was computed by other code (fingerprint {stored}, this code's {expected})"
+    if meta.get("key") != key:
+        return f"it was stored under another key ({meta.get('key')}, its file name says {key})"
     return None
 
 
@@ -181,8 +186,18 @@ class Store:
         return cls(storage.results_root(), params.env_path("COMPGEN_CHECKPOINTS"))
 
     def paths(self, section, config) -> tuple:
-        """``(entry, sidecar)``: the ``.result`` file of ``config`` and its ``.json`` description."""
-        stem = config_hash(config, section.fingerprint_of(config))
+        """``(entry, sidecar)``: the ``.result`` file of ``config`` and its ``.json`` description, named by its key
+        (:func:`compgen.programs.key_of`)."""
+        stem = programs.key_of(section, config)
+        return self.root / section.name / f"{stem}.result", self.root / section.name / f"{stem}.json"
+
+    def legacy_paths(self, section, config) -> tuple | None:
+        """``(entry, sidecar)`` where ``config``'s run was stored before runs were keyed by their programs, or
+        ``None`` where no run stored then is what the section computes now (:func:`legacy_current`)."""
+        fingerprint = legacy_current(section, config)
+        if fingerprint is None:
+            return None
+        stem = config_hash(config, fingerprint)
         return self.root / section.name / f"{stem}.result", self.root / section.name / f"{stem}.json"
 
     def checkpoint_dir(self, section, config) -> Path:
@@ -219,7 +234,8 @@ class Store:
         meta = {
             "kind": section.name,
             "config": config_dict(config),
-            "provenance": provenance(wall_time_s, section.fingerprint_of(config), seconds, knobs),
+            "key": entry.stem,
+            "provenance": provenance(wall_time_s, _source_fingerprint(section, config), seconds, knobs),
         }
         text = json.dumps(meta, indent=2)
         packed = {k: np.asarray(v) for k, v in arrays.items()}
@@ -235,7 +251,7 @@ class Store:
         asked for, is moved aside (see module docstring) and ``None`` is returned.
         """
         entry, sidecar = self.paths(section, config)
-        if not entry.exists():
+        if not entry.exists() and not self._migrate(section, config, entry, log):
             if sidecar.exists():
                 _move_aside([sidecar], "its .result file is missing", log)
             return None
@@ -247,11 +263,52 @@ class Store:
             return None
         except FileNotFoundError:  # moved aside by another reader meanwhile
             return None
-        wrong = _mismatch(meta, section, config)
+        wrong = _mismatch(meta, section, config, entry.stem)
         if wrong is not None:
             _move_aside([entry, sidecar], wrong, log)
             return None
         return arrays, meta
+
+    def _migrate(self, section, config, entry: Path, log) -> bool:
+        """Move ``config``'s run stored under its legacy name (:meth:`legacy_paths`) to ``entry`` (its key), its
+        description naming both; whether there was one to move."""
+        old = self.legacy_paths(section, config)
+        if old is None or not old[0].is_file():
+            return False
+        try:
+            arrays = storage.read_arrays(old[0])
+            meta = json.loads(arrays.pop("__meta__").tobytes().decode())
+        except (storage.CorruptFile, KeyError, UnicodeDecodeError, json.JSONDecodeError, OSError) as error:
+            _move_aside(list(old), str(error), log)
+            return False
+        if meta.get("kind") != section.name or meta.get("config") != config_dict(config):
+            _move_aside(list(old), "it holds the run of another config", log)
+            return False
+        meta |= {"key": entry.stem, "legacy_key": old[0].stem}
+        text = json.dumps(meta, indent=2)
+        storage.write_arrays(entry, {**arrays, "__meta__": np.frombuffer(text.encode(), np.uint8)}, compress=True)
+        storage.write_atomic(entry.with_suffix(".json"), text.encode())
+        for path in old:
+            path.unlink(missing_ok=True)
+        log(f"[results] {section.name} run {old[0].stem} now stored under its key {entry.stem}")
+        return True
+
+    def migrate(self, section, log=print) -> int:
+        """Move every run of ``section`` stored under its legacy name that the section still computes to its key
+        (:meth:`_migrate`); how many moved."""
+        moved = 0
+        for entry, meta in self.entries(section.name, log):
+            if not isinstance(meta, dict) or meta.get("key") or not isinstance(meta.get("config"), dict):
+                continue
+            try:
+                config = section.config_from_dict(meta["config"])
+                new = self.paths(section, config)[0]
+            except (ValueError, TypeError):
+                continue
+            legacy = self.legacy_paths(section, config)
+            if legacy is not None and legacy[0] == entry and not new.exists():
+                moved += self._migrate(section, config, new, log)
+        return moved
 
     def provenance(self, section, config) -> dict | None:
         """The provenance stored beside ``config``'s entry (its sidecar: device, commit, seconds, ...), or ``None``
@@ -295,3 +352,23 @@ class Store:
         except (OSError, ValueError, KeyError, UnicodeDecodeError, storage.CorruptFile):
             return None
         return meta if isinstance(meta, dict) else None
+
+
+def _source_fingerprint(section, config) -> str | None:
+    """The source fingerprint of the code that computes ``config``'s run (provenance only: runs are keyed by what
+    they compute), where the section names one."""
+    of = getattr(section, "fingerprint_of", None)
+    return of(config) if of is not None else None
+
+
+def legacy_current(section, config) -> str | None:
+    """The source fingerprint under which ``config``'s run was stored before runs were keyed by their programs, where
+    a run stored then is what the section computes now: the section's last such fingerprint (:mod:`compgen.legacy`)
+    where its key is still the one that fingerprint migrates to and the config's learner is the library's."""
+    old, key = legacy.LEGACY.get(section.name, (None, None))
+    learner_code = getattr(section, "learner_code", None)
+    if old is None or not hasattr(section, "run_arrays"):
+        return None
+    if learner_code is not None and getattr(config, "model", None) is not None and learner_code(config) is not None:
+        return None
+    return old if programs.section_key(section) == key else None

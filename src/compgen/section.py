@@ -176,6 +176,10 @@ class Section:
         code = self.learner_code(cfg) if self.learner_code and getattr(cfg, "model", None) is not None else None
         return self.fingerprint if code is None else fingerprint.joined(self.fingerprint, code)
 
+    def configs(self, figure: str, preset: str = "quick", **overrides) -> list:
+        """The configs of ``figure`` at ``preset`` (:func:`figure_configs`)."""
+        return figure_configs(self, figure, preset, **overrides)
+
     def cost(self, cfg) -> float:
         """FLOPs of training every seed of ``cfg``: :attr:`flops_per_step` x outer steps x seeds."""
         return self.flops_per_step(cfg) * cfg.outer_steps * len(cfg.seeds)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compgen import fingerprint, records
+from compgen import records
 
 SHARD_SUFFIX = ", tasks sharded"  # cases run with the meta-batch sharded over one host device per core
 CASES = {
@@ -57,15 +57,9 @@ def step_records(folder=None) -> list:
     of a run on that device contains, case aside: "cpu", "H100"), ``date``, ``code`` (repository@commit), ``how``
     (how it was measured, in words), ``gemm_gflops`` (on a CPU the ``[low, high]`` GEMM readings of that session,
     else ``None``) and ``rows``: ``{key: {"s_per_step", "peak_gb", ...}}``, keyed by the bench's case name (ours) or
-    by "section model" (:func:`figure_key`, the authors'); ours also ``code_fingerprint`` (:func:`code_fingerprint`).
+    by "section model" (:func:`figure_key`, the authors'); ours also ``code_key`` (:func:`compgen.catalog.code_key`).
     Each is a :class:`compgen.records.Steps`; a damaged one is a one-line :class:`compgen.recordfile.RecordError`."""
     return records.load_folder(records.Steps, Path(RECORDS if folder is None else folder) / "steps")
-
-
-def code_fingerprint() -> str:
-    """The fingerprint of the code the bench and a book build time: the runner and every section
-    (:mod:`compgen.fingerprint`), which our step-time and book-time records carry."""
-    return fingerprint.of_modules(fingerprint.closure("compgen.runner") + fingerprint.closure("compgen.catalog"))
 
 
 def on_device(taken: list, who: str, kind: str):

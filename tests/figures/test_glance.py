@@ -2,11 +2,12 @@
 
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from compgen import notebook, recordfile, records, results
+from compgen import notebook, programs, recordfile, records, results
 from compgen.analysis import claims as C
 from compgen.analysis import finals
 from compgen.figures import glance, twin
@@ -52,13 +53,14 @@ def _store_runs(name, seeds, output_of, fake):
     return notebook.stored(name, "smoke", seeds)
 
 
-def _second_set(runs, fingerprint=None, preset="smoke"):
+def _second_set(runs, key=None, preset="smoke"):
     name = runs.section.name
     return records.SeedSet(
         preset=preset,
         seeds=runs.seeds,
         commits={name: "0123456789abcdef"},
-        fingerprints={name: fingerprint or glance.code_fingerprints()[name]},
+        keys={name: key or glance.code_keys()[name]},
+        code_versions=programs.versions(),
         wall_s={name: 1.0},
         runs={name: finals.entries(runs)},
     )
@@ -80,7 +82,7 @@ def test_the_second_set_and_the_pooled_column_are_judged_from_per_seed_numbers(s
     assert page.count('+0.087 ± 0.044 (3/3 seeds)">+0.087 (3/3)</span>') == 2  # every number on hover
     assert page.count('">+0.107 (4/4)</span>') == 2 and page.count(twin.MARK[C.NOT_REPRODUCED]) >= 2
     assert "Pooled over the book's seeds and the second seed set" in page and "(stale)" not in page
-    _second_set(second, fingerprint="older").save(path)
+    _second_set(second, key="older").save(path)
     page = glance.page("smoke", seed_sets=[path])
     assert "The training code of Teacher and student (§3.3) has changed since" in page and "(stale)" in page
     _second_set(second, preset="quick").save(path)
@@ -193,7 +195,7 @@ def test_the_paper_scale_column_judges_fig2c_from_the_ledger_at_build(store, tmp
         ("a list", "[]", "holds list"),
         ("runs oops", '{"preset": "smoke", "seeds": [31], "runs": "oops"}', "runs must be an object, got 'oops'"),
         ("verdicts", '{"preset": "smoke", "seeds": [31], "claims": []}', "the record has no 'runs'"),
-        ("future", '{"schema": 2, "preset": "smoke", "seeds": [31], "runs": {}}', "written by a newer compgen"),
+        ("future", '{"schema": 9, "preset": "smoke", "seeds": [31], "runs": {}}', "written by a newer compgen"),
     ],
 )
 def test_a_damaged_second_set_stops_the_page_in_one_line_naming_it(what, text, expected, tmp_path):
@@ -219,14 +221,14 @@ def test_damaged_twin_and_paper_scale_records_stop_the_page_in_one_line(tmp_path
         glance._paper_scale_claims(tmp_path)
 
 
-def test_a_second_set_without_fingerprints_is_flagged_never_current(runs_of, fake):
+def test_a_second_set_without_code_keys_is_flagged_never_current(runs_of, fake):
     runs = runs_of("teacher_student", "smoke", lambda c: fake(c, {"eval/alignment": np.full(len(c.seeds), 0.5)}))
-    record = dataclasses.replace(_second_set(runs), fingerprints={})
+    record = dataclasses.replace(_second_set(runs), keys={})
     assert glance.stale_chapters(record) == ["teacher_student"]
     text = glance._seed_sets_summary([record], {})
-    assert "names no code fingerprint for Teacher and student (§3.3)" in text and "(stale)" in text
+    assert "names no code key comparable here for Teacher and student (§3.3)" in text and "(stale)" in text
     assert glance.stale_chapters(_second_set(runs)) == []
-    assert glance.stale_chapters(_second_set(runs, fingerprint="older")) == ["teacher_student"]
+    assert glance.stale_chapters(_second_set(runs, key="older")) == ["teacher_student"]
 
 
 def test_a_second_set_on_the_books_own_seeds_is_not_compared(runs_of, fake):
@@ -258,10 +260,26 @@ def test_a_smoke_second_set_whose_configs_follow_its_seeds_shows_not_run(store, 
 
 
 def test_twin_records_of_other_code_or_naming_none_are_said(tmp_path):
-    current = twin.code_fingerprint("goals")
+    current = twin.code_key("goals")
     record = records.Twin(chapter="goals", preset="quick", reference={"commit": "c"}, seed_sets=(), runs={})
-    assert "name no code fingerprint" in glance._twin_summary({"goals": [record]})
-    stale = glance._twin_summary({"goals": [dataclasses.replace(record, code_fingerprint="0ld")]})
+    assert "name no code key" in glance._twin_summary({"goals": [record]})
+    stale = glance._twin_summary({"goals": [dataclasses.replace(record, code_key="0ld")]})
     assert "Our code of Compositional goals (§4.3) has changed since" in stale
-    fresh = glance._twin_summary({"goals": [dataclasses.replace(record, code_fingerprint=current)]})
-    assert "changed since" not in fresh and "fingerprint" not in fresh
+    fresh = glance._twin_summary({"goals": [dataclasses.replace(record, code_key=current)]})
+    assert "changed since" not in fresh and "code key" not in fresh
+
+
+def test_the_bridge_column_words_where_each_claim_stands_from_the_records(fake_bridge):
+    """The results page's column for the scale bridge: a claim that holds clearly at quick is not on it ("–"), one
+    whose fake ×4 record crosses the criterion "holds from ×4", linked to its chapter's figure."""
+    total = fake_bridge(100)
+    book = Path(__file__).resolve().parents[2] / "book"
+    seed_sets = [book / p for p in glance.SEED_SETS]
+    paths = glance._bridge_paths("teacher_student", None, seed_sets, fake_bridge.folder)
+    discrete = next(c for c in paths if "discrete" in c)
+    assert "×4 in progress" in glance._bridge_cell("teacher_student", paths[discrete])
+    fake_bridge(total)
+    paths = glance._bridge_paths("teacher_student", None, seed_sets, fake_bridge.folder)
+    cell = glance._bridge_cell("teacher_student", paths[discrete])
+    assert cell == '<a href="teacher_student.html#bridge-teacher-student">holds from ×4</a>'
+    assert ">–<" in glance._bridge_cell("teacher_student", None)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from compgen import recordfile, records, steptimes
+from compgen import catalog, recordfile, records, steptimes
 from compgen.figures import running
 
 
@@ -179,21 +179,23 @@ def test_a_damaged_gpu_or_step_record_stops_the_appendix_in_one_line_naming_it(t
 
 
 def test_a_record_of_other_code_or_naming_none_says_so():
-    current = steptimes.code_fingerprint()
+    current = catalog.code_key()
     record = _book(_chapter("a", 1.0))
-    assert "names no code fingerprint" in running.book_cost(record).notes
-    assert "has changed since" in running.book_cost(dataclasses.replace(record, code_fingerprint="0ld")).notes
-    notes = running.book_cost(dataclasses.replace(record, code_fingerprint=current)).notes
-    assert "fingerprint" not in notes and "changed since" not in notes
+    assert "names no code key comparable here" in running.book_cost(record).notes
+    assert "has changed since" in running.book_cost(dataclasses.replace(record, code_key="0ld")).notes
+    notes = running.book_cost(dataclasses.replace(record, code_key=current)).notes
+    assert "code key" not in notes and "changed since" not in notes
+    elsewhere = dataclasses.replace(record, code_key=current, code_versions={"jax": "9"})
+    assert "names no code key comparable here" in running.book_cost(elsewhere).notes
     step = {"step": "device", "status": "ok", "seconds": 5}
     gpu = records.Gpu(device="H200", date="d", code="compgen@abcdef9", jax="j", flax="f", steps=[step])
-    changed, same = (dataclasses.replace(gpu, code_fingerprint=f) for f in ("0ld", current))
+    changed, same = (dataclasses.replace(gpu, code_key=f) for f in ("0ld", current))
     table = running.gpu_checks([gpu, changed, same]).table
     assert "| abcdef9 (code not recorded) |" in table and "| abcdef9 (code changed since) |" in table
     assert "| abcdef9 |" in table
     authors = _steps("authors", "cpu", {"hyperteacher anil": {"s_per_step": 8.0, "peak_gb": 8.6}}, gemm=[300.0, 400.0])
     ours = _steps("compgen", "cpu", {PLAIN: {"s_per_step": 4.0, "peak_gb": 1.0}}, gemm=[350.0, 350.0])
-    assert "names no code fingerprint" in running.step_times([authors, ours]).notes
+    assert "names no code key comparable here" in running.step_times([authors, ours]).notes
 
 
 def test_the_ledger_table_shows_each_work_where_it_stands(tmp_path, paper_record):

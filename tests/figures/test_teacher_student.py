@@ -222,10 +222,16 @@ def test_a_stale_paper_record_says_why(tmp_path, paper_record):
     record.configs[1]["config"]["inner_lr"] = 0.1
     record = dataclasses.replace(record, code_fingerprint="older")
     why = ledger.staleness(record)
-    assert why[0].startswith("made by other code (fingerprint older")
+    assert why[0].startswith("made by other code (source fingerprint older")
     assert why[1:] == ["Table A9 column 2: one-hots + two triangles: its config changed (inner_lr)"]
     folder = tmp_path / "fig2c"
     assert "Not run yet" in F.paper_scale_section(folder)
     folder.mkdir()
     record.save(folder / "progress.json")
     assert "Recorded by older code" in F.paper_scale_section(folder).notes
+    from compgen import programs
+
+    keyed = dataclasses.replace(record, code={"key": "0ld", "versions": programs.versions()})
+    assert ledger.staleness(keyed)[0] == "made by code that computes other programs (key 0ld)"
+    elsewhere = dataclasses.replace(record, code={"key": "0ld", "versions": {"jax": "9"}})
+    assert ledger.staleness(elsewhere) == why[1:]  # keys of other library versions are not compared

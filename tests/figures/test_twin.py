@@ -1,5 +1,5 @@
 """The twin appendix's account of where the reference runs trained; a twin record is read checked, and is stale
-by the fingerprint of our chapter's code."""
+by the key of what our chapter's code computes."""
 
 import json
 
@@ -145,7 +145,7 @@ def _checked(**extra):
             _checked(runs={"k": {**_checked()["runs"]["k"], "wall_s": -60.0}}),
             "wall_s must be a number",
         ),
-        ("future", _checked(schema=3), "has schema 3, written by a newer compgen"),
+        ("future", _checked(schema=9), "has schema 9, written by a newer compgen"),
         ("unknown chapter", _checked(chapter="elsewhere"), "chapter 'elsewhere' is not one of"),
         ("seed sets text", _checked(seed_sets="31"), "seed_sets must be a list"),
     ],
@@ -162,12 +162,12 @@ def test_a_damaged_twin_record_is_one_line_naming_it(what, record, expected, tmp
 
 
 def test_a_twin_record_carries_the_code_of_our_chapter_and_is_stale_by_it(tmp_path):
-    current = twin.code_fingerprint("teacher_student")
+    current = twin.code_key("teacher_student")
     checked = lambda **extra: records.Twin.from_dict(_checked(**extra))  # noqa: E731
-    assert twin.staleness(checked(code_fingerprint=current)) == ""
-    assert "fingerprint 0ld" in twin.staleness(checked(code_fingerprint="0ld"))
-    assert "names no code fingerprint" in twin.staleness(checked())
+    assert twin.staleness(checked(code_key=current)) == ""
+    assert "key 0ld" in twin.staleness(checked(code_key="0ld"))
+    assert "names no code key" in twin.staleness(checked())
     path = tmp_path / "twin_teacher_student.json"
     path.write_text(json.dumps(_checked(matched_world={"fig2c": {"outer_steps": 7998}})))  # ours: the record's rows
     text = twin.appendix(path, "quick", None, {}, {})
-    assert "Our side of the record may be out of date: it names no code fingerprint" in text
+    assert "Our side of the record may be out of date: it names no code key" in text

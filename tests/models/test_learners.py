@@ -287,6 +287,77 @@ def _bad_head(n_out=None, dtype=None):
     return build
 
 
+def _callback_head():
+    """A head whose outputs come from the host through ``jax.pure_callback``: no derivative."""
+
+    def build(cfg):
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        model = importlib.import_module("own_learner").gated_heads(cfg)
+
+        def head(meta, fast, h):
+            out = jax.ShapeDtypeStruct((h.shape[0], cfg.n_out), jnp.float32)
+            return jax.pure_callback(lambda a: np.zeros((a.shape[0], cfg.n_out), np.float32), out, h)
+
+        return models.Model("callback", model.init, model.fast_init, model.features, head)
+
+    return build
+
+
+def _random_build():
+    """A build that draws a constant anew each time: its programs differ from one build to the next."""
+
+    def build(cfg):
+        import jax.numpy as jnp
+        import numpy as np
+
+        model = importlib.import_module("own_learner").gated_heads(cfg)
+        offset = float(np.random.default_rng().normal())
+        head = lambda meta, fast, h: model.head(meta, fast, h) + jnp.float32(offset)  # noqa: E731
+        return models.Model("random", model.init, model.fast_init, model.features, head)
+
+    return build
+
+
+@pytest.mark.parametrize(
+    "build, expected",
+    [
+        (
+            _callback_head(),
+            "the gradient of its outputs in its parameters \\(the meta-learning step needs one\\) raised",
+        ),
+        (_random_build(), "two builds of it for the same config lower to different programs"),
+    ],
+)
+def test_a_learner_that_cannot_be_differentiated_or_keyed_is_refused_when_it_is_checked(importable, build, expected):
+    models.register("unkeyable", build, replace=True)
+    with pytest.raises(ParameterError, match=f"model 'unkeyable': {expected}") as error:
+        make_config(S, "smoke", "unkeyable", **TINY)
+    assert "\n" not in str(error.value)
+
+
+def test_a_learner_is_keyed_at_two_sizes_of_support_so_a_branch_on_its_size_changes_the_key(importable):
+    """Two learners that agree on 3 support points and differ on 5 (a branch on the number of points) have different
+    keys: the probes cover two sizes."""
+
+    def branching(scale_on_five):
+        def build(cfg):
+            model = importlib.import_module("own_learner").gated_heads(cfg)
+
+            def head(meta, fast, h):
+                out = model.head(meta, fast, h)
+                return out * scale_on_five if h.shape[0] == 5 else out
+
+            return models.Model("branching", model.init, model.fast_init, model.features, head)
+
+        return build
+
+    assert models.learners.PROBE_SIZES[0][0] == 3 and models.learners.PROBE_SIZES[1][0] == 5
+    assert _key(branching(1.0), "branch-a") != _key(branching(2.0), "branch-b")
+
+
 @pytest.mark.parametrize(
     "build, expected",
     [

@@ -148,3 +148,42 @@ def test_a_second_lease_on_the_same_out_is_refused(tmp_path):
     with gpu_lease.held(tmp_path, "--out"):
         rc, text = _lease("--ledger", _ledger(tmp_path / "l.json"), "--out", tmp_path, "--fresh", timeout=60)
     assert rc == 2 and "is held by another lease" in text
+
+
+def test_a_lease_killed_mid_chunk_resumes_to_the_progress_of_an_uninterrupted_one(tmp_path):
+    """SIGKILL to the lease and its child while they train: ``status`` then tells where the work stands (the last
+    progress written, never ahead of its checkpoint), and a lease resumed from what the killed one left ends with the
+    same progress, evaluations and training losses as one uninterrupted lease."""
+    import signal
+    import time
+
+    book_ledger = _ledger(tmp_path / "ledger.json")
+    work = ledger.read(book_ledger)[0]
+    rc, text = _lease("--ledger", book_ledger, "--state", tmp_path / "none", "--out", tmp_path / "whole", "--chunk", 2,
+                      "--fresh")  # fmt: skip
+    assert rc == 0, text
+    command = [sys.executable, str(TOOL), "--cpu", "--ledger", str(book_ledger), "--state", str(tmp_path / "none")]
+    command += ["--out", str(tmp_path / "killed"), "--chunk", "2", "--fresh"]
+    lease = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)  # fmt: skip
+    folder = tmp_path / "killed" / "paper" / "fig2c"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        found = ledger.read_progress(folder) if (folder / "progress.json").exists() else None
+        if found is not None and found.steps_done >= 6:
+            break
+        time.sleep(0.05)
+    os.killpg(lease.pid, signal.SIGKILL)
+    lease.wait(30)
+    killed = ledger.read_progress(folder)
+    assert 6 <= killed.steps_done < 40 and killed.leases[-1]["device"] == "cpu"
+    assert f"in progress, {killed.steps_done:,} of 40 steps over 1 lease(s)" in ledger.status(work, folder)
+    newest = max(int(p.name[5:15]) for p in folder.glob("step-*.ckpt"))
+    assert newest >= killed.steps_done
+    rc, text = _lease("--ledger", book_ledger, "--state", tmp_path / "killed" / "paper", "--out", tmp_path / "again",
+                      "--chunk", 2)  # fmt: skip
+    assert rc == 0, text
+    resumed = ledger.read_progress(tmp_path / "again" / "paper" / "fig2c")
+    whole = ledger.read_progress(tmp_path / "whole" / "paper" / "fig2c")
+    assert resumed.complete and resumed.leases[0]["steps"][0] == 0 and len(resumed.leases) == 2
+    assert resumed.configs == whole.configs and resumed.eval_steps == whole.eval_steps

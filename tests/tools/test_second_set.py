@@ -25,7 +25,8 @@ def _record(path, **extra):
         "preset": "smoke",
         "seeds": [31],
         "commits": {name: "0123456789abcdef" for name in glance.CHAPTERS},
-        "fingerprints": {name: "old" for name in glance.CHAPTERS},
+        "keys": {name: "old" for name in glance.CHAPTERS},
+        "schema": recordfile.version("second_set"),
         "wall_s": {name: 1.0 for name in glance.CHAPTERS},
         "runs": {name: [{"figures": ["x"], "config": {"seeds": [31]}, "finals": {}}] for name in glance.CHAPTERS},
         **extra,
@@ -52,8 +53,8 @@ def test_chapters_records_only_those_and_keeps_the_rest(store, tmp_path, monkeyp
     assert all(e["finals"]["eval/alignment"] == [0.5] and e["config"]["seeds"] == [31] for e in entries)
     assert new["runs"]["goals"] == old["runs"]["goals"]  # kept
     assert new["commits"]["teacher_student"] == "fedcba9876543210" and new["commits"]["goals"] == "0123456789abcdef"
-    assert new["fingerprints"]["teacher_student"] == glance.code_fingerprints()["teacher_student"]
-    assert new["fingerprints"]["goals"] == "old" and new["wall_s"] == old["wall_s"]
+    assert new["keys"]["teacher_student"] == glance.code_keys()["teacher_student"]
+    assert new["keys"]["goals"] == "old" and new["wall_s"] == old["wall_s"]
     text = glance._seed_sets_summary([loaded], {})
     assert "commits `fedcba987654` (Teacher and student (§3.3)); `0123456789ab` (The hyperteacher" in text
     assert "Compositional goals (§4.3)" in text  # stale: recorded by other code
@@ -89,7 +90,7 @@ def test_chapters_refuses_a_record_of_other_seeds_or_of_verdicts(store, tmp_path
         ('{"preset": "smoke", "seeds": [31], "runs": {', "is not valid JSON"),
         ("", "is empty"),
         ('{"preset": "smoke", "seeds": [31], "runs": "oops"}', "runs must be an object, got 'oops'"),
-        ('{"schema": 2, "preset": "smoke", "seeds": [31], "runs": {}}', "written by a newer compgen"),
+        ('{"schema": 9, "preset": "smoke", "seeds": [31], "runs": {}}', "written by a newer compgen"),
         ('{"preset": "smoke", "seeds": [31], "runs": {}, "wall_s": {"goals": -5}}', "wall_s['goals'] must be"),
     ],
 )
@@ -106,3 +107,35 @@ def test_seeds_another_seed_set_holds_are_refused(tmp_path, capsys):
     out = str(tmp_path / "third.json")
     message = _one_line(["--preset", "quick", "--seeds", str(held[0]), "99", "--out", out, "--no-train"], capsys)
     assert f"--seeds [{held[0]}] are already in" in message and "second_set.json" in message
+
+
+def test_bad_inputs_are_refused_in_one_line_before_anything_trains(store, tmp_path, capsys, monkeypatch):
+    trained = []
+    monkeypatch.setattr(second_set.notebook, "train", lambda *a, **k: trained.append(a))
+    out = tmp_path / "set.json"
+    base = ["--out", str(out)]
+    assert "--preset must be one of" in _one_line(["--preset", "quik", "--seeds", "61", *base], capsys)
+    assert "--seeds must be a list of non-negative integers below 2**32" in _one_line(
+        ["--seeds", str(2**40), *base], capsys
+    )
+    assert "--seeds must not repeat a seed" in _one_line(["--seeds", "61", "61", *base], capsys)
+    book = _one_line(["--preset", "quick", "--seeds", "2020", "61", *base], capsys)
+    assert "--seeds [2020] are the book's own seeds of hyperteacher at quick" in book
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    real = second_set.os.access
+    monkeypatch.setattr(second_set.os, "access", lambda p, mode: False if str(p) == str(folder) else real(p, mode))
+    message = _one_line(["--seeds", "61", "--out", str(folder / "set.json")], capsys)
+    assert f"--out {folder / 'set.json'} cannot be written: {folder} is not a folder it can write in" in message
+    monkeypatch.setattr(second_set.os, "access", real)
+    assert "cannot be written (a folder, or read-only)" in _one_line(["--seeds", "61", "--out", str(folder)], capsys)
+    empty = _one_line(["--preset", "smoke", "--seeds", "61", "--no-train", *base], capsys)
+    assert "--no-train: the results store" in empty and "lacks" in empty and "of teacher_student at smoke" in empty
+    assert trained == [] and not out.exists()
+
+
+def test_seeds_overlapping_the_target_record_are_refused_unless_it_is_the_same_set(store, tmp_path, capsys):
+    path = tmp_path / "second.json"
+    _record(path)
+    message = _one_line(["--preset", "smoke", "--seeds", "31", "32", "--out", str(path), "--no-train"], capsys)
+    assert f"--seeds [31] are already in {path}" in message

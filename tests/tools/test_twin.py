@@ -175,7 +175,7 @@ def test_the_tool_judges_the_chapters_claims_on_the_references_numbers(tmp_path,
     assert "claims" not in record  # no verdict is stored: the book judges the numbers
     loaded = twin_tables.load_twin(out)
     assert record["schema"] == recordfile.version("twin") and twin_tables.staleness(loaded) == ""  # current code
-    assert record["code_fingerprint"] == twin_tables.code_fingerprint("hyperteacher")
+    assert record["code_key"] == twin_tables.code_key("hyperteacher")
     found = twin_tables.judged(loaded)
     assert set(found) == {"3", "4"} and found["3"]["ours"] is None  # the quick world: ours are the chapter's runs
     verdict = {c.claim: c.verdict for c in found["3"]["authors'"]}

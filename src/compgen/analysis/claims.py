@@ -221,11 +221,15 @@ class ClaimSpec:
             return MEANS_RULE
         return ("pooled over seeds, " + POOLED_SIGN_RULE) if pooled else ("paired by seed, " + SIGN_RULE)
 
-    def judge(self, check: Check | None, ours: str, seeds=(), pooled: bool = False, **fields) -> Claim:
+    def judge(
+        self, check: Check | None, ours: str, seeds=(), pooled: bool = False, paper_difference=None, **fields
+    ) -> Claim:
         """The :class:`Claim` of ``check`` with this spec's texts filled from ``fields``: ``holds`` where the check
         passes (its sign judged by the rule for runs pooled over seed sets where ``pooled``, the runs' own
         :attr:`compgen.notebook.Runs.pooled`), ``not reproduced`` where not, ``not run`` where ``check`` is ``None``;
-        a paper number whose fields are not given (a learner the paper did not run) reads "–"."""
+        a paper number whose fields are not given (a learner the paper did not run) reads "–". Its details keep the
+        check's per-seed differences, threshold, scale and standing, and ``paper_difference`` (the paper's own
+        difference in the check's units, where it reports one) as its position on the criterion axis."""
         fill = lambda text: text.format(**fields)
         try:
             paper = fill(self.paper)
@@ -237,6 +241,9 @@ class ClaimSpec:
             return Claim(*texts, "–", paper, tuple(seeds), NOT_RUN, fill(self.anchor), {})
         verdict = HOLDS if check.holds_under(pooled) else NOT_REPRODUCED
         details = {"differences": check.differences, "agreeing": check.agreeing, "standing": check.standing()}
+        details |= {"threshold": check.threshold, "scale": check.scale}
+        if paper_difference is not None:
+            details["paper_position"] = 1 + (paper_difference - check.threshold) / check.scale
         return Claim(*texts, ours, paper, tuple(seeds), verdict, fill(self.anchor), details)
 
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
+
+import numpy as np
 
 from compgen import bridge, catalog, ledger, programs, records
 from compgen.analysis import claims as C
@@ -20,6 +23,7 @@ from compgen.analysis import finals
 from compgen.analysis.chapters import BEYOND_THE_PAPER, CHAPTERS, SEED_SETS, set_runs
 
 MULTIPLES = (4, 16, 64)  # the points two CPU cores can reach, in multiples of the quick compute
+FAR_SECONDS = 8 * 3600 * 2  # a chapter trains its last point only where all its points fit in 8 hours of two cores
 
 
 def pooled_runs(name: str, seed_sets) -> object | None:
@@ -129,34 +133,248 @@ def plan(seed_sets, multiples=MULTIPLES, book_time=None) -> list:
     """The works of the scale bridge: for each point of ``multiples`` (in order), each chapter with
     :func:`unresolved` claims and each figure holding configs they read (:func:`needed`), one
     :class:`compgen.ledger.Work` per program shape of those configs at that point, each estimated from ``book_time``
-    (a book-time record of the quick book)."""
-    seconds, works, todo = quick_seconds(book_time), [], needed(seed_sets)
-    for multiple in multiples:
-        preset = bridge.point_name(multiple)
-        for (name, figure), (quick, claims) in todo.items():
-            sec = catalog.SECTIONS[name]
-            points = [bridge.point(sec, q, multiple) for q in quick]
-            every = bridge.figure_configs(sec, figure, "quick")
-            groups = {}
-            for q, p in zip(quick, points):
-                groups.setdefault(sec.shape_key(p), []).append((q, p))
-            for i, group in enumerate(groups.values()):
-                suffix = f"-{i + 1}" if len(groups) > 1 else ""
-                works.append(
-                    ledger.Work(
-                        name=f"{figure}-x{multiple}{suffix}",
-                        section=name,
-                        figure=figure,
-                        preset=preset,
-                        select=_select(sec, every, [q for q, _ in group]),
-                        labels=tuple(sec.label(p) for _, p in group),
-                        why=f"read by {len(claims)} claim(s) not holding clearly at quick: " + "; ".join(claims),
-                        estimate_s=_estimate(sec, [q for q, _ in group], [p for _, p in group], seconds),
-                    )
-                )
+    (a book-time record of the quick book). The last point is planned only for the chapters whose points all fit in
+    :data:`FAR_SECONDS` (one core's seconds: 8 hours of two cores) by those estimates."""
+    seconds, todo = quick_seconds(book_time), needed(seed_sets)
+    works = [
+        w
+        for m in multiples
+        for (name, figure), (quick, claims) in todo.items()
+        for w in _point_works(name, figure, quick, claims, m, seconds)
+    ]
+    if len(multiples) > 1:
+        last = bridge.point_name(multiples[-1])
+        cost = {}
+        for w in works:
+            cost[w.section] = cost.get(w.section, 0.0) + (w.estimate_s or math.inf)
+        works = [w for w in works if w.preset != last or cost[w.section] <= FAR_SECONDS]
+    return works
+
+
+def _point_works(name, figure, quick, claims, multiple, seconds) -> list:
+    """The works that train ``quick`` (configs of ``figure``) at ``multiple``: one per program shape."""
+    sec, preset = catalog.SECTIONS[name], bridge.point_name(multiple)
+    points = [bridge.point(sec, q, multiple) for q in quick]
+    every = bridge.figure_configs(sec, figure, "quick")
+    groups = {}
+    for q, p in zip(quick, points):
+        groups.setdefault(sec.shape_key(p), []).append((q, p))
+    works = []
+    for i, group in enumerate(groups.values()):
+        suffix = f"-{i + 1}" if len(groups) > 1 else ""
+        works.append(
+            ledger.Work(
+                name=f"{figure}-x{multiple}{suffix}",
+                section=name,
+                figure=figure,
+                preset=preset,
+                select=_select(sec, every, [q for q, _ in group]),
+                labels=tuple(sec.label(p) for _, p in group),
+                why=f"read by {len(claims)} claim(s) not holding clearly at quick: " + "; ".join(claims),
+                estimate_s=_estimate(sec, [q for q, _ in group], [p for _, p in group], seconds),
+            )
+        )
     return works
 
 
 def plan_text(works) -> str:
     """The bridge ledger's file text (:func:`compgen.ledger.dumps_ledger`)."""
     return ledger.dumps_ledger(works)
+
+
+# ----------------------------------------------------------------------------------------------- standings on the path
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """A claim at one point of the path: ``label`` ("×1", "×4", the paper's "1.0"), its ``multiple`` of the quick
+    compute, the ``fraction`` of the paper's compute of the configs the claim reads, the claim's per-seed
+    ``positions`` in units of its criterion (0 no effect, 1 the criterion; :func:`positions`), its pooled
+    ``standing`` and ``verdict``, the ``seeds`` and ``state`` ("complete", or where its runs stand)."""
+
+    label: str
+    multiple: float
+    fraction: float
+    positions: tuple
+    standing: C.Standing | None
+    verdict: str
+    seeds: tuple = ()
+    state: str = "complete"
+
+    @property
+    def judged(self) -> bool:
+        return self.state == "complete" and self.standing is not None and self.verdict != C.NOT_RUN
+
+
+def positions(claim) -> tuple:
+    """``claim``'s per-seed differences in units of its criterion, as :meth:`compgen.analysis.claims.Check.standing`
+    places their mean: ``1 + (d - threshold) / scale``; empty where the claim was not judged per seed."""
+    found = claim.details
+    if "threshold" not in found or not found.get("differences"):
+        return ()
+    return tuple(1 + (d - found["threshold"]) / found["scale"] for d in found["differences"])
+
+
+def _fraction(sec, quick, points) -> float:
+    """The geometric mean over ``quick`` configs of their points' fraction of the paper's compute."""
+    fractions = [bridge.multiple(sec, q, p) / bridge.paper_multiple(sec, q) for q, p in zip(quick, points)]
+    return float(np.exp(np.mean(np.log(fractions)))) if fractions else float("nan")
+
+
+def point_runs(name: str, multiple: int, works, folder):
+    """Chapter ``name``'s runs at the bridge point ``multiple`` (:class:`compgen.notebook.Runs` at its preset) from the
+    progress records under ``folder`` of the ledger ``works`` that trained them: a config's output is its work's last
+    evaluation where that work is complete, else none. Also ``{work name: its state}`` of the point's works."""
+    from compgen.notebook import Runs
+
+    sec, preset = catalog.SECTIONS[name], bridge.point_name(multiple)
+    figures = {f: bridge.figure_configs(sec, f, preset) for f in sec.figures("quick")}
+    outputs = {c: None for cs in figures.values() for c in cs}
+    by_fields = {unseeded(c): c for c in outputs}
+    states = {}
+    for work in works:
+        if work.section != name or work.preset != preset:
+            continue
+        record = ledger.read_progress(Path(folder) / work.name)
+        states[work.name] = ledger.standing(record)["state"] if record else "not started"
+        if record is None or not record.complete:
+            continue
+        for entry in record.configs:
+            cfg = by_fields.get(json.dumps({k: v for k, v in entry["config"].items() if k != "seeds"}, sort_keys=True))
+            if cfg is not None and tuple(entry["seeds"]) == tuple(cfg.seeds):
+                outputs[cfg] = {f"eval/{k}": np.asarray(v, float) for k, v in entry["eval"].items()}
+    return Runs(sec, preset, figures, outputs), states
+
+
+def claim_path(name: str, claim: str, start, works, folder, multiples=MULTIPLES, read=None) -> list:
+    """The :class:`Point` of chapter ``name``'s claim (its text) at ×1 (``start``: runs at quick, the book's seeds or
+    recorded sets) and at each bridge point of ``multiples`` whose works are under ``folder``. ``read``: the
+    :func:`unseeded` keys of the configs the claim reads (their fractions of the paper's compute), default all."""
+    module, sec = CHAPTERS[name], catalog.SECTIONS[name]
+    quick = [c for f in sec.figures("quick") for c in bridge.figure_configs(sec, f, "quick")]
+    quick = list({unseeded(c): c for c in quick if read is None or unseeded(c) in read}.values())
+    found = []
+    for multiple in (1, *multiples):
+        points = [bridge.point(sec, q, multiple) for q in quick]
+        if multiple == 1:
+            runs, state = start, "complete"
+        else:
+            runs, states = point_runs(name, multiple, works, folder)
+            wanted = {unseeded(p) for p in points}
+            mine = [s for w, s in states.items() if wanted & _work_keys(works, w, multiple)] or list(states.values())
+            state = (
+                "complete"
+                if mine and all(s == "complete" for s in mine)
+                else ("not started" if not mine or all(s == "not started" for s in mine) else "in progress")
+            )
+        judged = next((c for c in module.claims(runs) if c.claim == claim), None) if runs is not None else None
+        standing = judged.details.get("standing") if judged is not None else None
+        found.append(
+            Point(
+                label=f"×{multiple}",
+                multiple=float(multiple),
+                fraction=_fraction(sec, quick, points),
+                positions=positions(judged) if judged is not None else (),
+                standing=standing,
+                verdict=judged.verdict if judged is not None else C.NOT_RUN,
+                seeds=tuple(judged.seeds) if judged is not None else (),
+                state=state,
+            )
+        )
+    return found
+
+
+def _work_keys(works, name: str, multiple: int) -> set:
+    """The :func:`unseeded` keys of the configs of the work called ``name`` (at its preset)."""
+    work = next(w for w in works if w.name == name)
+    return {unseeded(c) for c in work.configs()}
+
+
+TREND_SE = 2.0  # a trend is a slope whose interval of this many standard errors excludes zero (stated before data)
+
+
+def trend(points) -> tuple | None:
+    """``(slope, standard error)`` of the claim's per-seed positions against log base 4 of the multiple, over the
+    judged points (ordinary least squares); ``None`` with fewer than two judged points."""
+    xs, ys = [], []
+    for p in points:
+        if p.judged:
+            values = p.positions or (p.standing.position,)
+            xs += [math.log(p.multiple, 4)] * len(values)
+            ys += list(values)
+    if len({round(x, 9) for x in xs}) < 2:
+        return None
+    x, y = np.asarray(xs), np.asarray(ys)
+    x0 = x - x.mean()
+    slope = float((x0 * (y - y.mean())).sum() / (x0**2).sum())
+    residual = y - y.mean() - slope * x0
+    dof = len(x) - 2
+    se = float(math.sqrt((residual**2).sum() / dof / (x0**2).sum())) if dof > 0 else float("nan")
+    return slope, se
+
+
+def words(points) -> str:
+    """Where the claim stands along the path, in words chosen by the numbers: "holds from ×16" (it holds clearly at
+    that point and every judged point after it, the last included), "grows: +0.3 criterion per ×4, below it at ×16"
+    (or "shrinks"; a trend is a slope whose :data:`TREND_SE` standard errors exclude zero), "no trend over ×1–×16";
+    a point whose runs are not complete gets no verdict ("×16 in progress")."""
+    judged = [p for p in points if p.judged]
+    pending = [f"{p.label} {p.state}" for p in points if not p.judged and p.state != "complete"]
+    tail = f"; {', '.join(pending)}" if pending else ""
+    if not judged:
+        return "not yet judged at any point" + tail
+    clear = [C.category(_as_claim(p)) == C.HOLDS_CLEARLY for p in judged]
+    if clear[-1]:
+        first = len(clear)
+        while first > 0 and clear[first - 1]:
+            first -= 1
+        return f"holds from {judged[first].label}" + tail
+    found = trend(judged)
+    span = f"{judged[0].label}–{judged[-1].label}"
+    if found is None:
+        return f"{'holds' if judged[-1].verdict == C.HOLDS else 'does not hold'} at {judged[-1].label}" + tail
+    slope, se = found
+    if not (math.isfinite(se) and abs(slope) > TREND_SE * se):
+        return f"no trend over {span}" + tail
+    last = judged[-1].standing.position
+    side = "below" if last < 1 else "above"
+    return (
+        f"{'grows' if slope > 0 else 'shrinks'}: {slope:+.2f} criterion per ×4, {side} it at {judged[-1].label}" + tail
+    )
+
+
+def _as_claim(point):
+    """A stand-in claim for :func:`compgen.analysis.claims.category` of a point."""
+    return C.Claim("", "", "", "", verdict=point.verdict, details={"standing": point.standing})
+
+
+def crossing(points) -> float | None:
+    """The multiple of the quick compute at which the fitted trend reaches the criterion (an extrapolation), or
+    ``None`` where there is no rising trend below it."""
+    judged = [p for p in points if p.judged]
+    found = trend(judged)
+    if not judged or found is None or found[0] <= 0 or judged[-1].standing.position >= 1:
+        return None
+    slope, _ = found
+    last = judged[-1]
+    return last.multiple * 4 ** ((1 - last.standing.position) / slope)
+
+
+def chapter_paths(name: str, runs, seed_sets, works, folder) -> dict:
+    """``{claim text: ([Point], the paper's position or None)}`` for each of chapter ``name``'s :func:`unresolved`
+    claims: ×1 on ``runs`` where they are at quick (the book's seeds), else on the recorded ``seed_sets`` pooled; then
+    each bridge point the ledger ``works`` plan for the chapter, from their state under ``folder``."""
+    found = unresolved(seed_sets).get(name, [])
+    if not found:
+        return {}
+    multiples = sorted({bridge.parse(w.preset) for w in works if w.section == name and bridge.parse(w.preset)})
+    pooled = pooled_runs(name, seed_sets)
+    start = runs if runs is not None and runs.preset == "quick" else pooled
+    judged = {c.claim: c for c in CHAPTERS[name].claims(start)}
+    out = {}
+    for claim in found:
+        read = configs_read(name, pooled, claim)
+        points = claim_path(name, claim.claim, start, works, folder, multiples, read)
+        paper = judged.get(claim.claim)
+        out[claim.claim] = (points, paper.details.get("paper_position") if paper is not None else None)
+    return out

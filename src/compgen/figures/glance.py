@@ -31,9 +31,9 @@ import html
 import re
 from pathlib import Path
 
-from compgen import catalog, ledger, recordfile, records, results
+from compgen import catalog, ledger, programs, recordfile, records, results
 from compgen.analysis import claims as C
-from compgen.analysis import finals, teacher_student
+from compgen.analysis import finals, scale, teacher_student
 from compgen.analysis.chapters import BEYOND_THE_PAPER, CHAPTERS, SEED_SETS, TITLES, set_runs  # noqa: F401 (read as glance.*)
 from compgen.figures import forest, verdicts
 from compgen.figures import twin as twin_
@@ -63,23 +63,26 @@ def load_seed_sets(paths, preset) -> list:
     return [r for r in (load_seed_set(p, preset) for p in paths) if r is not None]
 
 
-def code_fingerprints() -> dict:
-    """{section: the fingerprint of its training code}, as the results store keys its runs."""
-    return {name: catalog.get(name).fingerprint for name in CHAPTERS}
+def code_keys() -> dict:
+    """{section: the key of what its code computes at quick} (:func:`compgen.programs.section_key`)."""
+    return {name: programs.section_key(catalog.get(name)) for name in CHAPTERS}
 
 
 def stale_chapters(record: records.SeedSet | None) -> list:
     """The chapters of the record whose training code changed since it was recorded (their runs would differ), or
-    whose fingerprint it does not record (whether it changed cannot be told)."""
+    whose code key it does not record or recorded under other library versions (whether it changed cannot be told)."""
     return [n for n in (record.runs if record else ()) if n in CHAPTERS and _stale_why(record, n)]
 
 
 def _stale_why(record: records.SeedSet, name: str) -> str:
     """Why chapter ``name``'s runs in the seed-set ``record`` may not be the current code's ("" if they are)."""
-    state = recordfile.code_state(record.fingerprint(name), code_fingerprints()[name])
+    key, versions = record.computed_by(name)
+    state = recordfile.code_state(key, programs.section_key(catalog.get(name)), versions, programs.versions())
     if state == recordfile.STALE:
         return f"the training code of {TITLES[name]} changed since the record was made"
-    return "" if state == recordfile.CURRENT else f"the record names no code fingerprint for {TITLES[name]}"
+    if state == recordfile.OTHER_VERSIONS:
+        return f"the record's code key for {TITLES[name]} was computed under other library versions"
+    return "" if state == recordfile.CURRENT else f"the record names no code key for {TITLES[name]}"
 
 
 def judged_sets(name: str, runs, seed_sets=()) -> dict:
@@ -164,7 +167,8 @@ table.glance td:has(.edge) { white-space: normal; } table.glance .edge { color: 
 </style>"""
 
 
-WIDTHS = {"seeds": 9, "pooled": 12, "twin": 9, "paper": 9}  # columns' share of the page (figure 8 %, claim the rest)
+# columns' share of the page (figure 8 %, claim the rest)
+WIDTHS = {"seeds": 9, "pooled": 12, "twin": 9, "paper": 9, "path": 13}
 
 
 def _claim_details(c) -> str:
@@ -200,12 +204,14 @@ NOT_TWINNED = {
 }
 
 
-def page(preset="quick", seeds=None, seed_sets=(), twins=None, paper_scale=None) -> str:
+def page(preset="quick", seeds=None, seed_sets=(), twins=None, paper_scale=None, bridge=None) -> str:
     """The page's markdown (see the module docstring): how it was built, the counts of claims by where they stand,
     the forest plot of every claim, and one compact table per chapter. ``seed_sets``: the paths of
     ``tools/second_set.py``'s records (:data:`SEED_SETS`); ``twins``: the folder of ``tools/twin.py``'s records
     (``twin_<section>.json`` and ``twin_<section>_*.json``); ``paper_scale``: the state folder of the paper-scale
-    ledger's Fig. 2C work (:mod:`compgen.ledger`)."""
+    ledger's Fig. 2C work (:mod:`compgen.ledger`); ``bridge``: the folder of the scale bridge's ledger and state,
+    whose column says where each claim not holding clearly at quick stands along the path to the paper's
+    configuration (:func:`compgen.analysis.scale.words`)."""
     recorded = load_seed_sets(seed_sets, preset)
     runs = {name: stored(name, preset, seeds) for name in CHAPTERS}
     sets = {name: judged_sets(name, runs[name], recorded) for name in CHAPTERS}
@@ -239,8 +245,31 @@ def page(preset="quick", seeds=None, seed_sets=(), twins=None, paper_scale=None)
             by_claim = {(c.figure, c.claim): c for c in paper_claims["claims"]} if name == "teacher_student" else {}
             cells = [by_claim.get((c.figure, c.claim)) for c in group]
             columns.append(("paper scale", [_paper_scale_cell(p, paper_claims["stale"]) for p in cells], "paper"))
+        if bridge is not None and name not in BEYOND_THE_PAPER:
+            paths = _bridge_paths(name, runs[name], seed_sets, bridge)
+            cells = [_bridge_cell(name, paths.get(c.claim)) for c in group]
+            columns.append(("along the path to the paper's scale", cells, "path"))
         parts.append(f"**{TITLES[name]}**\n\n" + _html_table(name, group, columns))
     return "\n\n".join(parts)
+
+
+def _bridge_paths(name: str, runs, seed_sets, folder) -> dict:
+    """``{claim: ([Point], paper position)}`` of chapter ``name``'s claims along the scale bridge whose ledger and
+    state are in ``folder`` (:func:`compgen.analysis.scale.chapter_paths`), the claims chosen on the recorded seed
+    sets at quick."""
+    ledger_path = Path(folder) / ledger.LEDGER
+    works = ledger.read(ledger_path) if ledger_path.exists() else []
+    quick_sets = load_seed_sets(seed_sets, "quick")
+    return scale.chapter_paths(name, runs, quick_sets, works, folder)
+
+
+def _bridge_cell(name: str, path) -> str:
+    """Where a claim stands along the bridge in words, linked to its chapter's figure; "–" for a claim that holds
+    clearly at quick (not on the bridge)."""
+    if path is None:
+        return '<span title="holds clearly at quick: not trained along the bridge">–</span>'
+    label = name.replace("_", "-")
+    return f'<a href="{name}.html#bridge-{label}">{html.escape(scale.words(path[0]))}</a>'
 
 
 def _paths(seed_sets) -> list:
@@ -374,12 +403,11 @@ def _seed_sets_summary(recorded: list, runs: dict) -> str:
 
 
 def _staleness(record: records.SeedSet, runs: dict) -> str:
-    """What a seed-set record's columns show that is not this build's: other code, no fingerprint, shared seeds,
+    """What a seed-set record's columns show that is not this build's: other code, no code key, shared seeds,
     configs changed since."""
     label, stale = _seeds_label(records.seed_set_name(record.seeds)), stale_chapters(record)
-    fingerprints = record.fingerprints
-    changed = [TITLES[n] for n in stale if fingerprints.get(n)]
-    unknown = [TITLES[n] for n in stale if not fingerprints.get(n)]
+    changed = [TITLES[n] for n in stale if "changed" in _stale_why(record, n)]
+    unknown = [TITLES[n] for n in stale if "changed" not in _stale_why(record, n)]
     missing = [TITLES[n] for n in CHAPTERS if (r := set_runs(record, n)) is not None and finals.missing(r)]
     overlap = [TITLES[n] for n, r in runs.items() if set(record.seeds) & set(r.seeds)]
     text = ""
@@ -390,8 +418,8 @@ def _staleness(record: records.SeedSet, runs: dict) -> str:
         )
     if unknown:
         text += (
-            f" The record of {label} names no code fingerprint for {', '.join(unknown)}, so whether its code changed "
-            "since cannot be told: its cells are marked (stale)."
+            f" The record of {label} names no code key comparable here for {', '.join(unknown)}, so whether its code "
+            "changed since cannot be told: its cells are marked (stale)."
         )
     if overlap:
         text += f" This build's seeds of {', '.join(overlap)} are among {label}, so those are not compared."
@@ -455,15 +483,16 @@ def _twin_summary(twins: dict) -> str:
 
 def _twin_staleness(twins: dict) -> str:
     """A sentence per kind of staleness of the twin records (:func:`compgen.figures.twin.staleness`), or ""."""
-    changed = [n for n, rs in twins.items() if any(r.fingerprint() and twin_.staleness(r) for r in rs)]
-    unknown = [n for n, rs in twins.items() if any(not r.fingerprint() for r in rs)]
+    why = {n: [twin_.staleness(r) for r in rs] for n, rs in twins.items()}
+    changed = [n for n, found in why.items() if any("other code" in w for w in found)]
+    unknown = [n for n, found in why.items() if any(w and "other code" not in w for w in found)]
     text = ""
     if changed:
         text += f" Our code of {', '.join(TITLES[n] for n in changed)} has changed since its twin records were made."
     if unknown:
         text += (
-            f" The twin records of {', '.join(TITLES[n] for n in unknown)} name no code fingerprint, so whether our "
-            "code changed since they were made cannot be told."
+            f" The twin records of {', '.join(TITLES[n] for n in unknown)} name no code key comparable here, so "
+            "whether our code changed since they were made cannot be told."
         )
     return text
 
@@ -558,13 +587,27 @@ def findings(runs, seed_sets=(), twins=None) -> str:
     held = sum(c.verdict == C.HOLDS for c in found[book])
     where = "Pooled over every seed set" if "pooled" in found else "By where each stands against its criterion"
     head = (
-        f"**What the runs show**, judged when this page was built (the claim tables below each figure and the "
-        f"[results page](results) give the criteria): {held} of {len(found[book])} claims hold on the book's seeds. "
+        f"**What the runs show**, judged when this page was built {sets_judged(found, book)} (the claim tables below "
+        f"each figure and the [results page](results) give the criteria): {held} of {len(found[book])} claims hold on "
+        "the book's seeds. "
         f"{where}, {_counted(C.tally(rows))} (at the criterion: the mean difference, two standard errors either side, "
         "reaches both sides of the criterion)."
     )
     plot = _forest({name: found}, {name: runs}, {name: rows}, link=False, chapters=[name])
     return "\n".join([head, "", *lines, "", plot])
+
+
+def sets_judged(found: dict, book: str) -> str:
+    """The seed sets a chapter's claims were judged on, named from :func:`judged_sets`' keys: "on the book's seeds
+    (2020–2022, not tuned on), on the unseen seeds 31–33 and 51–53, and pooled over all of them"."""
+    recorded = [_seeds_label(k).replace("seeds ", "") for k in found if k not in (book, "pooled")]
+    label = _seeds_label(book)
+    text = f"on the book's {label.replace('seeds ', 'seeds (').replace('seed ', 'seed (')}, not tuned on)"
+    if not recorded:
+        return text
+    listed = recorded[0] if len(recorded) == 1 else ", ".join(recorded[:-1]) + f" and {recorded[-1]}"
+    text += f", on the unseen seeds {listed}"
+    return text + (", and pooled over all of them" if "pooled" in found else "")
 
 
 def _said(claim) -> str:

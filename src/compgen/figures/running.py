@@ -11,7 +11,7 @@ built (never typed into the page).
 
 Each is read by :mod:`compgen.recordfile`: a damaged record stops the page with one line naming it and the command
 that rewrites it (the records are committed: a damaged one is a bug to fix); a missing ``book_time.json`` is a note.
-A record of ours made by other code than this build's (:func:`compgen.steptimes.code_fingerprint`), or naming none, says
+A record of ours made by other code than this build's (:func:`compgen.catalog.code_key`), or naming none, says
 so beside what it draws (:func:`code_note`).
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compgen import booktime, recordfile, steptimes
+from compgen import booktime, catalog, programs, recordfile, steptimes
 from compgen.experiments.fewshot import MODEL_LABELS
 from compgen.figures import FigureResult, plots
 from compgen.records import BookTime, Choices, Gpu, OpCounts, Steps, load_folder
@@ -45,13 +45,18 @@ def gpu_records(folder) -> list:
     return load_folder(Gpu, Path(folder, "gpu"))
 
 
-CODE_STATES = {recordfile.STALE: "code changed since", recordfile.NOT_RECORDED: "code not recorded"}
+CODE_STATES = {
+    recordfile.STALE: "code changed since",
+    recordfile.NOT_RECORDED: "code not recorded",
+    recordfile.OTHER_VERSIONS: "code key of other library versions",
+}
 
 
 def code_state(record) -> str:
-    """Whether ``record`` was made by this build's code (:func:`compgen.steptimes.code_fingerprint`): one of
-    :data:`compgen.recordfile.CURRENT`, ``STALE``, ``NOT_RECORDED``."""
-    return recordfile.code_state(record.fingerprint(), steptimes.code_fingerprint())
+    """Whether ``record`` was made by this build's code (:func:`compgen.catalog.code_key`): one of
+    :data:`compgen.recordfile.CURRENT`, ``STALE``, ``NOT_RECORDED``, ``OTHER_VERSIONS``."""
+    key, versions = record.computed_by()
+    return recordfile.code_state(key, catalog.code_key(), versions, programs.versions())
 
 
 def code_note(record) -> str:
@@ -59,8 +64,8 @@ def code_note(record) -> str:
     state = code_state(record)
     if state == recordfile.STALE:
         return "The timed code has changed since this record was made: its figures are the older code's."
-    if state == recordfile.NOT_RECORDED:
-        return "The record names no code fingerprint, so whether the timed code changed since cannot be told."
+    if state in (recordfile.NOT_RECORDED, recordfile.OTHER_VERSIONS):
+        return "The record names no code key comparable here, so whether the timed code changed since cannot be told."
     return ""
 
 
@@ -313,7 +318,6 @@ def serial_work(record) -> FigureResult:
     changed since the record says so."""
     if record is None:
         return FigureResult(notes=NO_OP_COUNTS)
-    from compgen import catalog
 
     lines = [
         "| configuration | inner steps | ours ops | theirs ops | ours fusions | theirs fusions |",
@@ -329,9 +333,8 @@ def serial_work(record) -> FigureResult:
             if ours["fusions"]["per_step"] > theirs["fusions"]["per_step"]:
                 more_fusions.append(_case_label(case))
             runs.append((ours["ops"]["runs"], theirs["ops"]["runs"]))
-        if recordfile.code_state(ours["code_fingerprint"], catalog.get(case.split(" ")[0]).fingerprint) != (
-            recordfile.CURRENT
-        ):
+        current = programs.section_key(catalog.get(case.split(" ")[0]))
+        if recordfile.code_state(ours.get("code_key"), current) != recordfile.CURRENT:
             changed.append(_case_label(case))
     commit = record.reference["commit"]
     caption = (
@@ -470,7 +473,7 @@ def paper_cost(records, device="H100") -> FigureResult:
     newest step-time record on ``device`` where it has the figure's section and learner (its paper case's time per
     step and seed, times each config's steps and seeds: configs of another size than the case's are estimated at
     the case's time)."""
-    from compgen import catalog, section
+    from compgen import section
 
     ours = _newest_ours(records, device)
     lines = [

@@ -26,13 +26,15 @@ def load_search(path) -> records.Search:
 
 def code_states(record: records.Search) -> Counter:
     """How many of the search ``record``'s entries were made by the section's current code, by other code, or name
-    none (:func:`compgen.recordfile.code_state`; an entry's ``code_fingerprint`` is its run's)."""
-    from compgen import catalog
+    none (:func:`compgen.recordfile.code_state`; an entry's ``code_key`` is its section's when it ran)."""
+    from compgen import catalog, programs
 
     section = record.section
-    current = catalog.get(section).fingerprint if section in catalog.SECTIONS else None
+    current = programs.section_key(catalog.get(section)) if section in catalog.SECTIONS else None
     return Counter(
-        recordfile.code_state(r.get("code_fingerprint"), current) if current else recordfile.NOT_RECORDED
+        recordfile.code_state(r.get("code_key"), current, record.code_versions, programs.versions())
+        if current
+        else recordfile.NOT_RECORDED
         for r in record.records
     )
 
@@ -43,10 +45,11 @@ def _code_sentence(record: records.Search) -> str:
     parts = []
     if states[recordfile.STALE]:
         parts.append(f"{states[recordfile.STALE]} of its {total} runs were made by other code than this build's")
-    if states[recordfile.NOT_RECORDED]:
+    unknown = states[recordfile.NOT_RECORDED] + states[recordfile.OTHER_VERSIONS]
+    if unknown:
         parts.append(
-            f"{states[recordfile.NOT_RECORDED]} of its {total} runs name no code fingerprint, so whether the code "
-            "changed since cannot be told"
+            f"{unknown} of its {total} runs name no code key comparable here, so whether the code changed since "
+            "cannot be told"
         )
     return f" {'; '.join(parts)}." if parts else ""
 

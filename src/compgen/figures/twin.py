@@ -10,9 +10,9 @@ codes' numbers out as runs (:func:`reference_runs`, :func:`ours_runs`) and judge
 ``claims``, the current claim code. Building the book needs no reference checkout.
 
 A record is read by :func:`load_twin` (:mod:`compgen.recordfile`): a damaged one stops the page with one line naming
-it and the command that rewrites it. It carries the fingerprint of our chapter's code (``code_fingerprint``: the
-translation of its configs, and ours at the matched world); :func:`staleness` says when that code changed since, or
-when the record names none.
+it and the command that rewrites it. It carries the key of what our chapter's code computes (``code_key``,
+:func:`code_key`: the translation of its configs, and ours at the matched world); :func:`staleness` says when that
+code changed since, or when the record names none comparable here.
 """
 
 from __future__ import annotations
@@ -76,16 +76,20 @@ def _known_chapter(record: dict) -> None:
         raise ValueError(f"chapter {record['chapter']!r} is not one of {sorted(CLAIM_FIGURES)}")
 
 
-def code_fingerprint(chapter: str) -> str:
-    """The fingerprint of our code a twin record of ``chapter`` depends on: the chapter's section's."""
-    from compgen import catalog
+def code_key(chapter: str) -> str:
+    """The key of our code a twin record of ``chapter`` depends on: what the chapter's section computes
+    (:func:`compgen.programs.section_key`)."""
+    from compgen import catalog, programs
 
-    return catalog.get(chapter).fingerprint
+    return programs.section_key(catalog.get(chapter))
 
 
 def staleness(record: records.Twin) -> str:
     """Why the twin ``record`` may not show what our current code computes, as words ("" where it is current)."""
-    return recordfile.stale(record.fingerprint(), code_fingerprint(record.chapter))
+    from compgen import programs
+
+    key, versions = record.computed_by()
+    return recordfile.stale(key, code_key(record.chapter), versions, programs.versions())
 
 
 def seed_sets(record: records.Twin) -> list:

@@ -39,7 +39,10 @@ KINDS = {
     "incontext": ("an in-context learner", "in-context learners"),
 }
 MODEL_TYPES = {"fewshot": Model, "incontext": InContextModel}  # what a learner of each kind builds
-PROBE_POINTS = (3, 2)  # support and query points of the shapes a user's learner is checked and keyed at
+# The support and query points of the shapes a user's learner is checked and keyed at: two sizes, so that a learner
+# whose programs change with the number of points (a branch on a shape) is keyed by both.
+PROBE_SIZES = ((3, 2), (5, 4))
+PROBE_POINTS = PROBE_SIZES[0]
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")  # a registered name: no blanks, no ':' (import paths have one)
 
 
@@ -205,10 +208,16 @@ def model_of(cfg, kind: str):
 
 def check(found: Learner, cfg):
     """The model ``found`` builds for ``cfg``, its functions traced at the config's shapes (:func:`probes`): the model
-    is of its kind's type, its parameters and outputs are floating point and its outputs are ``(points, n_out)``.
-    Whatever it raises or returns otherwise is one :class:`ParameterError` line naming the learner."""
+    is of its kind's type, its parameters and outputs are floating point, its outputs are ``(points, n_out)`` and have
+    a derivative in the parameters; and built twice it lowers to the same programs (:func:`lowered`), so that its key
+    is the same in every process. Whatever it raises or returns otherwise is one :class:`ParameterError` line naming
+    the learner."""
     model = _built(found, cfg)
-    probes(found, model, cfg)
+    if lowered(found, model, cfg) != lowered(found, _built(found, cfg), cfg):
+        raise ParameterError(
+            f"model {found.name!r}: two builds of it for the same config lower to different programs (a random or "
+            "time-dependent build?), so its runs cannot be keyed: build the same model every time"
+        )
     return model
 
 
@@ -228,11 +237,11 @@ def _built(found: Learner, cfg):
     return model
 
 
-def probes(found: Learner, model, cfg) -> dict:
+def probes(found: Learner, model, cfg, points=PROBE_POINTS) -> dict:
     """``{name: (function, *argument shapes)}``: the functions of ``model`` (built by ``found`` for ``cfg``) at the
-    config's shapes with :data:`PROBE_POINTS` points, and the gradient of the summed outputs with respect to the
+    config's shapes with ``points`` (support, query) points, and the gradient of the summed outputs with respect to the
     parameters (it holds any custom derivative rule). Checks what :func:`check` says, in one line."""
-    n_support, n_query = PROBE_POINTS
+    n_support, n_query = points
 
     def shape_of(what, fn, *args):
         try:
@@ -285,28 +294,37 @@ def probes(found: Learner, model, cfg) -> dict:
             f"model {found.name!r}: outputs must have shape (points, n_out) = {(points, cfg.n_out)}, got {got}"
         )
     floating("its outputs", output)
+    gradient, *arguments = found_probes["gradient"]
+    shape_of("the gradient of its outputs in its parameters (the meta-learning step needs one)", gradient, *arguments)
     return found_probes
+
+
+def lowered(found: Learner, model, cfg) -> str:
+    """The StableHLO of each of :func:`probes` at every size of :data:`PROBE_SIZES`, lowered for a CPU, without
+    source locations, at JAX's default matmul precision, with the module's name dropped."""
+    parts = []
+    with jax.default_matmul_precision(None):
+        for points in PROBE_SIZES:
+            for name, (fn, *shapes) in probes(found, model, cfg, points).items():
+                text = jax.jit(fn).trace(*shapes).lower(lowering_platforms=("cpu",)).as_text(debug_info=False)
+                parts.append(f"{name} {points}\n" + re.sub(r"^module @\S+", "module", text, count=1))
+    return "\n".join(parts)
 
 
 def code_of(cfg) -> str | None:
     """What ``cfg``'s learner computes, as text, where it is defined outside the library (None inside it, whose code
-    is in the section's fingerprint): the StableHLO of each of its :func:`probes`, lowered for a CPU, without
-    source locations, at JAX's default matmul precision, with the module's name dropped.
+    is in the section's fingerprint): the StableHLO of each of its :func:`probes` at both sizes of
+    :data:`PROBE_SIZES` (:func:`lowered`), checked to be the same for two builds (:func:`check`).
 
     It holds everything the programs compute from: constants (a module's ``EXPERTS = 8``), ``functools.partial``
     arguments, helpers from any module or package, custom derivative rules. It cannot hold what no program shows:
-    ``label`` and ``sized_by`` (presentation only) and the learner's behaviour at other shapes; it changes with a
+    ``label`` and ``sized_by`` (presentation only) and the learner's behaviour at shapes other than the probes' (a
+    run's own key, :func:`compgen.programs.run_key`, lowers its programs at its config's shapes); it changes with a
     function's name inside a program, a parameter's key, the JAX version, and (for host callbacks) every process."""
     found = get(cfg.model)
     if is_library(found):
         return None
-    parts = []
-    with jax.default_matmul_precision(None):
-        for name, (fn, *shapes) in probes(found, _built(found, cfg), cfg).items():
-            lowered = jax.jit(fn).trace(*shapes).lower(lowering_platforms=("cpu",))
-            text = re.sub(r"^module @\S+", "module", lowered.as_text(debug_info=False), count=1)
-            parts.append(f"{name}\n{text}")
-    return "\n".join(parts)
+    return lowered(found, _built(found, cfg), cfg)
 
 
 def param_count(cfg) -> int:

@@ -1,0 +1,188 @@
+"""Where each claim appears: a chapter's claims that do not hold clearly at quick, along the scale bridge.
+
+:func:`where_claims_appear` draws, for each such claim of a chapter (:func:`compgen.analysis.scale.unresolved`), its
+effect in units of its criterion (the forest plot's axis: 0 no effect, 1 the criterion) against the fraction of the
+paper's training compute on a log axis: a mark per seed, the mean with two standard errors, the criterion as a line,
+the paper's own value at 1.0 where the paper reports one, and the fitted trend carried past the last point as a
+dashed, labelled extrapolation, never as a result. :func:`path_table` words where each claim stands
+(:func:`compgen.analysis.scale.words`). Computing lives in :mod:`compgen.analysis.scale`; this module draws.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from compgen import bridge, catalog
+from compgen.analysis import claims as C
+from compgen.analysis import scale
+from compgen.figures import FigureResult, plots
+
+COLOURS = {C.HOLDS_CLEARLY: "#1b7837", C.AT_CRITERION: "#b8860b", C.FAILS_CLEARLY: "#b2182b", C.NOT_RUN: "#888888"}
+
+
+def _panel(ax, title: str, points, paper_position=None) -> None:
+    """One claim's path on ``ax``."""
+    judged = [p for p in points if p.judged]
+    ax.axhline(1, color="k", lw=0.9)
+    ax.axhline(0, color="grey", lw=0.7, ls="--")
+    ax.set_xscale("log")
+    for p in judged:
+        colour = COLOURS[C.category(scale._as_claim(p))]
+        if p.positions:
+            ax.plot([p.fraction] * len(p.positions), p.positions, "o", ms=3, color=colour, alpha=0.45, mec="none")
+        s = p.standing
+        ax.errorbar(
+            p.fraction,
+            s.position,
+            yerr=[[s.position - s.low], [s.high - s.position]],
+            fmt="D",
+            ms=5,
+            color=colour,
+            capsize=3,
+            lw=1.2,
+        )
+        ax.annotate(p.label, (p.fraction, s.high), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=7)
+    for p in points:
+        if not p.judged and p.state != "complete":
+            ax.axvline(p.fraction, color="grey", lw=0.6, ls=":")
+            ax.annotate(
+                f"{p.label}\n{p.state}",
+                (p.fraction, 0.02),
+                xycoords=("data", "axes fraction"),
+                fontsize=6,
+                ha="center",
+                color="grey",
+            )
+    if judged:
+        xs = [p.fraction for p in judged]
+        ax.plot(xs, [p.standing.position for p in judged], color="k", lw=0.6, alpha=0.5)
+    reach = scale.crossing(points)
+    if reach is not None:
+        last = judged[-1]
+        at = last.fraction * reach / last.multiple
+        if at <= 1:
+            ax.plot([last.fraction, at], [last.standing.position, 1], color="#555555", ls="--", lw=1)
+            ax.annotate(
+                f"extrapolated: ×{reach:,.0f}",
+                (at, 1),
+                textcoords="offset points",
+                xytext=(-4, 6),
+                ha="right",
+                fontsize=7,
+                color="#555555",
+            )
+    if paper_position is not None:
+        ax.plot([1.0], [paper_position], "*", ms=11, color="#2166ac", label="the paper")
+        ax.legend(fontsize=7, loc="lower right")
+    ax.set_xlim(min([p.fraction for p in points] + [1.0]) / 2, 2.0)
+    ax.set_title(title, fontsize=8)
+    ax.set_xlabel("fraction of the paper's training compute (FLOPs)", fontsize=8)
+    ax.tick_params(labelsize=7)
+
+
+def where_claims_appear(name: str, paths: dict, preset: str, seeds: tuple) -> FigureResult:
+    """The chapter's figure of its claims along the bridge: ``paths`` is ``{claim: [Point]}``
+    (:func:`compgen.analysis.scale.claim_path`, the claim's paper position in ``Point``'s stead where it has one as
+    ``(points, paper_position)``); ``preset`` and ``seeds`` name the ×1 point's runs."""
+    if not paths:
+        return FigureResult(
+            notes="Every claim of this chapter holds clearly at quick: no point of the bridge is needed."
+        )
+    n = len(paths)
+    cols = min(n, 2)
+    rows = math.ceil(n / cols)
+    fig, axes = plots.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), squeeze=False)
+    for ax, (claim, (points, paper_position)) in zip(axes.flat, paths.items()):
+        _panel(ax, _short(claim), points, paper_position)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("effect in units of the criterion", fontsize=8)
+    fig.tight_layout()
+    return FigureResult(figure=fig, caption=caption(name, paths, preset, seeds), table=path_table(paths))
+
+
+def _short(claim: str, width: int = 48) -> str:
+    words, lines, line = claim.split(), [], ""
+    for word in words:
+        if len(line) + len(word) + 1 > width and line:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    return "\n".join([*lines, line][:3])
+
+
+def caption(name: str, paths: dict, preset: str, seeds: tuple) -> str:
+    """What the figure shows, the points' states and what moved between quick and the paper."""
+    sec = catalog.SECTIONS[name]
+    some = next(iter(paths.values()))[0]
+    states = ", ".join(f"{p.label} {p.state}" for p in some[1:])
+    seeds_text = ", ".join(map(str, seeds)) if seeds else "none"
+    return (
+        f"Where each claim of the chapter that does not hold clearly at quick appears along the path from quick to the "
+        f"paper's configuration ({sec.name}): its effect in units of its criterion (0 no effect, 1 the criterion, as "
+        f"in the forest plot) against the fraction of the paper's training compute; a dot per seed, the mean with two "
+        f"standard errors (green: holds clearly, amber: at the criterion, red: clearly not reproduced), the paper's "
+        f"own value where it reports one (★), and the fitted trend carried to the criterion as a dashed "
+        f"extrapolation, never a result. ×1 is preset `{preset}` on seeds {seeds_text}; the bridge's points train "
+        f"the book's seeds ({states}). {rules(name)}"
+    )
+
+
+def rules(name: str) -> str:
+    """The fields that move along the chapter's path and their rules, in one sentence (:mod:`compgen.bridge`)."""
+    sec = catalog.SECTIONS[name]
+    moved, held = {}, set()
+    for figure in sec.figures("quick"):
+        for q in bridge.figure_configs(sec, figure, "quick"):
+            for field, rule in bridge.moving(sec, q, bridge.paper_end(sec, q)).items():
+                (held.add(field) if rule == "held" else moved.setdefault(rule, set()).add(field))
+    parts = [f"{rule}: {', '.join(sorted(fields))}" for rule, fields in sorted(moved.items())]
+    why = bridge.HELD.get(name, ((), ""))[1]
+    held_text = f"; held at quick's value until the paper's end: {', '.join(sorted(held))}" if held else ""
+    return (
+        "Between the two ends each field moves with one parameter t, solved per config for its multiple of the quick "
+        f"compute ({'; '.join(parts)}{held_text}"
+        + (f", because {why}" if why else "")
+        + "). A point is the paper's configuration only at 1.0."
+    )
+
+
+def path_table(paths: dict) -> str:
+    """A markdown table: each claim, its standing at each point, and where it stands along the path in words."""
+    some = next(iter(paths.values()))[0]
+    head = "| claim | " + " | ".join(p.label for p in some) + " | along the path |"
+    lines = [head, "|---|" + "---:|" * len(some) + "---|"]
+    for claim, (points, _) in paths.items():
+        cells = [_cell(p) for p in points]
+        lines.append(f"| {claim} | {' | '.join(cells)} | {scale.words(points)} |")
+    return "\n".join(lines)
+
+
+def _cell(point) -> str:
+    if not point.judged:
+        return point.state if point.state != "complete" else "–"
+    s = point.standing
+    mark = "✓" if point.verdict == C.HOLDS else "✗"
+    spread = f" ± {(s.high - s.position):.2f}" if np.isfinite(s.high) and s.high > s.position else ""
+    return f"{mark} {s.position:.2f}{spread}"
+
+
+def chapter(name: str, runs=None, book: str = ".", folder: str = "records/bridge") -> FigureResult:
+    """The chapter's figure of where its claims appear (:func:`where_claims_appear`), computed from the committed
+    records: the recorded seed sets under ``book`` (which claims do not hold clearly), the bridge's ledger and state
+    under ``folder``; ×1 on ``runs`` where they are at quick, else on the recorded sets pooled."""
+    from pathlib import Path
+
+    from compgen import ledger
+
+    sets = scale.load_seed_sets(Path(book))
+    ledger_path = Path(folder) / ledger.LEDGER
+    works = ledger.read(ledger_path) if ledger_path.exists() else []
+    paths = scale.chapter_paths(name, runs, sets, works, folder)
+    at_quick = runs is not None and runs.preset == "quick"
+    seeds = tuple(runs.seeds) if at_quick else tuple(s for r in sets for s in r.seeds)
+    return where_claims_appear(name, paths, "quick", seeds)
