@@ -31,11 +31,12 @@ def test_the_committed_ledger_is_fig2c_first_at_the_papers_configuration_one_pro
         assert len(work.configs()) == len(work.labels)  # each selection names one config, all of one shape
 
 
-def test_three_leases_resumed_from_committed_files_equal_one_uninterrupted_run(tmp_path):
+def test_three_leases_resumed_from_committed_files_equal_one_uninterrupted_run(tmp_path, monkeypatch):
     """Leases of one chunk, one chunk and the rest, each starting from a copy of what the previous one left (as a
     commit would carry it), end with the same progress and the same training state, bit for bit (tolerance 0: the
     same compiled chunk on the same device), as one uninterrupted run."""
     work, quiet = _work(), lambda line: None
+    monkeypatch.setattr(ledger, "PRUNE_COMPLETE", False)  # the final states, compared below
     lease_dirs = [tmp_path / f"lease{i}" for i in range(3)]
     for i, (folder, budget) in enumerate(zip(lease_dirs, (0.0, 0.0, math.inf))):
         if i:
@@ -170,3 +171,12 @@ def test_bad_works_and_chunks_are_one_line_errors():
     picks = tuple({"hidden_factor": h, "module_factor": h, "weight_decay": 0.0} for h in (4, 8))
     with pytest.raises(params.ParameterError, match="its configs differ in shape; split it"):
         ledger.Work("w", "teacher_student", "table_a1", "paper", picks, ("a", "b")).configs()
+
+
+def test_a_complete_work_keeps_its_progress_and_not_its_checkpoints(tmp_path):
+    work = _work((1,))
+    record = ledger.advance(work, tmp_path, preset="smoke", chunk=10, log=_quiet)
+    assert record.complete and not list(tmp_path.glob("step-*.ckpt"))
+    assert ledger.read_progress(tmp_path) == record and "complete, 40 of 40" in ledger.status(work, tmp_path)
+    again = ledger.advance(work, tmp_path, preset="smoke", chunk=10, log=_quiet)  # nothing left to train
+    assert again == record

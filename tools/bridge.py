@@ -4,6 +4,7 @@ not hold clearly at quick (:mod:`compgen.analysis.scale`), and where they stand.
     python tools/bridge.py plan            # write book/records/bridge/ledger.json from the committed records
     python tools/bridge.py plan --check    # exit 1 where the committed ledger is not the computed one
     python tools/bridge.py status          # where each work stands, with its estimate and the seconds it took
+    python tools/bridge.py prune           # remove the checkpoints of complete works (their progress stays)
     python tools/gpu_lease.py --bridge --budget 10800 --cores 1    # a CPU lease of it, in the background
 
 The plan reads the recorded seed sets (``book/search/*_set.json``) and the quick book's measured time
@@ -34,7 +35,7 @@ def planned() -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=("plan", "status"))
+    parser.add_argument("command", choices=("plan", "status", "prune"))
     parser.add_argument("--check", action="store_true", help="plan: compare with the committed ledger, write nothing")
     args = parser.parse_args(argv)
     path = FOLDER / ledger.LEDGER
@@ -47,6 +48,10 @@ def main(argv=None) -> int:
         FOLDER.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         print(f"wrote {path}: {len(ledger.read(path))} works")
+        return 0
+    if args.command == "prune":  # the checkpoints of complete works, which a lease of older code left
+        for work in ledger.read(path):
+            ledger.prune(FOLDER / work.name)
         return 0
     for work in ledger.read(path):
         found = ledger.read_progress(FOLDER / work.name)

@@ -7,7 +7,7 @@ figure at a preset, all of one shape, which train as lanes of one program. A wor
 * ``progress.json`` (a ``paper_run`` record, :func:`progress_record`): steps done of the total, the evaluations so
   far, the training loss averaged over each block of ``eval_every`` steps, every lease's device, knobs and seconds;
 * its newest checkpoint (``step-<done>.ckpt``, :class:`compgen.checkpoint.Checkpointer`, compressed): the training
-  state and the same history, from which the next lease resumes.
+  state and the same history, from which the next lease resumes; removed once the work is complete (:func:`prune`).
 
 :func:`advance` continues one work from its folder for a time budget, a checkpoint after every chunk of steps; a work
 continued over any number of leases equals one uninterrupted run on the same device with the same chunk (the state
@@ -32,6 +32,7 @@ from compgen import bridge, catalog, checkpoint, devices, params, programs, reco
 
 LEDGER = "ledger.json"
 PROGRESS = "progress.json"
+PRUNE_COMPLETE = True  # a complete work's checkpoints are removed (prune); a test keeps them to compare states
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")  # a work's name: the name of its state folder
 
 
@@ -188,6 +189,20 @@ def set_aside(folder, log=print) -> Path | None:
     return aside
 
 
+def prune(folder, log=print) -> list:
+    """Remove the checkpoints of a complete work in ``folder``: nothing resumes from them, and its ``progress.json``
+    keeps every evaluation and training loss the book reads. The paths removed (none for a work in progress)."""
+    record = read_progress(folder)
+    if record is None or not record.complete:
+        return []
+    removed = checkpoint.Checkpointer(folder).paths()
+    for path in removed:
+        path.unlink()
+    if removed:
+        log(f"[ledger] {record.work}: complete; its checkpoints removed, its progress kept")
+    return removed
+
+
 def _refusal(folder, what: str) -> params.ParameterError:
     return params.ParameterError(f"{Path(folder) / PROGRESS}: {what}; to start this work afresh, pass --fresh")
 
@@ -204,7 +219,7 @@ def check_state(before, folder, ident, code, saver) -> None:
         raise _refusal(
             folder, f"was made by code that computes other programs (key {before.code.get('key')}, now {code['key']})"
         )
-    if before.steps_done and not saver.paths():
+    if before.steps_done and not before.complete and not saver.paths():
         raise _refusal(
             folder, f"says {before.steps_done:,} steps are done, but no checkpoint (step-<10 digits>.ckpt) is beside it"
         )
@@ -223,6 +238,9 @@ def advance(work, folder, budget_s=math.inf, preset=None, chunk=None, knobs=None
     started, folder, preset = clock(), Path(folder), preset or work.preset
     if fresh:
         set_aside(folder, log)
+    elif (done := read_progress(folder)) is not None and done.complete:
+        log(f"[ledger] {work.name}: complete already ({done.steps_done:,} steps); nothing to train")
+        return done
     run = _prepare(work, folder, preset, chunk, dict(knobs or {}), log, clock)
 
     def save(stopped):
@@ -230,6 +248,8 @@ def advance(work, folder, budget_s=math.inf, preset=None, chunk=None, knobs=None
 
     stopped, record = _train(run, work.name, started + budget_s, log, clock, save)
     record = record or save(stopped)
+    if record.complete and PRUNE_COMPLETE:
+        prune(folder, log)
     done, total = record.steps_done, record.outer_steps
     log(f"[ledger] {work.name}: {done:,} of {total:,} steps; progress in {folder / PROGRESS}")
     if done < total and not record.diverged:
