@@ -350,10 +350,12 @@ def _as_claim(point):
 
 def crossing(points) -> float | None:
     """The multiple of the quick compute at which the fitted trend reaches the criterion (an extrapolation), or
-    ``None`` where there is no rising trend below it."""
+    ``None`` where there is no rising trend (:data:`TREND_SE`) below it."""
     judged = [p for p in points if p.judged]
     found = trend(judged)
-    if not judged or found is None or found[0] <= 0 or judged[-1].standing.position >= 1:
+    if not judged or found is None or judged[-1].standing.position >= 1:
+        return None
+    if not (found[0] > 0 and math.isfinite(found[1]) and found[0] > TREND_SE * found[1]):
         return None
     slope, _ = found
     last = judged[-1]

@@ -48,11 +48,14 @@ def _panel(ax, title: str, points, paper_position=None) -> None:
         if not p.judged and p.state != "complete":
             ax.axvline(p.fraction, color="grey", lw=0.6, ls=":")
             ax.annotate(
-                f"{p.label}\n{p.state}",
-                (p.fraction, 0.02),
+                p.label,
+                (p.fraction, 0.9),
                 xycoords=("data", "axes fraction"),
+                xytext=(2, 0),
+                textcoords="offset points",
                 fontsize=6,
-                ha="center",
+                ha="left",
+                va="top",
                 color="grey",
             )
     if judged:
@@ -68,7 +71,7 @@ def _panel(ax, title: str, points, paper_position=None) -> None:
                 f"extrapolated: ×{reach:,.0f}",
                 (at, 1),
                 textcoords="offset points",
-                xytext=(-4, 6),
+                xytext=(-4, -10),
                 ha="right",
                 fontsize=7,
                 color="#555555",
@@ -77,6 +80,7 @@ def _panel(ax, title: str, points, paper_position=None) -> None:
         ax.plot([1.0], [paper_position], "*", ms=11, color="#2166ac", label="the paper")
         ax.legend(fontsize=7, loc="lower right")
     ax.set_xlim(min([p.fraction for p in points] + [1.0]) / 2, 2.0)
+    ax.margins(y=0.12)
     ax.set_title(title, fontsize=8)
     ax.set_xlabel("fraction of the paper's training compute (FLOPs)", fontsize=8)
     ax.tick_params(labelsize=7)
@@ -127,8 +131,8 @@ def caption(name: str, paths: dict, preset: str, seeds: tuple) -> str:
         f"in the forest plot) against the fraction of the paper's training compute; a dot per seed, the mean with two "
         f"standard errors (green: holds clearly, amber: at the criterion, red: clearly not reproduced), the paper's "
         f"own value where it reports one (★), and the fitted trend carried to the criterion as a dashed "
-        f"extrapolation, never a result. ×1 is preset `{preset}` on seeds {seeds_text}; the bridge's points train "
-        f"the book's seeds ({states}). {rules(name)}"
+        f"extrapolation, never a result; a dotted line marks a point whose runs are not complete. ×1 is preset "
+        f"`{preset}` on seeds {seeds_text}; the bridge's points train the book's seeds ({states}). {rules(name)}"
     )
 
 
