@@ -52,3 +52,26 @@ def test_the_verdicts_of_the_committed_records_are_the_golden_ones():
     expected = GOLDEN.read_text().splitlines()
     changed = [(a, b) for a, b in zip(expected, lines) if a != b]
     assert len(lines) == len(expected) and not changed, f"{len(lines)} vs {len(expected)} lines; first: {changed[:2]}"
+
+
+def test_every_committed_record_is_the_current_codes():
+    """No committed record is made by other code: the seed sets name the key of what the current code computes, and
+    the twins and searches either that or none (as they named no source fingerprint before keys); a refactor keeps
+    that, and a change to what a step computes shows here, to re-record or to state."""
+    from compgen import catalog, programs, recordfile
+    from compgen.figures import search
+
+    for path in glance.SEED_SETS:
+        record = records.SeedSet.load(SEARCH.parent / path)
+        assert glance.stale_chapters(record) == [], path
+    for path in sorted(SEARCH.glob("twin_*.json")):
+        assert "other code" not in twin.staleness(twin.load_twin(path)), path
+    for path in sorted(SEARCH.glob("*.json")):
+        if path.name.startswith("twin_") or path.stem.endswith("_set"):
+            continue
+        found = search.code_states(search.load_search(path))
+        assert set(found) <= {recordfile.CURRENT, recordfile.NOT_RECORDED}, (path, found)
+    assert programs.join_keys(["b", "a", "a"]) == programs.join_keys(["a", "b"])  # a shared config counts once
+    from compgen import legacy
+
+    assert catalog.code_key() == legacy.CODE[1]  # the step-time and book-time records, current too

@@ -225,5 +225,6 @@ def section_key(sec, preset: str = "quick") -> str:
 
 
 def join_keys(keys) -> str:
-    """One key for several (order does not matter)."""
-    return hashlib.sha256("".join(sorted(keys)).encode()).hexdigest()[:KEY_DIGITS]
+    """One key for several: a hash of the distinct ``keys``, in no particular order (a config two figures share
+    counts once)."""
+    return hashlib.sha256("".join(sorted(set(keys))).encode()).hexdigest()[:KEY_DIGITS]
