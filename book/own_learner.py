@@ -149,7 +149,13 @@ figures.show(drawn.cost_table(chosen, "hyperteacher", preset, **compare.settings
 
 # %% tags=["hide-output"]
 on_hyperteacher = compare.compare(
-    chosen, "hyperteacher", "fig3b", preset, seeds, force=force, **compare.settings_of("hyperteacher", preset)
+    chosen,
+    "hyperteacher",
+    "fig3b",
+    preset,
+    seeds,
+    compare.Training(force=force),
+    **compare.settings_of("hyperteacher", preset),
 )
 
 # %%
@@ -165,7 +171,7 @@ figures.show(drawn.result(on_hyperteacher), drawn.summary(on_hyperteacher))
 
 # %% tags=["hide-output"]
 on_goals = compare.compare(
-    chosen, "goals", "fig4ef", preset, seeds, force=force, **compare.settings_of("goals", preset)
+    chosen, "goals", "fig4ef", preset, seeds, compare.Training(force=force), **compare.settings_of("goals", preset)
 )
 
 # %%

@@ -113,7 +113,9 @@ def test_the_timed_chunk_is_the_runners_up_to_a_cap():
 
     cfg = make_config(catalog.get("teacher_student"), "smoke")
     first = []
-    runner.run_steps(lambda s, n: (first.append(n), (s, {}))[1], None, cfg.outer_steps, cfg.eval_every, log=str)
+    runner.run_steps(
+        lambda s, n: (first.append(n), (s, {}))[1], None, cfg.outer_steps, cfg.eval_every, runner.Hooks(log=str)
+    )
     assert bench.chunk_steps(cfg, 10**6) == first[0] == cfg.eval_every < cfg.outer_steps
     assert bench.chunk_steps(cfg, 5) == min(cfg.eval_every, 5) == 5
     short = make_config(catalog.get("teacher_student"), "smoke", outer_steps=7, eval_every=7)

@@ -59,7 +59,7 @@ def _chunk(state, n):
 def test_run_steps_resumes_with_identical_history(tmp_path):
     init = {"x": jnp.zeros(2), "key": jax.random.key(0)}
     evaluate = lambda s: {"norm": jnp.linalg.norm(s["x"])}
-    reference = runner.run_steps(_chunk, init, 10, 2, evaluate, log=lambda _: None)
+    reference = runner.run_steps(_chunk, init, 10, 2, runner.Hooks(evaluate, log=lambda _: None))
 
     calls = []
 
@@ -71,9 +71,9 @@ def test_run_steps_resumes_with_identical_history(tmp_path):
 
     saver = checkpoint.Checkpointer(tmp_path, every=1, log=lambda _: None)
     with pytest.raises(KeyboardInterrupt):
-        runner.run_steps(interrupted, init, 10, 2, evaluate, log=lambda _: None, saver=saver)
+        runner.run_steps(interrupted, init, 10, 2, runner.Hooks(evaluate, log=lambda _: None, saver=saver))
     lines = []
-    resumed = runner.run_steps(_chunk, init, 10, 2, evaluate, log=lines.append, saver=saver)
+    resumed = runner.run_steps(_chunk, init, 10, 2, runner.Hooks(evaluate, log=lines.append, saver=saver))
     assert "resumed from step 6/10" in lines
     for a, b in zip(jax.tree.leaves(reference), jax.tree.leaves(resumed)):
         a, b = (jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x for x in (a, b))

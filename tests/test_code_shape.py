@@ -1,7 +1,5 @@
-"""The library's functions stay small: at most 8 parameters, at most 60 lines unless the docstring says why.
-
-The functions allowed more parameters are named here with the reason; the list cannot go stale (each must still exist
-and still need its exception)."""
+"""The library's functions stay small: at most 8 parameters, none excepted, and at most 60 lines unless the docstring
+says why."""
 
 import ast
 
@@ -11,20 +9,6 @@ from compgen import fingerprint
 
 MAX_PARAMETERS, MAX_LINES = 8, 60
 LONG_REASON = "Kept in one function"  # how a docstring starts the reason a function is longer than MAX_LINES
-
-_TRAINED = "in the training fingerprint: a new signature retrains every stored run and stales every committed record"
-MORE_PARAMETERS = {
-    "compgen.meta:adapt": _TRAINED,
-    "compgen.meta:outer_step": _TRAINED,
-    "compgen.meta:fewshot_loss": _TRAINED,
-    "compgen.experiments.fewshot:solve_task": _TRAINED,
-    "compgen.experiments.fewshot:make_section": _TRAINED,
-    "compgen.tasks.teacher_kernel:_kernel": _TRAINED,
-    "compgen.tasks.teacher_kernel:infer_latent": _TRAINED,
-    "compgen.runner:run_steps": "in the step-time records' fingerprint (its docstring)",
-    "compgen.analysis.compare:compare": "the chapter's and README's call: a learner's own fields as keywords",
-}
-
 
 def _functions():
     """``(module:function, node)`` for every function of every library module (:func:`fingerprint.library_modules`)."""
@@ -50,11 +34,9 @@ def test_the_functions_are_found():
     assert len(FUNCTIONS) > 500 and "compgen.runner:run_steps" in names
 
 
-def test_no_function_takes_more_than_eight_parameters_but_those_named_with_their_reason():
-    over = {name for name, node in FUNCTIONS if _parameters(node) > MAX_PARAMETERS}
-    allowed = set(MORE_PARAMETERS)
-    assert over <= allowed, f"over {MAX_PARAMETERS} parameters: {sorted(over - allowed)}"
-    assert allowed <= over, f"no longer over {MAX_PARAMETERS}, take off MORE_PARAMETERS: {sorted(allowed - over)}"
+def test_no_function_takes_more_than_eight_parameters():
+    over = sorted(name for name, node in FUNCTIONS if _parameters(node) > MAX_PARAMETERS)
+    assert not over, f"over {MAX_PARAMETERS} parameters: {over}"
 
 
 def test_a_function_longer_than_sixty_lines_says_why_in_its_docstring():

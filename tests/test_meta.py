@@ -113,9 +113,8 @@ def test_fewshot_second_order_gradient_matches_finite_differences(model_name, mo
         opt = meta.inner_optimizer(0.05)
 
         def loss(p, mode="second_order"):
-            return meta.fewshot_loss(
-                model, p, support, query, mse, opt, 4, jax.random.key(2), inner_batch=3, mode=mode
-            )[0]
+            loop = meta.InnerLoop(opt, 4, batch=3, mode=mode)
+            return meta.fewshot_loss(model, p, support, query, mse, loop, jax.random.key(2))[0]
 
         flat, unravel = jax.flatten_util.ravel_pytree(params)
         grad = jax.flatten_util.ravel_pytree(jax.jit(jax.grad(loss))(params))[0]
@@ -137,9 +136,8 @@ def test_anil_fast_path_gives_the_naive_meta_gradient():
     opt = meta.inner_optimizer(0.1)
 
     def loss(p, precompute):
-        return meta.fewshot_loss(
-            model, p, support, query, mse, opt, 7, jax.random.key(3), inner_batch=4, precompute_features=precompute
-        )[0]
+        loop = meta.InnerLoop(opt, 7, batch=4, precompute_features=precompute)
+        return meta.fewshot_loss(model, p, support, query, mse, loop, jax.random.key(3))[0]
 
     fast = jax.grad(lambda p: loss(p, True))(params)
     naive = jax.grad(lambda p: loss(p, False))(params)
@@ -156,9 +154,8 @@ def test_rematerialised_inner_loop_gives_the_same_meta_gradient(model_name):
     opt = meta.inner_optimizer(0.05)
 
     def loss(p, remat):
-        return meta.fewshot_loss(model, p, support, query, mse, opt, 6, jax.random.key(4), inner_batch=3, remat=remat)[
-            0
-        ]
+        loop = meta.InnerLoop(opt, 6, batch=3, remat=remat)
+        return meta.fewshot_loss(model, p, support, query, mse, loop, jax.random.key(4))[0]
 
     plain, remat = (jax.jit(jax.value_and_grad(lambda p, r=r: loss(p, r)))(params) for r in (False, True))
     np.testing.assert_allclose(remat[0], plain[0], rtol=1e-6)
@@ -206,7 +203,7 @@ def test_mean_over_tasks_in_chunks_equals_all_tasks_at_once(model_name):
     keys = jax.random.split(jax.random.key(5), 8)
 
     def task_loss(p, task, key, fixed):
-        loss, _ = meta.fewshot_loss(model, p, task[0], task[1], mse, opt, 4, key, inner_batch=3)
+        loss, _ = meta.fewshot_loss(model, p, task[0], task[1], mse, meta.InnerLoop(opt, 4, batch=3), key)
         return loss, {"loss": loss}
 
     at_once = jax.jit(lambda p: meta.mean_over_tasks(task_loss, p, tasks, keys))(params)
@@ -255,6 +252,6 @@ def test_outer_step_averages_tasks_and_updates():
     tasks = jnp.array([[1.0, 0.0], [0.0, 1.0]])
     keys = jax.random.split(jax.random.key(0), 2)
     loss = lambda p, t, k, fixed: (jnp.sum(p["a"] * t), {"first": t[0]})
-    new, _, out = meta.outer_step(loss, params, meta.outer_init(opt, params), opt, tasks, keys)
+    new, _, out = meta.outer_step(loss, params, meta.outer_init(opt, params), opt, meta.TaskBatch(tasks, keys))
     np.testing.assert_allclose(new["a"], params["a"] - 0.5 * 0.5)
     assert float(out["loss"]) == -0.5 and float(out["first"]) == 0.5 and int(out["skipped"]) == 0

@@ -16,6 +16,8 @@ update (:func:`outer_update`). Training runs these steps in compiled chunks of `
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import optax
@@ -63,52 +65,50 @@ def scan_steps(step_fn, state, num_steps):
 # --------------------------------------------------------------------------------------------- few-shot
 
 
-def adapt(
-    model,
-    meta_params,
-    support,
-    loss_fn,
-    optimizer,
-    num_steps,
-    key,
-    inner_batch=None,
-    mode="second_order",
-    precompute_features=True,
-    remat=False,
-):
-    """Adapt a task's fast parameters on its support set (the paper's Alg. 2).
+class InnerLoop(NamedTuple):
+    """How a task's fast parameters are adapted, as one value (in optax's manner): ``num_steps`` of ``optimizer``,
+    each on the whole support set or, with ``batch``, on a minibatch drawn with replacement; the meta-gradient
+    through it by ``mode`` (:data:`GRADIENT_MODES`), recomputing each step in the backward pass with ``remat``
+    (:func:`inner_adapt`); with ``precompute_features`` the fast-independent part of the model (ANIL's body) runs
+    once on the support set instead of once per step (the gradient is the same)."""
+
+    optimizer: optax.GradientTransformation
+    num_steps: int
+    batch: int | None = None
+    mode: str = "second_order"
+    remat: bool = False
+    precompute_features: bool = True
+
+
+def adapt(model, meta_params, support, loss_fn, loop: InnerLoop, key):
+    """Adapt a task's fast parameters on its support set (the paper's Alg. 2) by the inner ``loop``.
 
     ``support`` = (x (N, n_in), y) with ``y`` an array or pytree of arrays with leading axis N (e.g.
-    targets and a mask); ``loss_fn(prediction, y) -> scalar``. Each inner step uses
-    the whole support set, or, with ``inner_batch``, a minibatch drawn with replacement. With
-    ``precompute_features`` the fast-independent part of the model (ANIL's body) runs once on the
-    support set instead of once per inner step; the gradient is the same. ``remat``: see :func:`inner_adapt`.
-    Returns ``(fast, inner_losses (num_steps,))``.
+    targets and a mask); ``loss_fn(prediction, y) -> scalar``. Returns ``(fast, inner_losses (num_steps,))``.
     """
     x, y = support
-    inputs = model.features(meta_params, x) if precompute_features else x
+    inputs = model.features(meta_params, x) if loop.precompute_features else x
     forward = (
         (lambda fast, h: model.head(meta_params, fast, h))
-        if precompute_features
+        if loop.precompute_features
         else (lambda fast, h: model.apply(meta_params, fast, h))
     )
 
     def inner_loss(fast, step_key):
-        if inner_batch is None:
+        if loop.batch is None:
             return loss_fn(forward(fast, inputs), y)
-        idx = jax.random.randint(step_key, (inner_batch,), 0, x.shape[0])
+        idx = jax.random.randint(step_key, (loop.batch,), 0, x.shape[0])
         return loss_fn(forward(fast, inputs[idx]), jax.tree.map(lambda a: a[idx], y))
 
-    return inner_adapt(inner_loss, model.fast_init(meta_params), optimizer, num_steps, key, mode, remat)
+    fast_init = model.fast_init(meta_params)
+    return inner_adapt(inner_loss, fast_init, loop.optimizer, loop.num_steps, key, loop.mode, loop.remat)
 
 
-def fewshot_loss(model, meta_params, support, query, loss_fn, optimizer, num_steps, key, **adapt_options):
-    """Query loss of one task after adaptation on its support set; differentiable w.r.t. ``meta_params``.
-
-    ``query`` = (x, y) like ``support``; ``adapt_options`` (``inner_batch``, ``mode``, ``precompute_features``,
-    ``remat``) go to :func:`adapt`. Returns ``(loss, (fast, query prediction))``.
-    """
-    fast, _ = adapt(model, meta_params, support, loss_fn, optimizer, num_steps, key, **adapt_options)
+def fewshot_loss(model, meta_params, support, query, loss_fn, loop: InnerLoop, key):
+    """Query loss of one task after adaptation on its support set by the inner ``loop`` (:func:`adapt`);
+    differentiable w.r.t. ``meta_params``. ``query`` = (x, y) like ``support``. Returns ``(loss, (fast, query
+    prediction))``."""
+    fast, _ = adapt(model, meta_params, support, loss_fn, loop, key)
     prediction = model.apply(meta_params, fast, query[0])
     return loss_fn(prediction, query[1]), (fast, prediction)
 
@@ -213,14 +213,24 @@ def outer_update(optimizer: optax.GradientTransformation, params, state, grads):
     )
 
 
-def outer_step(task_loss, params, state, optimizer, tasks, keys, fixed=None, chunk=None, mesh=None):
-    """Mean task loss over a batch of tasks, its meta-gradient (:func:`mean_over_tasks`, ``chunk`` tasks at a time)
-    and one guarded outer update (:func:`outer_update`). ``task_loss(params, task, key, fixed) -> (loss, aux dict)``.
+class TaskBatch(NamedTuple):
+    """An outer step's tasks: ``tasks`` and ``keys`` with a leading task axis, and what every task reads but nothing is
+    differentiated in (``fixed``: a teacher, a world; :func:`mean_over_tasks`)."""
+
+    tasks: object
+    keys: object
+    fixed: object = None
+
+
+def outer_step(task_loss, params, state, optimizer, batch: TaskBatch, chunk=None, mesh=None):
+    """Mean task loss over a ``batch`` of tasks, its meta-gradient (:func:`mean_over_tasks`, ``chunk`` tasks at a
+    time, sharded over ``mesh``) and one guarded outer update (:func:`outer_update`).
+    ``task_loss(params, task, key, fixed) -> (loss, aux dict)``.
 
     Returns ``(params, state, metrics)`` with ``metrics`` the mean loss, the mean of each aux entry, the
     gradient norm and the skip counters.
     """
-    (loss, aux), grads = mean_over_tasks(task_loss, params, tasks, keys, fixed, chunk, mesh)
+    (loss, aux), grads = mean_over_tasks(task_loss, params, *batch, chunk, mesh)
     params, state, stats = outer_update(optimizer, params, state, grads)
     return params, state, {"loss": loss, **aux, **stats}
 

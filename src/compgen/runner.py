@@ -22,6 +22,8 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -50,75 +52,90 @@ def program(section, cfg):
 # --------------------------------------------------------------------------------------------- one run
 
 
-def run_steps(
-    steps_fn,
-    state,
-    num_steps,
-    steps_per_call,
-    evaluate=None,
-    describe=None,
-    log=print,
-    saver=None,
-    check=None,
-    clock=None,
-):
-    """Drive a compiled training loop, ``steps_per_call`` outer steps per call, printing progress between calls.
+class Hooks(NamedTuple):
+    """What :func:`run_steps` does between its calls of steps, as one value: ``evaluate(state) -> dict`` (at step 0 and
+    after each call), ``describe(step_metrics, eval_metrics) -> str`` (the progress line's tail), ``log``, ``saver``
+    (a :class:`compgen.checkpoint.Checkpointer`: resume from its latest valid checkpoint and save every
+    ``saver.every`` calls), ``check(step_metrics, done, evaluation, first_evaluation)`` (may raise to stop the run)
+    and ``clock`` (a :class:`compgen.timing.Stopwatch` adding up "train" and "evaluate" seconds)."""
 
-    ``steps_fn(state, n) -> (state, metrics)`` runs ``n`` outer steps (``n`` static; at most two distinct
-    values, so at most two compilations). ``evaluate(state) -> dict`` is called at step 0 and after each
-    call; ``describe(step_metrics, eval_metrics) -> str`` formats the progress line and ``check(step_metrics,
-    done, evaluation, first_evaluation)`` may raise to stop the run. Returns ``(state, history)``: the per-step
-    metrics concatenated, the evaluations stacked, and the steps at which they were taken.
+    evaluate: Callable | None = None
+    describe: Callable | None = None
+    log: Callable = print
+    saver: object = None
+    check: Callable | None = None
+    clock: object = None
 
-    With ``saver`` (a :class:`compgen.checkpoint.Checkpointer`) the run starts from its latest valid checkpoint
-    if there is one and saves the state and history every ``saver.every`` calls; the returned history is the
-    same as an uninterrupted run's. ``clock`` (a :class:`compgen.timing.Stopwatch`) adds up the seconds spent in
-    calls ("train") and evaluations ("evaluate"), compilation apart.
 
-    Kept in one function, with its ten parameters: it is in the fingerprint of the committed step-time records
-    (:func:`compgen.steptimes.code_fingerprint`), so splitting it reads every one of them as stale until it is
-    timed again on its own device.
-    """
-    clock = timing.Stopwatch() if clock is None else clock
-    step_metrics, evals, eval_steps, done = [], [], [], 0
-    restored = None if saver is None else saver.restore(state)
-    if restored is not None:
-        state, progress = restored
-        step_metrics, evals, eval_steps, done = (progress[k] for k in ("steps", "evals", "eval_steps", "done"))
-        log(f"resumed from step {done}/{num_steps}")
-    elif evaluate is not None:
-        with clock.measure("evaluate"):
-            evals.append(jax.device_get(evaluate(state)))
-        eval_steps.append(0)
-    start, first, calls = time.perf_counter(), done, 0
-    while done < num_steps:
-        n = min(steps_per_call, num_steps - done)
-        with clock.measure("train"):
-            state, metrics = steps_fn(state, n)
-            metrics = jax.device_get(metrics)
-        done += n
-        step_metrics.append(metrics)
-        evaluation = None
-        if evaluate is not None:
-            with clock.measure("evaluate"):
-                evaluation = jax.device_get(evaluate(state))
-            evals.append(evaluation)
-            eval_steps.append(done)
-        if check is not None:
-            check(metrics, done, evaluation, evals[0] if evals else None)
+def run_steps(steps_fn, state, num_steps, steps_per_call, hooks: Hooks | None = None):
+    """Drive a compiled training loop, ``steps_per_call`` outer steps per call, with ``hooks`` between calls.
+
+    ``steps_fn(state, n) -> (state, metrics)`` runs ``n`` outer steps (``n`` static; at most two distinct values, so
+    at most two compilations). Returns ``(state, history)``: the per-step metrics concatenated, the evaluations
+    stacked, and the steps at which they were taken; resumed from a checkpoint, the history is the same as an
+    uninterrupted run's."""
+    hooks = Hooks() if hooks is None else hooks
+    clock = timing.Stopwatch() if hooks.clock is None else hooks.clock
+    hooks = hooks._replace(clock=clock)
+    state, progress = _start(state, num_steps, hooks)
+    start, first, calls = time.perf_counter(), progress["done"], 0
+    while progress["done"] < num_steps:
+        n = min(steps_per_call, num_steps - progress["done"])
+        state = _call(steps_fn, state, n, progress, hooks)
+        done = progress["done"]
         rate = (done - first) / (time.perf_counter() - start)
         line = f"step {done:>7d}/{num_steps}  {rate:7.1f} steps/s  ETA {(num_steps - done) / rate:6.0f} s"
-        if describe is not None:
-            line += "  " + describe(metrics, evaluation)
-        log(line)
+        if hooks.describe is not None:
+            line += "  " + hooks.describe(progress["steps"][-1], progress["evals"][-1] if hooks.evaluate else None)
+        hooks.log(line)
         calls += 1
-        if saver is not None and calls % saver.every == 0 and done < num_steps:
-            saver.save(state, {"done": done, "steps": step_metrics, "evals": evals, "eval_steps": eval_steps})
-    history = {"steps": jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0), *step_metrics)}
-    if evals:
-        history["eval"] = jax.tree.map(lambda *xs: jnp.stack(xs, axis=0), *evals)
-        history["eval_steps"] = jnp.asarray(eval_steps)
-    return state, history
+        if hooks.saver is not None and calls % hooks.saver.every == 0 and done < num_steps:
+            hooks.saver.save(state, progress)
+    return state, _history(progress)
+
+
+def _start(state, num_steps, hooks) -> tuple:
+    """``(state, progress)`` to continue from: the latest valid checkpoint of ``hooks.saver``, else ``state`` with
+    the evaluation at step 0 (where there is an ``evaluate``)."""
+    restored = None if hooks.saver is None else hooks.saver.restore(state)
+    if restored is not None:
+        state, progress = restored
+        progress.pop("extra", None)
+        hooks.log(f"resumed from step {progress['done']}/{num_steps}")
+        return state, progress
+    progress = {"done": 0, "steps": [], "evals": [], "eval_steps": []}
+    if hooks.evaluate is not None:
+        with hooks.clock.measure("evaluate"):
+            progress["evals"].append(jax.device_get(hooks.evaluate(state)))
+        progress["eval_steps"].append(0)
+    return state, progress
+
+
+def _call(steps_fn, state, n, progress, hooks):
+    """One call of ``n`` steps: its metrics, the evaluation after it and the check, added to ``progress``."""
+    with hooks.clock.measure("train"):
+        state, metrics = steps_fn(state, n)
+        metrics = jax.device_get(metrics)
+    progress["done"] += n
+    progress["steps"].append(metrics)
+    evaluation = None
+    if hooks.evaluate is not None:
+        with hooks.clock.measure("evaluate"):
+            evaluation = jax.device_get(hooks.evaluate(state))
+        progress["evals"].append(evaluation)
+        progress["eval_steps"].append(progress["done"])
+    if hooks.check is not None:
+        evals = progress["evals"]
+        hooks.check(metrics, progress["done"], evaluation, evals[0] if evals else None)
+    return state
+
+
+def _history(progress) -> dict:
+    history = {"steps": jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0), *progress["steps"])}
+    if progress["evals"]:
+        history["eval"] = jax.tree.map(lambda *xs: jnp.stack(xs, axis=0), *progress["evals"])
+        history["eval_steps"] = jnp.asarray(progress["eval_steps"])
+    return history
 
 
 def divergence_check(section, configs, diverged):
@@ -190,9 +207,7 @@ def train_lanes(section, configs, log=print, saver=None):
     number of configs it trained). Each config's numbers equal its training alone up to float32 round-off; on an
     accelerator the lanes cost little more than one config, on a CPU proportionally more (:func:`use_lanes`). A config
     whose run diverges (:func:`divergence_check`) is not returned: the others are, and then :class:`TrainingDiverged`
-    is raised for it, its exception carrying them as ``trained``.
-
-    Kept in one function: like :func:`run_steps` it is in the fingerprint of the committed step-time records."""
+    is raised for it, its exception carrying them as ``trained``."""
     if len({section.shape_key(c) for c in configs}) != 1:
         raise ValueError("train_lanes: the configs must share one shape (section.shape_key)")
     start, clock, cfg = time.perf_counter(), timing.Stopwatch(), configs[0]
@@ -201,52 +216,55 @@ def train_lanes(section, configs, log=print, saver=None):
         prog, knobs = fitting_program(section, cfg, runs, log)
         initial = jax.block_until_ready(prog.init(runs))
     offsets = np.cumsum([0] + [len(c.seeds) for c in configs])
+    diverged = {}
+    check = divergence_check(section, configs, diverged)
+    hooks = Hooks(lambda s: prog.evaluate(runs, s), _progress_line(section, configs, offsets), log, saver, check, clock)
+    state, history = run_steps(lambda s, k: prog.steps(runs, s, k), initial, cfg.outer_steps, cfg.eval_every, hooks)
+    seconds = {"wall": round(time.perf_counter() - start, 3), **clock.seconds(), "knobs": knobs}
+    if len(configs) > 1:
+        seconds["lanes"] = len(configs)
+    flat_params = np.asarray(jax.vmap(lambda p: ravel_pytree(p)[0])(state["meta"])) if section.keep_params else None
+    trained = [
+        (c, _lane_history(jax.tree.map(np.asarray, history), offsets, i, flat_params), dict(seconds))
+        for i, c in enumerate(configs)
+        if c not in diverged
+    ]
+    out = [(history, secs) for _, history, secs in trained]
+    if diverged:
+        error = TrainingDiverged("; ".join(diverged.values()))
+        error.trained = {c: found for (c, *_), found in zip(trained, out)}
+        raise error
+    return out
 
-    def lanes(full, i, axis=1):  # config i's runs of an array whose axis ``axis`` holds every lane's runs
-        return np.take(full, np.arange(offsets[i], offsets[i + 1]), axis=axis) if np.ndim(full) > axis else full
 
-    def show(metrics, evaluation):  # metrics: (steps, runs, ...); an evaluation: (runs, ...)
+def _lane(full, offsets, i, axis=1):
+    """Config ``i``'s runs of an array whose axis ``axis`` holds every lane's runs (``offsets``: where each starts)."""
+    return np.take(full, np.arange(offsets[i], offsets[i + 1]), axis=axis) if np.ndim(full) > axis else full
+
+
+def _progress_line(section, configs, offsets):
+    """``describe(metrics, evaluation)`` for :func:`run_steps`: the first lane's progress line (metrics: (steps,
+    runs, ...); an evaluation: (runs, ...))."""
+    cfg = configs[0]
+
+    def show(metrics, evaluation):
         if len(configs) == 1:
             return section.progress(cfg, metrics, evaluation)
         return f"{len(configs)} lanes; first: " + section.progress(
             cfg,
-            jax.tree.map(lambda a: lanes(a, 0), metrics),
-            evaluation and jax.tree.map(lambda a: lanes(a, 0, axis=0), evaluation),
+            jax.tree.map(lambda a: _lane(a, offsets, 0), metrics),
+            evaluation and jax.tree.map(lambda a: _lane(a, offsets, 0, axis=0), evaluation),
         )
 
-    diverged = {}
-    state, history = run_steps(
-        lambda s, k: prog.steps(runs, s, k),
-        initial,
-        cfg.outer_steps,
-        cfg.eval_every,
-        lambda s: prog.evaluate(runs, s),
-        show,
-        log,
-        saver,
-        divergence_check(section, configs, diverged),
-        clock,
-    )
-    history = jax.tree.map(np.asarray, history)
-    seconds = {"wall": round(time.perf_counter() - start, 3), **clock.seconds(), "knobs": knobs}
-    if len(configs) > 1:
-        seconds["lanes"] = len(configs)
-    flat_params = None
-    if section.keep_params:
-        flat_params = np.asarray(jax.vmap(lambda p: ravel_pytree(p)[0])(state["meta"]))
-    out = []
-    for i, c in enumerate(configs):
-        if c in diverged:
-            continue
-        own = jax.tree.map(lambda a: np.moveaxis(lanes(a, i), 1, 0) if np.ndim(a) > 1 else a, history)
-        if flat_params is not None:
-            own["final"] = {"meta": flat_params[offsets[i] : offsets[i + 1]]}
-        out.append((own, dict(seconds)))
-    if diverged:
-        error = TrainingDiverged("; ".join(diverged.values()))
-        error.trained = dict(zip([c for c in configs if c not in diverged], out))
-        raise error
-    return out
+    return show
+
+
+def _lane_history(history, offsets, i, flat_params):
+    """Config ``i``'s history, its seeds first, with its final meta-parameters where they are kept."""
+    own = jax.tree.map(lambda a: np.moveaxis(_lane(a, offsets, i), 1, 0) if np.ndim(a) > 1 else a, history)
+    if flat_params is not None:
+        own["final"] = {"meta": flat_params[offsets[i] : offsets[i + 1]]}
+    return own
 
 
 def lane_groups(section, configs, lanes=None) -> list:

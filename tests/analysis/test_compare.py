@@ -4,7 +4,7 @@ import pytest
 
 from compgen import results
 from compgen.analysis import claims as C
-from compgen.analysis.compare import compare
+from compgen.analysis.compare import Training, compare
 from compgen.figures import compare as drawn
 from compgen.params import ParameterError
 
@@ -17,8 +17,7 @@ def test_a_users_learner_gets_the_figures_claims_beside_the_papers_hypernetworks
         "fig3b",
         "smoke",
         seeds=[5],
-        store=results.Store(store),
-        log=lines.append,
+        training=Training(store=results.Store(store), log=lines.append),
         hidden=8,
         num_hidden=2,
     )
@@ -40,8 +39,7 @@ def test_a_users_learner_gets_the_figures_claims_beside_the_papers_hypernetworks
         "fig3b",
         "smoke",
         seeds=[5],
-        store=results.Store(store),
-        log=lines.append,
+        training=Training(store=results.Store(store), log=lines.append),
         hidden=8,
         num_hidden=2,
     )
@@ -65,11 +63,20 @@ def test_compare_names_what_it_can_compare():
 )
 def test_compare_keeps_the_paper_learners_budget_for_the_learner(store, importable, overrides, expected):
     with pytest.raises(ParameterError, match=expected) as error:
-        compare("own_learner:gated_heads", "hyperteacher", "fig3b", "smoke", store=results.Store(store), **overrides)
+        compare(
+            "own_learner:gated_heads",
+            "hyperteacher",
+            "fig3b",
+            "smoke",
+            training=Training(store=results.Store(store)),
+            **overrides,
+        )
     assert "\n" not in str(error.value) and not list(store.glob("**/*.result"))
 
 
 def test_compare_at_the_paper_preset_on_a_cpu_is_refused_with_its_estimate(store, importable):
     with pytest.raises(ParameterError, match="compare: the \\d+ runs to train need at least [\\d,]+ hours on a CPU"):
-        compare("own_learner:gated_heads", "hyperteacher", "fig3b", "paper", store=results.Store(store))
+        compare(
+            "own_learner:gated_heads", "hyperteacher", "fig3b", "paper", training=Training(store=results.Store(store))
+        )
     assert not list(store.glob("**/*.result"))

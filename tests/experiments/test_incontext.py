@@ -149,8 +149,9 @@ def test_query_targets_never_reach_the_learner():
         HT.ENV, task_data=lambda *a: (lambda s, q: (s, (q[0], jnp.full_like(q[1], jnp.nan))))(*HT.ENV.task_data(*a))
     )
     key = jax.random.key(0)
-    clean = fewshot.solve_task(HT.ENV, cfg, model, state["meta"], run, state["world"], code, key, cfg.shots_query)
-    dirty = fewshot.solve_task(poisoned, cfg, model, state["meta"], run, state["world"], code, key, cfg.shots_query)
+    task = (run, state["world"], code, key, cfg.shots_query)
+    clean = fewshot.solve_task(fewshot.Solver(HT.ENV, cfg, model), state["meta"], *task)
+    dirty = fewshot.solve_task(fewshot.Solver(poisoned, cfg, model), state["meta"], *task)
     np.testing.assert_array_equal(clean[1][4], dirty[1][4])  # the same prediction
     np.testing.assert_array_equal(clean[1][1], dirty[1][1])  # and the same task representation
     assert np.isfinite(clean[0]) and np.isnan(dirty[0])  # while the loss does read the targets

@@ -70,10 +70,10 @@ def test_a_batch_that_is_no_power_of_two_is_refused_by_name():
     with pytest.raises(ValueError, match="batch"):
         teacher_kernel.infer_latent(
             jax.random.key(0),
-            *(jnp.zeros(s) for s in ((4, 4), (4, 2), (2, 4, 4), (4, 2), (2,))),
-            batch=24,
-            steps=2,
-            lr=1.0,
+            (jnp.zeros((4, 4)), jnp.zeros((4, 2))),
+            (jnp.zeros((2, 4, 4)), jnp.zeros((4, 2))),
+            jnp.zeros(2),
+            teacher_kernel.Loop(batch=24, steps=2, lr=1.0),
         )
     with pytest.raises(ValueError, match="fused_inner.*batch=24"):
         section.make_config(ts.SECTION, "smoke", batch=24, fused_inner=True)
@@ -87,19 +87,8 @@ def test_the_paper_step_lowers_to_one_triton_kernel_over_tasks_and_runs(sampler,
     cfg = section.make_config(ts.SECTION, "paper", fused_inner=True)
 
     def loops(keys, weights, modules, readouts, z0):
-        per_task = lambda k, w, m, r, z: teacher_kernel.infer_latent(
-            k,
-            w,
-            jnp.ones((16, 4)),
-            m,
-            r,
-            z,
-            batch=cfg.batch,
-            steps=cfg.inner_steps,
-            lr=cfg.inner_lr,
-            schedule=schedule,
-            sampler=sampler,
-        )
+        loop = teacher_kernel.Loop(cfg.batch, cfg.inner_steps, cfg.inner_lr, schedule, sampler)
+        per_task = lambda k, w, m, r, z: teacher_kernel.infer_latent(k, (w, jnp.ones((16, 4))), (m, r), z, loop)
         return jax.vmap(jax.vmap(per_task, (0, 0, None, None, None)))(keys, weights, modules, readouts, z0)
 
     runs, tasks = 12, cfg.meta_batch

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from compgen import catalog, dispatch, models, params, results
 from compgen.analysis import goals, hyperteacher, preferences
@@ -56,7 +57,7 @@ def _check_duration(sec, to_train, allow_long) -> None:
         raise params.ParameterError(
             f"compare: the {len(to_train)} runs to train need at least {hours:,.0f} hours on a CPU "
             f"({flops / 1e15:,.1f} PFLOP at {REFERENCE_GFLOPS:.0f} GFLOP/s); "
-            "run it on a GPU, or pass allow_long=True"
+            "run it on a GPU, or pass training=Training(allow_long=True)"
         )
 
 
@@ -76,27 +77,25 @@ class Comparison:
 
 # The speed a CPU's training is estimated at before a long comparison starts: the quick book's reference machine
 REFERENCE_GFLOPS = 250.0
-LONG_HOURS = 1.0  # a comparison whose runs to train are estimated above this on a CPU needs allow_long=True
+LONG_HOURS = 1.0  # a comparison whose runs to train are estimated above this on a CPU needs Training(allow_long=True)
 
 
-def compare(
-    learner,
-    section,
-    figure,
-    preset="quick",
-    seeds=None,
-    store=None,
-    force=False,
-    log=print,
-    allow_long=False,
-    **overrides,
-) -> Comparison:
+class Training(NamedTuple):
+    """How :func:`compare` trains: into ``store`` (default :meth:`compgen.results.Store.default`), the learner's runs
+    again where ``force`` (the paper's are loaded where stored), progress to ``log``, and on a CPU runs to train
+    estimated above :data:`LONG_HOURS` at :data:`REFERENCE_GFLOPS` refused unless ``allow_long``."""
+
+    store: object = None
+    force: bool = False
+    log: object = print
+    allow_long: bool = False
+
+
+def compare(learner, section, figure, preset="quick", seeds=None, training=None, **overrides) -> Comparison:
     """Train (or load) ``learner``'s runs of ``figure`` at ``preset`` with ``overrides`` (its own hyper-parameters,
     :data:`LEARNER_FIELDS`: the budget and seeds are the paper's learners'), and the paper's learners' runs of the
-    figures the claims read, on ``seeds`` (default: the preset's); judge the figure's claims for the learner and for
-    the paper's hypernetworks. ``force``: train the learner's runs again (the paper's are loaded where stored).
-    On a CPU, runs to train estimated above :data:`LONG_HOURS` at :data:`REFERENCE_GFLOPS` are refused unless
-    ``allow_long``.
+    figures the claims read, on ``seeds`` (default: the preset's), as ``training`` says (:class:`Training`); judge
+    the figure's claims for the learner and for the paper's hypernetworks.
 
     ``learner``: a registered name or an import path (:mod:`compgen.models.learners`); ``section``: one of
     :data:`COMPARISONS`' sections; ``figure``: one of that section's comparisons."""
@@ -113,6 +112,7 @@ def compare(
             f"figure must be one of {tuple(COMPARISONS[section])} for {section}, got {figure!r}"
         )
     models.get(learner, "fewshot")
+    store, force, log, allow_long = Training() if training is None else training
     sec, store = catalog.get(section), results.Store.default() if store is None else store
     seeds = params.seeds_parameter(seeds)
     shared = {} if seeds is None else {"seeds": seeds}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -182,13 +183,27 @@ def init_run(env: Environment, cfg, run):
     }
 
 
-def solve_task(env: Environment, cfg, model, params_, run, world, task, key, n_query):
+class Solver(NamedTuple):
+    """What solves a task: the ``env`` that draws its data, the ``cfg`` and its ``model``."""
+
+    env: object
+    cfg: object
+    model: object
+
+
+def inner_loop(cfg) -> meta.InnerLoop:
+    """``cfg``'s inner loop (:class:`compgen.meta.InnerLoop`): its AdamW, steps, minibatch, gradient mode and remat."""
+    return meta.InnerLoop(inner_optimizer(cfg), cfg.inner_steps, cfg.inner_batch, cfg.gradient, cfg.remat)
+
+
+def solve_task(solver: Solver, params_, run, world, task, key, n_query):
     """One task: its support and query data, the query prediction after adaptation (or in context).
 
     Returns ``(query loss, (metrics, representation, support set, fast parameters or None, prediction))``,
     differentiable in ``params_``; the representation is what the probe decodes the task latent from. The query
     targets reach the loss and the metrics only, never the learner.
     """
+    env, cfg, model = solver
     k_data, k_inner = jax.random.split(key)
     support_set, query_set = env.task_data(cfg, run, world, task, k_data, n_query)
     if is_incontext(cfg):
@@ -198,17 +213,7 @@ def solve_task(env: Environment, cfg, model, params_, run, world, task, key, n_q
         loss = env.loss(prediction, query_set[1])
     else:
         loss, (fast, prediction) = meta.fewshot_loss(
-            model,
-            params_,
-            support_set,
-            query_set,
-            env.loss,
-            inner_optimizer(cfg),
-            cfg.inner_steps,
-            k_inner,
-            inner_batch=cfg.inner_batch,
-            mode=cfg.gradient,
-            remat=cfg.remat,
+            model, params_, support_set, query_set, env.loss, inner_loop(cfg), k_inner
         )
         representation = ravel_pytree(fast)[0]
     return loss, (env.metrics(prediction, query_set[1], n_query), representation, support_set, fast, prediction)
@@ -222,19 +227,13 @@ def outer_step(env: Environment, cfg, run, state, mesh=None):
     tasks = env.sample_tasks(cfg, run, k_tasks, cfg.meta_batch)
 
     def one_task(params_, task, k, world):
-        loss, (task_metrics, *_) = solve_task(env, cfg, model, params_, run, world, task, k, cfg.shots_query)
+        loss, (task_metrics, *_) = solve_task(Solver(env, cfg, model), params_, run, world, task, k, cfg.shots_query)
         return loss, task_metrics
 
+    batch = meta.TaskBatch(tasks, jax.random.split(k_data, cfg.meta_batch), state["world"])
+    chunk = devices.train_chunk(cfg.meta_batch, cfg.train_chunk, mesh=mesh)
     params_, opt_state, step_metrics = meta.outer_step(
-        one_task,
-        state["meta"],
-        state["opt_state"],
-        outer_optimizer(cfg),
-        tasks,
-        jax.random.split(k_data, cfg.meta_batch),
-        fixed=state["world"],
-        chunk=devices.train_chunk(cfg.meta_batch, cfg.train_chunk, mesh=mesh),
-        mesh=mesh,
+        one_task, state["meta"], state["opt_state"], outer_optimizer(cfg), batch, chunk, mesh
     )
     return {**state, "meta": params_, "opt_state": opt_state, "key": key}, step_metrics
 
@@ -257,7 +256,7 @@ def evaluate_run(env: Environment, cfg, run, state):
     def task_metrics(args):
         task, key = args
         loss, (m, representation, support_set, fast, _) = solve_task(
-            env, cfg, model, params_, run, state["world"], task, key, cfg.eval_shots_query
+            Solver(env, cfg, model), params_, run, state["world"], task, key, cfg.eval_shots_query
         )
         out = {"loss": loss, **m}
         if fast is not None:
@@ -354,20 +353,25 @@ def flops_per_step(cfg, support_points, query_points):
     return float(per_task * cfg.meta_batch)
 
 
-def make_section(
-    env,
-    name,
-    config,
-    presets,
-    flops_per_step,
-    label,
-    models_=MODELS,
-    base_fields=None,
-    keep_params=False,
-    experiment_fields=("split", "seeds"),
-) -> Section:
+# What a few-shot section may set besides its environment, name, config, presets, costs and labels (make_section).
+SECTION_OPTIONS = {
+    "models_": MODELS,
+    "base_fields": None,
+    "keep_params": False,
+    "experiment_fields": ("split", "seeds"),
+}
+
+
+def make_section(env, name, config, presets, flops_per_step, label, **options) -> Section:
     """The :class:`compgen.section.Section` of a few-shot environment; ``env`` is an :class:`Environment`, or a
-    function of the config that returns one (the in-context learners run on several)."""
+    function of the config that returns one (the in-context learners run on several). ``options`` (defaults
+    :data:`SECTION_OPTIONS`): the section's ``models_``, its ``base_fields``, whether it ``keep_params`` and its
+    ``experiment_fields``."""
+    unknown = sorted(set(options) - set(SECTION_OPTIONS))
+    if unknown:
+        raise TypeError(f"make_section: unknown option(s) {unknown}; the options are {sorted(SECTION_OPTIONS)}")
+    options = SECTION_OPTIONS | options
+    models_, base_fields, keep_params, experiment_fields = (options[k] for k in SECTION_OPTIONS)
     env_of = (lambda cfg: env) if isinstance(env, Environment) else env
     return Section(
         name=name,

@@ -265,16 +265,8 @@ def _imitate_one(cfg, params_, tables, mazes, goal, key):
         support_instances
     )
     support_set = (obs.reshape(-1, world.obs_size), (actions.reshape(-1), mask.reshape(-1)))
-    fast, _ = meta.adapt(
-        model,
-        params_,
-        support_set,
-        gl.masked_cross_entropy,
-        fewshot.inner_optimizer(cfg),
-        cfg.inner_steps,
-        k_inner,
-        cfg.inner_batch,
-    )
+    loop = meta.InnerLoop(fewshot.inner_optimizer(cfg), cfg.inner_steps, cfg.inner_batch)
+    fast, _ = meta.adapt(model, params_, support_set, gl.masked_cross_entropy, loop, k_inner)
     instance = gl.sample_instance(k_test, tables, goal, world)
     policy = lambda o: jnp.argmax(model.apply(params_, fast, o[None])[0])
     cells, taken, success = gl.rollout(policy, tables, mazes, instance, goal, cfg.demo_length, world)

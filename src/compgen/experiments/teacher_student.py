@@ -134,18 +134,13 @@ def infer_latent(cfg, student, teacher_params, z, zhat_init, key):
     student = jax.lax.stop_gradient(student)
     teacher_weight = teacher.generated_weight(teacher_params["modules"], z)
     if cfg.fused_inner and teacher_kernel.fits(cfg.batch):
+        loop = teacher_kernel.Loop(cfg.batch, cfg.inner_steps, cfg.inner_lr, cfg.inner_schedule, cfg.input_sampler)
         return teacher_kernel.infer_latent(
             key,
-            teacher_weight,
-            teacher_params["readout"],
-            student["modules"],
-            student["readout"],
+            (teacher_weight, teacher_params["readout"]),
+            (student["modules"], student["readout"]),
             zhat_init,
-            batch=cfg.batch,
-            steps=cfg.inner_steps,
-            lr=cfg.inner_lr,
-            schedule=cfg.inner_schedule,
-            sampler=cfg.input_sampler,
+            loop,
             interpret=jax.default_backend() != "gpu",
         )
 
@@ -210,15 +205,10 @@ def outer_step(cfg, run, state, mesh=None):
         loss = _half_mse_to_teacher(student, zhat, teacher_weight, teacher_params["readout"], x)
         return loss, {"inner_loss_init": inner_losses[0], "inner_loss_final": inner_losses[-1]}
 
+    batch = meta.TaskBatch(z, jax.random.split(k_tasks, cfg.meta_batch), (state["teacher"], state["zhat_init"]))
+    optimizer = _outer_optimizer(cfg, run["weight_decay"])
     student, opt_state, step_metrics = meta.outer_step(
-        task_loss,
-        state["student"],
-        state["opt_state"],
-        _outer_optimizer(cfg, run["weight_decay"]),
-        z,
-        jax.random.split(k_tasks, cfg.meta_batch),
-        fixed=(state["teacher"], state["zhat_init"]),
-        mesh=mesh,
+        task_loss, state["student"], state["opt_state"], optimizer, batch, mesh=mesh
     )
     return {**state, "student": student, "opt_state": opt_state, "key": key}, step_metrics
 

@@ -23,59 +23,17 @@ COLOURS = {C.HOLDS_CLEARLY: "#1b7837", C.AT_CRITERION: "#b8860b", C.FAILS_CLEARL
 
 
 def _panel(ax, title: str, points, paper_position=None) -> None:
-    """One claim's path on ``ax``."""
-    judged = [p for p in points if p.judged]
+    """One claim's path on ``ax``: its judged points, the points still to come, the extrapolation and the paper."""
     ax.axhline(1, color="k", lw=0.9)
     ax.axhline(0, color="grey", lw=0.7, ls="--")
     ax.set_xscale("log")
-    for p in judged:
-        colour = COLOURS[C.category(scale._as_claim(p))]
-        if p.positions:
-            ax.plot([p.fraction] * len(p.positions), p.positions, "o", ms=3, color=colour, alpha=0.45, mec="none")
-        s = p.standing
-        ax.errorbar(
-            p.fraction,
-            s.position,
-            yerr=[[s.position - s.low], [s.high - s.position]],
-            fmt="D",
-            ms=5,
-            color=colour,
-            capsize=3,
-            lw=1.2,
-        )
-        ax.annotate(p.label, (p.fraction, s.high), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=7)
+    _judged_points(ax, [p for p in points if p.judged])
     for p in points:
         if not p.judged and p.state != "complete":
             ax.axvline(p.fraction, color="grey", lw=0.6, ls=":")
-            ax.annotate(
-                p.label,
-                (p.fraction, 0.9),
-                xycoords=("data", "axes fraction"),
-                xytext=(2, 0),
-                textcoords="offset points",
-                fontsize=6,
-                ha="left",
-                va="top",
-                color="grey",
-            )
-    if judged:
-        xs = [p.fraction for p in judged]
-        ax.plot(xs, [p.standing.position for p in judged], color="k", lw=0.6, alpha=0.5)
-    reach = scale.crossing(points)
-    if reach is not None:
-        last = judged[-1]
-        at = last.fraction * reach / last.multiple
-        if at <= 1:
-            ax.plot([last.fraction, at], [last.standing.position, 1], color="#555555", ls="--", lw=1)
-            ax.annotate(
-                f"extrapolated: ×{reach:,.0f}",
-                (at, 1),
-                textcoords="offset points",
-                xytext=(-4, -10),
-                ha="right",
-                fontsize=7,
-                color="#555555",
-            )
+            ax.annotate(p.label, (p.fraction, 0.9), xycoords=("data", "axes fraction"), xytext=(2, 0),
+                        textcoords="offset points", fontsize=6, ha="left", va="top", color="grey")  # fmt: skip
+    _extrapolation(ax, points)
     if paper_position is not None:
         ax.plot([1.0], [paper_position], "*", ms=11, color="#2166ac", label="the paper")
         ax.legend(fontsize=7, loc="lower right")
@@ -84,6 +42,34 @@ def _panel(ax, title: str, points, paper_position=None) -> None:
     ax.set_title(title, fontsize=8)
     ax.set_xlabel("fraction of the paper's training compute (FLOPs)", fontsize=8)
     ax.tick_params(labelsize=7)
+
+
+def _judged_points(ax, judged) -> None:
+    """A dot per seed, the mean with two standard errors coloured by category, and a line through the means."""
+    for p in judged:
+        colour = COLOURS[C.category(scale._as_claim(p))]
+        if p.positions:
+            ax.plot([p.fraction] * len(p.positions), p.positions, "o", ms=3, color=colour, alpha=0.45, mec="none")
+        s = p.standing
+        ax.errorbar(p.fraction, s.position, yerr=[[s.position - s.low], [s.high - s.position]], fmt="D", ms=5,
+                    color=colour, capsize=3, lw=1.2)  # fmt: skip
+        ax.annotate(p.label, (p.fraction, s.high), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=7)
+    if judged:
+        ax.plot([p.fraction for p in judged], [p.standing.position for p in judged], color="k", lw=0.6, alpha=0.5)
+
+
+def _extrapolation(ax, points) -> None:
+    """The fitted trend carried from the last judged point to the criterion, dashed and labelled, where it rises
+    (:func:`compgen.analysis.scale.crossing`) and reaches it before the paper's compute."""
+    reach = scale.crossing(points)
+    if reach is None:
+        return
+    last = [p for p in points if p.judged][-1]
+    at = last.fraction * reach / last.multiple
+    if at <= 1:
+        ax.plot([last.fraction, at], [last.standing.position, 1], color="#555555", ls="--", lw=1)
+        ax.annotate(f"extrapolated: ×{reach:,.0f}", (at, 1), textcoords="offset points", xytext=(-4, -10),
+                    ha="right", fontsize=7, color="#555555")  # fmt: skip
 
 
 def where_claims_appear(name: str, paths: dict, preset: str, seeds: tuple) -> FigureResult:

@@ -17,6 +17,7 @@ Triton product needs): padded modules, units and outputs add nothing to the loss
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -79,11 +80,23 @@ def padded(n: int) -> int:
     return max(16, 1 << (int(n) - 1).bit_length())
 
 
-def _kernel(
-    key_ref, w_t_ref, a_t_ref, theta_ref, a_s_ref, z0_ref, zhat_ref, losses_ref, *, sizes, steps, lr, schedule, sampler
-):
+class Loop(NamedTuple):
+    """The inner loop the kernel runs: ``steps`` Adam steps at rate ``lr`` (``schedule``: constant or cosine), each on
+    ``batch`` fresh inputs drawn by ``sampler``."""
+
+    batch: int
+    steps: int
+    lr: float
+    schedule: str = "constant"
+    sampler: str = "threefry"
+
+
+def _kernel(*refs, sizes, loop: Loop):
     """One task's inner loop. Refs (padded): key (2,) uint32, teacher weight (N, H_T), teacher readout (H_T, O),
-    student modules (K, N, H), student readout (H, O), ẑ₀ (K,); outputs ẑ (K,), losses (16,) (first, last)."""
+    student modules (K, N, H), student readout (H, O), ẑ₀ (K,); outputs ẑ (K,), losses (16,) (first, last).
+    ``sizes``: the real (batch, n_in, n_out)."""
+    key_ref, w_t_ref, a_t_ref, theta_ref, a_s_ref, z0_ref, zhat_ref, losses_ref = refs
+    steps, lr, schedule, sampler = loop.steps, loop.lr, loop.schedule, loop.sampler
     batch, n_in, n_out = sizes  # the real sizes
     bound, root_n, count = 3.0**0.5, float(np.sqrt(n_in)), float(batch * n_out)
     k0, k1 = key_ref[0], key_ref[1]
@@ -129,27 +142,14 @@ def _pad_to(a, shape):
     return jnp.pad(a, [(0, s - d) for d, s in zip(a.shape, shape)])
 
 
-def infer_latent(
-    key,
-    teacher_weight,
-    teacher_readout,
-    modules,
-    readout,
-    zhat_init,
-    *,
-    batch,
-    steps,
-    lr,
-    schedule="constant",
-    sampler="threefry",
-    interpret=False,
-    num_warps=8,
-):
-    """``steps`` Adam steps on ẑ from ``zhat_init``, each on ``batch`` fresh inputs drawn from key ``t`` of
-    ``jax.random.split(key, steps)``, against the teacher whose first layer is ``teacher_weight`` (n, h_T) and readout
-    ``teacher_readout`` (h_T, o); the student is ``modules`` (M̂, n, ĥ) and ``readout`` (ĥ, o). Returns ``(ẑ (M̂,),
-    losses (2,))``: the loss before the first step and before the last. ``interpret``: Pallas' interpreter (any
-    backend; for tests). Vmap it over tasks and runs."""
+def infer_latent(key, teacher, student, zhat_init, loop: Loop, interpret=False, num_warps=8):
+    """``loop.steps`` Adam steps on ẑ from ``zhat_init``, each on ``loop.batch`` fresh inputs drawn from key ``t`` of
+    ``jax.random.split(key, steps)``, against the ``teacher`` = (first layer (n, h_T), readout (h_T, o)); the
+    ``student`` = (modules (M̂, n, ĥ), readout (ĥ, o)). Returns ``(ẑ (M̂,), losses (2,))``: the loss before the first
+    step and before the last. ``interpret``: Pallas' interpreter (any backend; for tests). Vmap it over tasks and
+    runs."""
+    (teacher_weight, teacher_readout), (modules, readout) = teacher, student
+    batch, schedule, sampler = loop.batch, loop.schedule, loop.sampler
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     if sampler not in rng.SAMPLERS:
@@ -167,9 +167,7 @@ def infer_latent(
         _pad_to(readout, (h, o)),
         _pad_to(zhat_init, (k,)),
     )
-    kernel = functools.partial(
-        _kernel, sizes=(batch, n_in, n_out), steps=steps, lr=lr, schedule=schedule, sampler=sampler
-    )
+    kernel = functools.partial(_kernel, sizes=(batch, n_in, n_out), loop=loop)
     from jax.experimental import pallas as pl
 
     params = None
