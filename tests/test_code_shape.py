@@ -10,6 +10,7 @@ from compgen import fingerprint
 MAX_PARAMETERS, MAX_LINES = 8, 60
 LONG_REASON = "Kept in one function"  # how a docstring starts the reason a function is longer than MAX_LINES
 
+
 def _functions():
     """``(module:function, node)`` for every function of every library module (:func:`fingerprint.library_modules`)."""
     for module in sorted(fingerprint.library_modules()):
