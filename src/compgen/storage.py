@@ -248,6 +248,20 @@ def drop_locks() -> None:
         path.unlink(missing_ok=True)
 
 
+def check_folder_path(folder: Path, variable: str) -> None:
+    """Refuse a ``folder`` that is a file or lies below one (it can be neither read nor made): a
+    :class:`compgen.params.ParameterError` naming the environment ``variable`` that chooses it; a folder that does not
+    exist yet passes."""
+    from compgen.params import ParameterError
+
+    folder = Path(folder)
+    blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise ParameterError(
+            f"{variable}: cannot write in {folder}: {blocker} is a file; point {variable} to a writable folder"
+        )
+
+
 def check_writable(folder: Path, variable: str) -> None:
     """Create ``folder`` if needed and check that a file can be written in it; else a
     :class:`compgen.params.ParameterError` naming the environment ``variable`` that chooses it, the path and why."""
