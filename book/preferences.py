@@ -76,6 +76,7 @@ if "google.colab" in sys.modules:
 
 # %%
 from compgen import figures, notebook
+from compgen.analysis.chapters import judged_sets
 from compgen.figures import glance, search, twin
 from compgen.figures import preferences as chapter
 from compgen.figures import scale as bridge_figure
@@ -390,7 +391,7 @@ figures.show(
         "search/twin_preferences.json",
         preset,
         runs,
-        glance.judged_sets(runs.section.name, runs, glance.load_seed_sets(glance.SEED_SETS, preset)),
+        judged_sets(runs.section.name, runs, glance.load_seed_sets(glance.SEED_SETS, preset)),
         chapter.MODEL_LABELS,
     )
 )

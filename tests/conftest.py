@@ -126,7 +126,7 @@ def fake():
 
 @pytest.fixture
 def runs_of():
-    """``runs_of(section name, preset, outputs_for)``: a :class:`compgen.notebook.Runs` whose outputs come from
+    """``runs_of(section name, preset, outputs_for)``: a :class:`compgen.runs.Runs` whose outputs come from
     ``outputs_for(cfg)`` (None: not stored)."""
     from compgen import notebook
 

@@ -27,7 +27,7 @@ LAYERS = [
     ("compgen.tasks", "compgen.models"),
     ("compgen.meta", "compgen.metrics"),
     ("compgen.results", "compgen.checkpoint", "compgen.programs"),
-    ("compgen.section",),
+    ("compgen.section", "compgen.runs"),
     ("compgen.experiments", "compgen.catalog", "compgen.bridge"),
     ("compgen.runner",),
     ("compgen.backends",),

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from compgen import notebook, programs, recordfile, records, results
+from compgen.analysis import chapters, finals
 from compgen.analysis import claims as C
-from compgen.analysis import finals
 from compgen.figures import glance, twin
 
 
 def test_an_empty_store_gives_not_run_everywhere(store):
-    found = glance.claims("smoke")
+    found = chapters.claims("smoke")
     assert set(found) == set(glance.CHAPTERS) and all(found.values())
     assert {c.verdict for group in found.values() for c in group} == {C.NOT_RUN}
     page = glance.page("smoke")
@@ -111,7 +111,7 @@ def test_every_recorded_set_gets_a_column_and_the_pooled_one_counts_edges_apart(
     page = glance.page("smoke", seed_sets=[second])
     assert page.count("at the criterion</span>") == 2  # both Fig. 2C claims, in the pooled column
     assert "**1 holds clearly, 2 are at the criterion, 1 is clearly not reproduced and 23 were not run**" in page
-    assert page.count('class="forest-row"') == sum(len(v) for v in glance.claims("smoke").values())
+    assert page.count('class="forest-row"') == sum(len(v) for v in chapters.claims("smoke").values())
     page = glance.page("smoke", seed_sets=[second, third])
     assert "<th>ours, 31–33</th>" in page and "<th>ours, 51–53</th>" in page and "at the criterion</span>" not in page
     assert "Pooled over the book's seeds and 2 further seed sets (7 seeds per claim" in page
@@ -119,7 +119,7 @@ def test_every_recorded_set_gets_a_column_and_the_pooled_one_counts_edges_apart(
     assert "○ the book's seeds, □ seeds 31–33, △ seeds 51–53" in page  # the legend names each set's mark
     assert page.count('">+0.190 (7/7)</span>') == 2
     overlapping = _recorded_set(tmp_path, [33, 34, 35], {}, fake, "overlapping.json")
-    found = glance.judged_sets("teacher_student", notebook.stored("teacher_student", "smoke", None),
+    found = chapters.judged_sets("teacher_student", notebook.stored("teacher_student", "smoke", None),
                                glance.load_seed_sets([second, overlapping, third], "smoke"))  # fmt: skip
     assert list(found) == ["100", "31,32,33", "51,52,53", "pooled"]  # a set sharing a seed with one before is left out
 
@@ -130,7 +130,7 @@ def test_a_chapters_findings_word_verdicts_as_the_page_and_draw_its_claims(store
     text = glance.findings(notebook.stored("teacher_student", "smoke", None), [second])
     assert "pooled over 4 seeds: **holds, at the criterion** (" in text
     assert "Pooled over every seed set, 1 holds clearly, 2 are at the criterion and 1 is clearly not reproduced" in text
-    assert text.count('class="forest-row"') == len(glance.claims("smoke")["teacher_student"])
+    assert text.count('class="forest-row"') == len(chapters.claims("smoke")["teacher_student"])
     assert '<a href="#fig2c">' in text  # the chapter's own figures
 
 
@@ -160,7 +160,7 @@ def test_the_twin_columns_judge_both_codes_at_the_same_world(store, tmp_path, fa
     holds, fails = twin.MARK[C.HOLDS], twin.MARK[C.NOT_REPRODUCED]
     assert page.count(f"{link}{holds} {fails}") == 2  # the authors' code: holds on 100, not on 31
     assert page.count(f"{link}{holds}</a>") == 3  # ours: the book's seed only (no second set), Table A1 too
-    assert page.count(">n/a</span></td>") == 2 * len(glance.claims("smoke")["incontext"])
+    assert page.count(">n/a</span></td>") == 2 * len(chapters.claims("smoke")["incontext"])
     record["preset"] = "quick"  # a record of another preset is not shown
     (tmp_path / "twin_teacher_student.json").write_text(json.dumps(record))
     assert "#twin-teacher-student" not in glance.page("smoke", twins=tmp_path)
@@ -234,7 +234,7 @@ def test_a_second_set_without_code_keys_is_flagged_never_current(runs_of, fake):
 def test_a_second_set_on_the_books_own_seeds_is_not_compared(runs_of, fake):
     runs = runs_of("teacher_student", "smoke", lambda c: fake(c, {"eval/alignment": np.full(len(c.seeds), 0.5)}))
     record = _second_set(runs)  # the book's seeds
-    assert list(glance.judged_sets("teacher_student", runs, record)) == [records.seed_set_name(runs.seeds)]
+    assert list(chapters.judged_sets("teacher_student", runs, record)) == [records.seed_set_name(runs.seeds)]
     text = glance._seed_sets_summary([record], {"teacher_student": runs})
     assert "This build's seeds of Teacher and student (§3.3) are among seed 100, so those are not compared" in text
 
@@ -253,7 +253,7 @@ def test_a_smoke_second_set_whose_configs_follow_its_seeds_shows_not_run(store, 
     _second_set(second).save(path)
     record = glance.load_seed_set(path, "smoke")
     book = notebook.stored("goals", "smoke", None)
-    found = glance.judged_sets("goals", book, record)
+    found = chapters.judged_sets("goals", book, record)
     assert found["31,32,33"] and {c.verdict for c in found["pooled"]} == {C.NOT_RUN}
     page = glance.page("smoke", seed_sets=[path])
     assert "<th>ours, 31–33</th>" in page and "<th>pooled</th>" in page

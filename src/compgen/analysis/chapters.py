@@ -1,10 +1,14 @@
 """The book's chapters as the analysis reads them: each chapter's claims module, title and whether its claims are the
-paper's, and the runs of a chapter on a recorded seed set."""
+paper's; the runs of a chapter on a recorded seed set; and its claims judged on every seed set and pooled."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from compgen import records
-from compgen.analysis import finals, goals, hyperteacher, incontext, preferences, teacher_student
+from compgen.analysis import claims as C
+from compgen.analysis import finals, goals, hyperteacher, incontext, preferences, teacher_student, twin
+from compgen.notebook import stored
 
 CHAPTERS = {
     "teacher_student": teacher_student,
@@ -30,3 +34,38 @@ def set_runs(record: records.SeedSet | None, name: str):
     if record is None or name not in record.runs:
         return None
     return finals.runs_from_entries(name, record.preset, record.seeds, record.runs[name])
+
+
+def claims(preset="quick", seeds=None, chapters=None) -> dict:
+    """{section: [Claim]} computed from the stored runs of every chapter (or of ``chapters``) at ``preset`` by its
+    analysis module (:data:`CHAPTERS`)."""
+    return {
+        name: module.claims(stored(name, preset, seeds))
+        for name, module in CHAPTERS.items()
+        if chapters is None or name in chapters
+    }
+
+
+def judged_sets(name: str, runs, seed_sets=()) -> dict:
+    """The chapter's claims per seed set of ours, judged now: ``{"<book's seeds>": [Claim], "<a recorded set>":
+    [Claim], ..., "pooled": [Claim]}``: a set per record of ``seed_sets`` (records of :func:`load_seed_sets`) that
+    holds the chapter and shares no seed with the sets before it, and ``"pooled"`` over all of them under the pooled
+    rule, where there is at least one."""
+    module = CHAPTERS[name]
+    found, taken = {records.seed_set_name(runs.seeds): module.claims(runs)}, [runs]
+    for record in [seed_sets] if isinstance(seed_sets, records.SeedSet) else seed_sets:
+        other = set_runs(record, name)
+        if other is not None and not set(other.seeds) & {s for r in taken for s in r.seeds}:
+            found[records.seed_set_name(other.seeds)] = module.claims(other)
+            taken.append(other)
+    if len(taken) > 1:
+        found["pooled"] = module.claims(finals.pool(*taken))
+    return found
+
+
+def row_claims(found: dict, book: str) -> list:
+    """Each claim of the book's seeds as the page counts and draws it: pooled over every seed set where there are
+    several (a claim the pooling could not judge is not run), else on the book's seeds."""
+    if "pooled" not in found:
+        return list(found[book])
+    return [twin.find(found["pooled"], c) or dataclasses.replace(c, verdict=C.NOT_RUN) for c in found[book]]

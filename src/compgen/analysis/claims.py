@@ -9,7 +9,7 @@ every claim:
   sets (``pooled``: a claim judged on every seed the records hold, where "every seed" does not scale with their
   number) the mean difference above two standard errors instead. The rule is an argument of the judgment
   (:meth:`Check.holds_under`, :meth:`ClaimSpec.judge`), read from the runs judged
-  (:attr:`compgen.notebook.Runs.pooled`);
+  (:attr:`compgen.runs.Runs.pooled`);
 * **size**: the mean difference reaches ``margin`` (absolute, or relative to the mean of the compared-to
   quantity), and any extra ``level`` condition holds (e.g. "connected students above 0.9").
 
@@ -226,7 +226,7 @@ class ClaimSpec:
     ) -> Claim:
         """The :class:`Claim` of ``check`` with this spec's texts filled from ``fields``: ``holds`` where the check
         passes (its sign judged by the rule for runs pooled over seed sets where ``pooled``, the runs' own
-        :attr:`compgen.notebook.Runs.pooled`), ``not reproduced`` where not, ``not run`` where ``check`` is ``None``;
+        :attr:`compgen.runs.Runs.pooled`), ``not reproduced`` where not, ``not run`` where ``check`` is ``None``;
         a paper number whose fields are not given (a learner the paper did not run) reads "–". Its details keep the
         check's per-seed differences, threshold, scale and standing, and ``paper_difference`` (the paper's own
         difference in the check's units, where it reports one) as its position on the criterion axis."""

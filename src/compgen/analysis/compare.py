@@ -17,7 +17,7 @@ from typing import NamedTuple
 from compgen import catalog, dispatch, models, params, results
 from compgen.analysis import goals, hyperteacher, preferences
 from compgen.experiments.fewshot import HNETS
-from compgen.notebook import Runs
+from compgen.runs import Runs
 from compgen.section import figure_configs, make_config
 
 COMPARISONS = {

@@ -20,8 +20,8 @@ import json
 import numpy as np
 
 from compgen import params, results
-from compgen.notebook import Runs
 from compgen.records import Entry
+from compgen.runs import Runs
 
 
 def finals(output) -> dict:

@@ -9,7 +9,7 @@ from compgen.analysis import claims as C
 from compgen.analysis.values import MONOLITHIC, SPLITS, best_per_seed, final, learners_of, size_grid, versus_monolithic
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS
 from compgen.models import label as learner_label
-from compgen.notebook import Runs
+from compgen.runs import Runs
 
 SECTION = "goals"
 LEAD = 5.0  # accuracy points a claimed difference must reach

@@ -10,7 +10,7 @@ from compgen.analysis.paper import paper_numbers
 from compgen.analysis.values import SPLITS, final, on_seeds, versus_monolithic
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS
 from compgen.models import label as learner_label
-from compgen.notebook import Runs
+from compgen.runs import Runs
 
 SECTION = "hyperteacher"
 LEAD = 5.0  # accuracy points a claimed lead must reach

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from compgen.analysis import claims as C
 from compgen.analysis.values import final
-from compgen.notebook import Runs
+from compgen.runs import Runs
 
 SECTION = "incontext"
 LEAD = 5.0

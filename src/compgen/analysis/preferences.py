@@ -9,7 +9,7 @@ from compgen.analysis import claims as C
 from compgen.analysis.values import final, size_grid, versus_monolithic
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS
 from compgen.models import label as learner_label
-from compgen.notebook import Runs
+from compgen.runs import Runs
 
 SECTION = "preferences"
 RELATIVE = 0.10  # a claimed difference in loss must reach 10 % of the compared-to loss

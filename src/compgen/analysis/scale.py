@@ -222,10 +222,10 @@ def _fraction(sec, quick, points) -> float:
 
 
 def point_runs(name: str, multiple: int, works, folder):
-    """Chapter ``name``'s runs at the bridge point ``multiple`` (:class:`compgen.notebook.Runs` at its preset) from the
+    """Chapter ``name``'s runs at the bridge point ``multiple`` (:class:`compgen.runs.Runs` at its preset) from the
     progress records under ``folder`` of the ledger ``works`` that trained them: a config's output is its work's last
     evaluation where that work is complete, else none. Also ``{work name: its state}`` of the point's works."""
-    from compgen.notebook import Runs
+    from compgen.runs import Runs
 
     sec, preset = catalog.SECTIONS[name], bridge.point_name(multiple)
     figures = {f: bridge.figure_configs(sec, f, preset) for f in sec.figures("quick")}

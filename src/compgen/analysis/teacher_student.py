@@ -9,7 +9,7 @@ import numpy as np
 
 from compgen.analysis import claims as C
 from compgen.analysis.values import final
-from compgen.notebook import Runs
+from compgen.runs import Runs
 from compgen.tasks import support
 
 SECTION = "teacher_student"
@@ -188,5 +188,63 @@ def paper_scale_claims(record) -> list:
                 ours=f"{at}{': ' + so_far if so_far else ''} (no verdict before the last step)",
                 details={**claim.details, "progress": (done, total)},
             )
+        )
+    return found
+
+
+# ----------------------------------------------------------------------------------------------- the search's regimes
+
+OVERPARAM_NAME = "one-hots + ring pairs"  # the support of Fig. 2D and Table A1, Table A9 column 1's masks
+
+
+def _aligned(records):
+    """The records' values as one array (records, seeds), or ``None`` if their seeds differ."""
+    if not records or any(r["seeds"] != records[0]["seeds"] for r in records):
+        return None
+    return np.array([r["values"] for r in records], float)
+
+
+def records_where(records, **where):
+    """The search records whose fields equal ``where``."""
+    return [r for r in records if all(r.get(k) == v for k, v in where.items())]
+
+
+def search_checks(records) -> dict:
+    """The chapter's criteria on one regime's records, for the claims it has the runs of: {claim: (Check, text)},
+    the text being what the criterion measured, as in the chapter's claim tables."""
+    found = {}
+    for distribution in ("discrete", "continuous"):
+        columns = [r for r in records if r.get("column") and r["distribution"] == distribution]
+        conn = _aligned([r for r in columns if r["connected"]])
+        disc = _aligned([r for r in columns if not r["connected"]])
+        if conn is not None and disc is not None and conn.shape[1] == disc.shape[1]:
+            check = fig2c_check(conn.mean(0), disc.mean(0))
+            found[f"Fig. 2C {distribution}"] = (
+                check,
+                f"{C.describe_difference(check, digits=3)}, connected {conn.mean():.3f}",
+            )
+    over = [r for r in records if r["split"].endswith(OVERPARAM_NAME) and r["connected"]]
+    drops = {}
+    for distribution in ("discrete", "continuous"):
+        cells = {tuple(r["factors"]): r for r in records_where(over, distribution=distribution, weight_decay=0.0)}
+        large = max(cells, key=lambda f: f[0] * f[1], default=None)
+        pair = _aligned([cells[(2, 2)], cells[large]]) if (2, 2) in cells and large != (2, 2) else None
+        if pair is not None:
+            drops[distribution] = pair[0] - pair[1]
+    if len(drops) == 2 and drops["discrete"].shape == drops["continuous"].shape:
+        check = fig2d_check(drops["discrete"], drops["continuous"])
+        found["Fig. 2D"] = (check, C.describe_difference(check, digits=3))
+    gains = []
+    for r in records_where(over, distribution="discrete"):
+        base = records_where(over, distribution="discrete", factors=r["factors"], weight_decay=0.0)
+        pair = _aligned([r, base[0]]) if r["weight_decay"] and base else None
+        if pair is not None:
+            gains.append(pair[0] - pair[1])
+    if gains and len({g.shape for g in gains}) == 1:
+        gain = np.mean(gains, axis=0)
+        check = table_a1_check(gain)
+        found["Table A1"] = (
+            check,
+            f"gain {gain.mean():+.3f} ({check.agreeing}/{gain.size} seeds below {DECAY_GAIN:g})",
         )
     return found

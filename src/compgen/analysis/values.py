@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compgen.notebook import Runs
+from compgen.runs import Runs
 
 SPLITS = ("random", "non_compositional")  # compositional and non-compositional support, in that order
 MONOLITHIC = ("anil", "maml")

@@ -30,7 +30,7 @@ from compgen.analysis.values import (  # noqa: F401  (the numbers the figures dr
 )
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS
 from compgen.figures import plots, verdicts
-from compgen.notebook import Runs
+from compgen.runs import Runs
 
 FIGURE_WIDTH = 7.2  # inches: the book's text column at 100 px per inch
 SPLIT_GROUPS = ("compositional (random)", "non-compositional")  # the bars of a figure over the two supports

@@ -8,7 +8,7 @@ the current claim code from numbers, never read as verdicts from a record:
 * ours on the book's seeds (the store), and on each further seed set that the book neither tunes on nor shows (the
   per-seed final numbers of ``tools/second_set.py``'s records, :data:`SEED_SETS`, :mod:`compgen.analysis.finals`);
 * all of them pooled: the same criterion on all their seeds under the pooled rule
-  (the rule for runs pooled over seed sets, :attr:`compgen.notebook.Runs.pooled`); the page's headline counts these
+  (the rule for runs pooled over seed sets, :attr:`compgen.runs.Runs.pooled`); the page's headline counts these
   and its forest plot (:mod:`compgen.figures.forest`) draws them, both by :func:`compgen.analysis.claims.category`;
 * the twin world: ours and the authors' implementation at the same configs (``tools/twin.py``'s records, judged by
   :func:`compgen.figures.twin.judged`), a mark per seed set and the pooled one;
@@ -25,7 +25,6 @@ sets cannot be paired, is "not run"; a record made by other code than this build
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import html
 import re
@@ -34,20 +33,18 @@ from pathlib import Path
 from compgen import catalog, ledger, programs, recordfile, records, results
 from compgen.analysis import claims as C
 from compgen.analysis import finals, scale, teacher_student
-from compgen.analysis.chapters import BEYOND_THE_PAPER, CHAPTERS, SEED_SETS, TITLES, set_runs  # noqa: F401 (read as glance.*)
+from compgen.analysis.chapters import (  # noqa: F401 (read as glance.* by the book)
+    BEYOND_THE_PAPER,
+    CHAPTERS,
+    SEED_SETS,
+    TITLES,
+    judged_sets,
+    row_claims,
+    set_runs,
+)
 from compgen.figures import forest, verdicts
 from compgen.figures import twin as twin_
 from compgen.notebook import stored
-
-
-def claims(preset="quick", seeds=None, chapters=None) -> dict:
-    """{section: [Claim]} computed from the stored runs of every chapter (or of ``chapters``) at ``preset`` by its
-    analysis module (:data:`CHAPTERS`)."""
-    return {
-        name: module.claims(stored(name, preset, seeds))
-        for name, module in CHAPTERS.items()
-        if chapters is None or name in chapters
-    }
 
 
 def load_seed_set(path, preset) -> records.SeedSet | None:
@@ -83,31 +80,6 @@ def _stale_why(record: records.SeedSet, name: str) -> str:
     if state == recordfile.OTHER_VERSIONS:
         return f"the record's code key for {TITLES[name]} was computed under other library versions"
     return "" if state == recordfile.CURRENT else f"the record names no code key for {TITLES[name]}"
-
-
-def judged_sets(name: str, runs, seed_sets=()) -> dict:
-    """The chapter's claims per seed set of ours, judged now: ``{"<book's seeds>": [Claim], "<a recorded set>":
-    [Claim], ..., "pooled": [Claim]}``: a set per record of ``seed_sets`` (records of :func:`load_seed_sets`) that
-    holds the chapter and shares no seed with the sets before it, and ``"pooled"`` over all of them under the pooled
-    rule, where there is at least one."""
-    module = CHAPTERS[name]
-    found, taken = {records.seed_set_name(runs.seeds): module.claims(runs)}, [runs]
-    for record in [seed_sets] if isinstance(seed_sets, records.SeedSet) else seed_sets:
-        other = set_runs(record, name)
-        if other is not None and not set(other.seeds) & {s for r in taken for s in r.seeds}:
-            found[records.seed_set_name(other.seeds)] = module.claims(other)
-            taken.append(other)
-    if len(taken) > 1:
-        found["pooled"] = module.claims(finals.pool(*taken))
-    return found
-
-
-def row_claims(found: dict, book: str) -> list:
-    """Each claim of the book's seeds as the page counts and draws it: pooled over every seed set where there are
-    several (a claim the pooling could not judge is not run), else on the book's seeds."""
-    if "pooled" not in found:
-        return list(found[book])
-    return [twin_._find(found["pooled"], c) or dataclasses.replace(c, verdict=C.NOT_RUN) for c in found[book]]
 
 
 def _cell(claim, stale="") -> str:
@@ -235,7 +207,7 @@ def page(preset="quick", seeds=None, seed_sets=(), twins=None, paper_scale=None,
         for record in recorded:
             key = records.seed_set_name(record.seeds)
             why = _stale_why(record, name) if name in stale_chapters(record) else ""
-            cells = [_cell(twin_._find(found.get(key), c), why) for c in group]
+            cells = [_cell(twin_.find(found.get(key), c), why) for c in group]
             columns.append((f"ours, {_seeds_label(key).removeprefix('seeds ')}", cells, "seeds"))
         if recorded:
             columns.append(("pooled", [_pooled_cell(c) for c in rows[name]], "pooled"))
@@ -320,7 +292,7 @@ def _forest(sets: dict, runs: dict, rows: dict, link: bool, chapters=None) -> st
         keys = [k for k in found if k != "pooled"]
         plotted = []
         for row, book_claim in zip(rows[name], book_rows):
-            per_set = tuple((_seeds_label(k), twin_._find(found[k], book_claim)) for k in keys)
+            per_set = tuple((_seeds_label(k), twin_.find(found[k], book_claim)) for k in keys)
             plotted.append(forest.Row(row, per_set, f"{name}.html{row.anchor}" if link and row.anchor else row.anchor))
         groups.append((TITLES[name], plotted))
     first = chapters[0]
@@ -571,14 +543,14 @@ def findings(runs, seed_sets=(), twins=None) -> str:
         parts = [f"{_seeds_label(book).capitalize()}: {_said(claim)}"]
         for key in (k for k in found if k not in (book, "pooled")):
             label = _seeds_label(key) + (" (older code)" if key in older else "")
-            parts.append(f"{label}: {_said(twin_._find(found[key], claim))}")
+            parts.append(f"{label}: {_said(twin_.find(found[key], claim))}")
         if "pooled" in found and row.verdict != C.NOT_RUN:
             parts.append(f"pooled over {len(row.seeds)} seeds: {_said(row)}")
         text = f"- **{claim.figure}** — {claim.claim}. " + "; ".join(parts) + "."
         if twin_found and not (twin_records[0].not_expressible or {}).get(claim.figure):
             marks = []
             for s, sets in twin_found.items():
-                theirs = twin_._find(sets["authors'"], claim)
+                theirs = twin_.find(sets["authors'"], claim)
                 if theirs is not None and theirs.verdict != C.NOT_RUN:
                     marks.append(f"{C.verdict_words(theirs)} on {_seeds_label(s)}")
             if marks:

@@ -26,7 +26,7 @@ from compgen.figures import (
     size_figures,
 )
 from compgen.models import label as learner_label
-from compgen.notebook import Runs
+from compgen.runs import Runs
 from compgen.tasks import goals as gl
 
 MODEL_COLOURS = dict(zip(MODELS, ("#66c2a5", "#fc8d62", "#8da0cb", "#e78ac3")))

@@ -23,7 +23,7 @@ from compgen.figures import (
     size_heatmap,
 )
 from compgen.models import label as learner_label
-from compgen.notebook import Runs
+from compgen.runs import Runs
 from compgen.tasks import hyperteacher as ht
 from compgen.tasks import support
 

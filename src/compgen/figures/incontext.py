@@ -22,7 +22,7 @@ from compgen.figures import (
     mean_std,
     plots,
 )
-from compgen.notebook import Runs
+from compgen.runs import Runs
 
 LABELS = {**MODEL_LABELS, **icl.MODEL_LABELS}
 LEARNERS = icl.LEARNERS

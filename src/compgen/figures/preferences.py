@@ -23,7 +23,7 @@ from compgen.figures import (
     plots,
     size_figures,
 )
-from compgen.notebook import Runs
+from compgen.runs import Runs
 from compgen.tasks import preferences as pf
 from compgen.tasks import support
 

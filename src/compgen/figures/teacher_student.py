@@ -8,7 +8,7 @@ import numpy as np
 from compgen import ledger, metrics
 from compgen.analysis import teacher_student as A
 from compgen.figures import FigureResult, caption, final, mean_std, paper_numbers, plots
-from compgen.notebook import Runs
+from compgen.runs import Runs
 from compgen.tasks import support, teacher
 
 SECTION = A.SECTION

@@ -10,23 +10,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from compgen.analysis import claims as C
 from compgen.analysis.teacher_student import (
     ALIGNMENT_MARGIN,
-    DECAY_GAIN,
     FIG2C,
     FIG2D,
     IDENTIFIED,
+    OVERPARAM_NAME,
     TABLE_A1,
-    fig2c_check,
-    fig2d_check,
-    table_a1_check,
+    records_where,
+    search_checks,
 )
 from compgen.figures.teacher_student import PAPER_TABLE_A1
-from compgen.notebook import Runs
+from compgen.runs import Runs
 from compgen.tasks import support
 
-OVERPARAM_NAME = "one-hots + ring pairs"  # the support of Fig. 2D and Table A1, Table A9 column 1's masks
 DRIFT = 0.05  # how far below its own best evaluation a student must end to count as having drifted
 _SHORT = {"discrete": "discr.", "continuous": "cont."}
 DISTRIBUTIONS = ("discrete", "continuous")
@@ -126,58 +123,6 @@ def _regimes(path) -> dict:
     return regimes
 
 
-def _aligned(records):
-    """The records' values as one array (records, seeds), or ``None`` if their seeds differ."""
-    if not records or any(r["seeds"] != records[0]["seeds"] for r in records):
-        return None
-    return np.array([r["values"] for r in records], float)
-
-
-def _find(records, **where):
-    return [r for r in records if all(r.get(k) == v for k, v in where.items())]
-
-
-def search_checks(records) -> dict:
-    """The chapter's criteria on one regime's records, for the claims it has the runs of: {claim: (Check, text)},
-    the text being what the criterion measured, as in the chapter's claim tables."""
-    found = {}
-    for distribution in ("discrete", "continuous"):
-        columns = [r for r in records if r.get("column") and r["distribution"] == distribution]
-        conn = _aligned([r for r in columns if r["connected"]])
-        disc = _aligned([r for r in columns if not r["connected"]])
-        if conn is not None and disc is not None and conn.shape[1] == disc.shape[1]:
-            check = fig2c_check(conn.mean(0), disc.mean(0))
-            found[f"Fig. 2C {distribution}"] = (
-                check,
-                f"{C.describe_difference(check, digits=3)}, connected {conn.mean():.3f}",
-            )
-    over = [r for r in records if r["split"].endswith(OVERPARAM_NAME) and r["connected"]]
-    drops = {}
-    for distribution in ("discrete", "continuous"):
-        cells = {tuple(r["factors"]): r for r in _find(over, distribution=distribution, weight_decay=0.0)}
-        large = max(cells, key=lambda f: f[0] * f[1], default=None)
-        pair = _aligned([cells[(2, 2)], cells[large]]) if (2, 2) in cells and large != (2, 2) else None
-        if pair is not None:
-            drops[distribution] = pair[0] - pair[1]
-    if len(drops) == 2 and drops["discrete"].shape == drops["continuous"].shape:
-        check = fig2d_check(drops["discrete"], drops["continuous"])
-        found["Fig. 2D"] = (check, C.describe_difference(check, digits=3))
-    gains = []
-    for r in _find(over, distribution="discrete"):
-        base = _find(over, distribution="discrete", factors=r["factors"], weight_decay=0.0)
-        pair = _aligned([r, base[0]]) if r["weight_decay"] and base else None
-        if pair is not None:
-            gains.append(pair[0] - pair[1])
-    if gains and len({g.shape for g in gains}) == 1:
-        gain = np.mean(gains, axis=0)
-        check = table_a1_check(gain)
-        found["Table A1"] = (
-            check,
-            f"gain {gain.mean():+.3f} ({check.agreeing}/{gain.size} seeds below {DECAY_GAIN:g})",
-        )
-    return found
-
-
 SEARCH_CLAIMS = ("Fig. 2C discrete", "Fig. 2C continuous", "Fig. 2D", "Table A1")
 
 
@@ -230,7 +175,7 @@ def _select(over, n, inner_steps, outer_steps=4000, **where) -> list:
     """The entries of ``over`` in the world n = h = ``n`` trained with ``inner_steps`` and ``outer_steps``."""
     return [
         r
-        for r in _find(over, **where)
+        for r in records_where(over, **where)
         if r["world"] == dict(n=n, h=n, outputs=4, M=6)
         and r["budget"]["inner_steps"] == inner_steps
         and r["budget"]["outer_steps"] == outer_steps
@@ -359,8 +304,8 @@ def _search_outcome(path) -> str:
         if "Table A1" not in checks or not checks["Table A1"][0].holds:
             continue
         over = [r for r in by_regime[name] if r["split"].endswith(OVERPARAM_NAME) and r["connected"]]
-        unregularised = _find(over, distribution="discrete", weight_decay=0.0)
-        mild = _find(unregularised, factors=[2, 2])
+        unregularised = records_where(over, distribution="discrete", weight_decay=0.0)
+        mild = records_where(unregularised, factors=[2, 2])
         large = max(unregularised, key=lambda r: r["factors"][0] * r["factors"][1], default=None)
         if mild and large is not None and large["factors"] != [2, 2]:
             a, b = np.mean(large["values"]), np.mean(mild[0]["values"])

@@ -17,19 +17,40 @@ code changed since, or when the record names none comparable here.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import html
-import importlib
-import json
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-from compgen import recordfile, records
+from compgen import records
 from compgen.analysis import claims as C
-from compgen.analysis.finals import output_from_finals
+from compgen.analysis.twin import (  # noqa: F401 (the record's layout and judging, read as twin.* by the book)
+    ADDED_FIELDS,
+    CLAIM_FIGURES,
+    GOALS_WORLD,
+    HEADLINES,
+    MATCHED,
+    PREFERENCES_WORLD,
+    ROWS,
+    claim_configs,
+    claims_of,
+    code_key,
+    config_row,
+    find,
+    headline_output,
+    judged,
+    load_twin,
+    metric_name,
+    our_finals,
+    ours_runs,
+    pooled,
+    reference_output,
+    reference_runs,
+    run_key,
+    seed_sets,
+    staleness,
+)
 
 SHORT = {C.HOLDS: "✅", C.NOT_REPRODUCED: "❌", C.NOT_RUN: "–"}  # markdown tables
 # HTML cells (the results page): marks every font has, coloured by the page's style
@@ -39,186 +60,6 @@ MARK = {
     C.NOT_RUN: '<span title="not run">–</span>',
 }
 
-# The figures of each chapter whose claims the twins test.
-CLAIM_FIGURES = {
-    "hyperteacher": ("fig3cd", "fig3e", "fig3b"),
-    "teacher_student": ("fig2c",),
-    "preferences": ("fig4c", "fig4b", "figa8"),
-    "goals": ("fig4ef", "figa10"),
-}
-# The nearest world the reference can express, where it cannot express a preset's: {(chapter, preset): {figure:
-# changes}}. Ours are trained at that world too (same store, same runner), so the comparison is like for like.
-# run_theory.py trains train_step * n_task outer steps, evaluated every log_every steps in whole chunks, with a cosine
-# outer schedule and no warm-up: quick's 8,000 steps with a 400-step warm-up become 7,998 steps (1,333 x 6), no warm-up.
-# The reference's preference world is the paper's 7x7 layout with a full-grid observation and one query demonstration
-# per evaluation task; its goal world needs an odd grid above 5 with goals at least grid-size steps from the start, and
-# pads every demonstration to grid² - 1 steps (tools/twin_grid_worlds.md gives the reading of both codes).
-PREFERENCES_WORLD = dict(layout="paper", observation="grid", eval_shots_query=1)
-GOALS_WORLD = dict(grid=7, min_distance=7, demo_length=48)
-MATCHED = {
-    ("teacher_student", "quick"): {"fig2c": dict(warmup_steps=0, outer_steps=7998, eval_every=1333)},
-    ("preferences", "quick"): {f: PREFERENCES_WORLD for f in ("fig4b", "fig4c", "figa8")},
-    ("goals", "quick"): {f: GOALS_WORLD for f in ("fig4ef", "figa10")},
-}
-# Config fields added after twin records were written, with the default that computes what the runs computed: a run's
-# key leaves such a field out at that value, so the records keep their keys.
-ADDED_FIELDS = {"fused_inner": None}
-
-
-def load_twin(path) -> records.Twin | None:
-    """The twin record at ``path``, checked (:meth:`compgen.records.Record.load`, its chapter one of
-    :data:`CLAIM_FIGURES`), or ``None`` if there is none."""
-    return records.Twin.load_if_there(path, _known_chapter)
-
-
-def _known_chapter(record: dict) -> None:
-    if record["chapter"] not in CLAIM_FIGURES:
-        raise ValueError(f"chapter {record['chapter']!r} is not one of {sorted(CLAIM_FIGURES)}")
-
-
-def code_key(chapter: str) -> str:
-    """The key of our code a twin record of ``chapter`` depends on: what the chapter's section computes
-    (:func:`compgen.programs.section_key`)."""
-    from compgen import catalog, programs
-
-    return programs.section_key(catalog.get(chapter))
-
-
-def staleness(record: records.Twin) -> str:
-    """Why the twin ``record`` may not show what our current code computes, as words ("" where it is current)."""
-    from compgen import programs
-
-    key, versions = record.computed_by()
-    return recordfile.stale(key, code_key(record.chapter), versions, programs.versions())
-
-
-def seed_sets(record: records.Twin) -> list:
-    """The record's seed sets, as strings (``"2020,2021,2022"``)."""
-    return [records.seed_set_name(seeds) for seeds in record.seed_sets]
-
-
-def run_key(cfg, seed, commit: str) -> str:
-    """A stable key of one (config, seed) of the reference at ``commit``: the config with that seed alone."""
-    from compgen import results
-
-    fields = {**results.config_dict(cfg), "seeds": [int(seed)]}
-    fields = {k: v for k, v in fields.items() if not (k in ADDED_FIELDS and v == ADDED_FIELDS[k])}
-    payload = json.dumps({"class": type(cfg).__name__, "commit": commit, **fields}, sort_keys=True, default=str)
-    return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-
-def claim_configs(chapter: str, preset: str, seeds):
-    """(section, {figure: configs}) of the chapter's claim figures at ``preset`` with ``seeds``, each moved to the
-    nearest world the reference expresses (:data:`MATCHED`) where it cannot express the preset's."""
-    from compgen.notebook import chapter_configs
-
-    sec, by_figure = chapter_configs(chapter, preset, None if seeds is None else list(seeds), CLAIM_FIGURES[chapter])
-    changes = MATCHED.get((chapter, preset), {})
-    return sec, {f: [dataclasses.replace(c, **changes.get(f, {})) for c in cs] for f, cs in by_figure.items()}
-
-
-def reference_output(chapter: str, cfg, runs: list) -> dict:
-    """The reference's runs of ``cfg`` (one summary per seed, in ``cfg.seeds`` order) laid out as our runs'
-    outputs at their last evaluation (:func:`compgen.analysis.finals.output_from_finals`), so that a chapter's
-    ``claims`` reads them: ``eval/<metric>`` (seeds, 1, n_sets) and, where recorded, ``eval/r2_ood_pooled`` (seeds, 1);
-    teacher-student ``eval/alignment`` (seeds, 1)."""
-    if chapter == "teacher_student":
-        return output_from_finals({"eval/alignment": [r["final"]["alignment"] for r in runs]})
-    names = cfg.eval_set_names()
-    values = {f"eval/{m}": [[r["final"][n][m] for n in names] for r in runs] for m in runs[0]["final"]["ood"]}
-    if "r2_ood_pooled" in runs[0]:
-        values["eval/r2_ood_pooled"] = [r["r2_ood_pooled"] for r in runs]
-    return output_from_finals(values)
-
-
-def _runs(chapter: str, preset: str, seeds, output_of):
-    from compgen.notebook import Runs
-
-    sec, by_figure = claim_configs(chapter, preset, seeds)
-    outputs = {c: output_of(c) for cs in by_figure.values() for c in cs}
-    return Runs(sec, preset, by_figure, outputs)
-
-
-def reference_runs(record: records.Twin, seeds):
-    """The reference's runs of the record on ``seeds``, as a :class:`compgen.notebook.Runs` of the chapter's claim
-    figures (a config without every seed recorded: not run)."""
-    chapter, commit = record.chapter, record.reference["commit"]
-
-    def output_of(cfg):
-        found = [record.runs.get(run_key(cfg, s, commit)) for s in cfg.seeds]
-        return reference_output(chapter, cfg, found) if all(found) else None
-
-    return _runs(chapter, record.preset, seeds, output_of)
-
-
-def ours_runs(record: records.Twin, seeds):
-    """Ours at the record's matched world on ``seeds`` (its ``ours_matched_rows``: every headline number per seed,
-    which is what the claims read), as runs; ``None`` where the twins ran at the preset's own world (ours are then the
-    chapter's runs)."""
-    if not record.matched_world:
-        return None
-    chapter = record.chapter
-    rows = {(tuple(r["row"].items()), tuple(r["seeds"])): r["values"] for r in record.ours_matched_rows}
-    figures = {c: f for f, cs in claim_configs(chapter, record.preset, seeds)[1].items() for c in cs}
-
-    def output_of(cfg):
-        from compgen import results
-
-        values = rows.get((tuple(config_row(chapter, figures[cfg], results.config_dict(cfg)).items()), cfg.seeds))
-        return None if values is None else headline_output(chapter, cfg, values)
-
-    return _runs(chapter, record.preset, seeds, output_of)
-
-
-def claims_of(chapter: str):
-    """The ``claims`` function of ``chapter``'s analysis module (``compgen.analysis.<chapter>``)."""
-    return importlib.import_module(f"compgen.analysis.{chapter}").claims
-
-
-def judged(record: records.Twin, chapter_claims=None) -> dict:
-    """``{seed set: {"authors'": [Claim], "ours": [Claim] or None}}``: the chapter's claims judged now on the
-    reference's runs and on ours at the matched world (``None`` without one), seed set by seed set. ``chapter_claims``
-    (default: the chapter's ``claims``) judges a :class:`compgen.notebook.Runs`."""
-    if chapter_claims is None:
-        chapter_claims = claims_of(record.chapter)
-    found = {}
-    for seeds in record.seed_sets:
-        ours = ours_runs(record, seeds)
-        found[records.seed_set_name(seeds)] = {
-            "authors'": chapter_claims(reference_runs(record, seeds)),
-            "ours": None if ours is None else chapter_claims(ours),
-        }
-    return found
-
-
-def pooled(twins: list, who: str, chapter_claims=None) -> list | None:
-    """The chapter's claims judged by the rule for pooled runs on every seed of ``twins``
-    (twin records of one chapter) whose seed set has every config of the claim figures, for ``who`` ("authors'" or
-    "ours" at the matched world); ``None`` for ours without a matched world."""
-    from compgen.analysis import finals as rec
-
-    if chapter_claims is None:
-        chapter_claims = claims_of(twins[0].chapter)
-    sets, seen = [], set()
-    for record in twins:
-        for seeds in record.seed_sets:
-            if seen & set(seeds):
-                continue
-            seen |= set(seeds)
-            runs = reference_runs(record, seeds) if who == "authors'" else ours_runs(record, seeds)
-            if runs is None:
-                return None
-            if not rec.missing(runs):  # a set of a few configs only (more seeds of one learner) is not pooled
-                sets.append(runs)
-    if not sets:
-        return None
-    return chapter_claims(rec.pool(*sets))
-
-
-def _find(claims: list | None, claim):
-    """The claim of ``claims`` that is ``claim`` (same figure and statement), or ``None``."""
-    return next((c for c in claims or () if c.figure == claim.figure and c.claim == claim.claim), None)
-
 
 def glance_cell(found: dict, pooled_claims: list | None, claim, link: str, who: str, why_not=None) -> str:
     """The results page's cell (HTML) of ``who``'s code at the twin world: the verdict on each seed set of ``found``
@@ -226,12 +67,12 @@ def glance_cell(found: dict, pooled_claims: list | None, claim, link: str, who: 
     claim cannot be expressed in the authors' code (``why_not``), "–" where nothing was recorded."""
     if why_not:
         return f'<a href="{link}" title="not expressible in the authors\' code: {html.escape(why_not)}">n/e</a>'
-    marks = [_find(sets[who], claim) for sets in found.values() if sets[who] is not None]
+    marks = [find(sets[who], claim) for sets in found.values() if sets[who] is not None]
     marks = [m for m in marks if m is not None and m.verdict != C.NOT_RUN]  # sets that judge this claim
     if not marks:
         return "–"
     text = " ".join(MARK[m.verdict] for m in marks)
-    total = _find(pooled_claims, claim)
+    total = find(pooled_claims, claim)
     if total is not None and total.verdict != C.NOT_RUN and len(marks) > 1:
         why = html.escape(f"pooled over {len(total.seeds)} seeds: {total.ours}")
         text += f' <span title="{why}">Σ{MARK[total.verdict]}</span>'
@@ -264,7 +105,7 @@ def claims_table(record: records.Twin, ours: dict, found: dict | None = None) ->
             continue
         for s in sets:
             mine = found[s]["ours"] if matched else ours.get(s)
-            cells += [_cell(_find(mine, claim)), _cell(_find(found[s]["authors'"], claim))]
+            cells += [_cell(find(mine, claim)), _cell(find(found[s]["authors'"], claim))]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -273,71 +114,6 @@ def _cell(claim) -> str:
     if claim is None or claim.verdict == C.NOT_RUN:
         return "– not run"
     return f"{SHORT[claim.verdict]} {claim.ours}"
-
-
-def _steps(fields) -> str:
-    return f"{fields['outer_steps']:,} × {fields['meta_batch']}"
-
-
-def _support(fields) -> str:
-    return fields["split"].replace("_", "-")
-
-
-def _model(fields) -> str:
-    return fields["model"]
-
-
-def _modules_hot(fields) -> str:
-    return f"{fields['n_modules']}, {fields['max_hot']}"
-
-
-# How a config appears in a chapter's twin table: {chapter: {column: config fields -> cell}} (after its figure).
-ROWS = {
-    "teacher_student": {
-        "masks": lambda f: f["masks"],
-        "distribution": lambda f: f["distribution"],
-        "student": lambda f: f"{f['hidden_factor']}x units, {f['module_factor']}x modules",
-        "steps × tasks": _steps,
-    },
-    "hyperteacher": {
-        "model": _model,
-        "support": _support,
-        "M, K": _modules_hot,
-        "steps × tasks": _steps,
-    },
-    "preferences": {
-        "model": _model,
-        "support": _support,
-        "M, K": _modules_hot,
-        "hidden": lambda f: str(f["hidden"]),
-        "steps × tasks": _steps,
-    },
-    "goals": {
-        "model": _model,
-        "support": _support,
-        "hidden, T": lambda f: f"{f['hidden']}, {f['templates']}",
-        "steps × tasks": _steps,
-    },
-}
-# The final numbers a chapter's twin tables show: {chapter: {label: (metric, evaluation set or None, scale)}}. A record
-# keeps ours raw under metric names (:func:`metric_name`); the tables show them under these labels, times the scale.
-HEADLINES = {
-    "teacher_student": {"alignment": ("alignment", None, 1)},
-    "hyperteacher": {"OOD acc. %": ("accuracy", "ood", 100), "R²": ("r2_ood_pooled", None, 1)},
-    "preferences": {"OOD loss": ("loss", "ood", 1)},
-    "goals": {"OOD acc. %": ("acc", "ood", 100), "optimal OOD episodes %": ("acc_all", "ood", 100)},
-}
-
-
-def config_row(chapter: str, figure: str, fields: dict) -> dict:
-    """How one config appears in a twin table (its figure and the fields that tell it apart), from its fields
-    (``fields``: a config as a dict; seeds are not part of a row)."""
-    return {"figure": figure, **{column: cell(fields) for column, cell in ROWS[chapter].items()}}
-
-
-def metric_name(metric: str, set_name: str | None) -> str:
-    """The name a final number is kept under in a twin record: ``"<evaluation set>/<metric>"``, or the metric."""
-    return metric if set_name is None else f"{set_name}/{metric}"
 
 
 def shown(chapter: str, values: dict) -> dict:
@@ -358,36 +134,9 @@ def reference_headline(chapter: str, run: dict) -> dict:
     return out
 
 
-def our_finals(chapter: str, cfg, output) -> dict:
-    """Our run's final numbers of the twin tables per seed, raw, by :func:`metric_name`: what a record keeps."""
-    from compgen.figures import final
-
-    return {
-        metric_name(metric, set_name): final(output, metric, cfg.eval_set_names().index(set_name) if set_name else None)
-        for metric, set_name, _ in HEADLINES[chapter].values()
-    }
-
-
 def our_headline(chapter: str, cfg, output) -> dict:
     """Our run's final numbers per seed, as :func:`reference_headline` names them."""
     return shown(chapter, our_finals(chapter, cfg, output))
-
-
-def headline_output(chapter: str, cfg, values: dict) -> dict:
-    """Our run's output laid out again from its final numbers (:func:`our_finals`, per seed) by
-    :func:`compgen.analysis.finals.output_from_finals`: ``eval/<metric>`` at one evaluation, the headline's evaluation
-    set filled and the others NaN. The claims of the twins' chapters read no other number
-    (``tests/figures/test_twin.py`` checks it)."""
-    names = cfg.eval_set_names() if hasattr(cfg, "eval_set_names") else ()
-    finals = {}
-    for metric, set_name, _ in HEADLINES[chapter].values():
-        per_seed = np.asarray(values[metric_name(metric, set_name)], float)
-        if set_name is None:
-            finals[f"eval/{metric}"] = per_seed
-        else:
-            per_set = finals.setdefault(f"eval/{metric}", np.full((len(per_seed), len(names)), np.nan))
-            per_set[:, names.index(set_name)] = per_seed
-    return output_from_finals(finals)
 
 
 def runs_table(record: records.Twin, labels: dict, ours: dict | None = None) -> str:
@@ -446,7 +195,7 @@ def ours_by_set(record: records.Twin, runs) -> dict:
 
 
 def our_rows(chapter: str, runs, figures) -> dict:
-    """{row: {name: per-seed values}} of our stored runs of ``figures`` (a :class:`compgen.notebook.Runs`)."""
+    """{row: {name: per-seed values}} of our stored runs of ``figures`` (a :class:`compgen.runs.Runs`)."""
     from compgen import results
 
     found = {}
@@ -574,7 +323,7 @@ def _where_trained(runs) -> str:
 def appendix(path, preset: str, runs, ours: dict, labels: dict) -> str:
     """A chapter's twin appendix as markdown: the claims table (``ours``: {seed set: the chapter's claims there},
     beside the authors' code per seed set, :func:`claims_table`), each config's numbers (ours from ``runs``, the
-    chapter's :class:`~compgen.notebook.Runs`, beside the reference's), and what the translation could not match. A
+    chapter's :class:`~compgen.runs.Runs`, beside the reference's), and what the translation could not match. A
     record of another preset than the chapter's is named, not compared."""
     record = load_twin(path)
     if record is None:
