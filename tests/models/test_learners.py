@@ -389,3 +389,11 @@ def test_a_module_that_exits_or_raises_on_import_is_reported_as_such(tmp_path, m
         cli.main(["show", "hyperteacher", "fig3b", "--preset", "smoke", "--set", "model=exits_on_import:b"])
     assert status.value.code == 2
     assert "exited (SystemExit 3)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["", "   ", "no_such_learner"])
+def test_a_blank_or_unknown_learner_name_is_one_line_naming_the_choices(name):
+    """What ``own_learner.py -p learner ''`` passes to ``models.get``: refused before anything is built."""
+    with pytest.raises(ParameterError, match="model must be one of .*or an import path") as error:
+        models.get(name)
+    assert "\n" not in str(error.value)
