@@ -262,7 +262,7 @@ def test_a_measured_book_is_recorded_with_each_run_in_its_chapter(capsys, tmp_pa
         ("r2", "t", "b", 5.0),
     ]
     assert [c["chapter"] for c in record["chapters"]] == ["a", "b"] and record["date"] == "2026-11-24"
-    assert record["schema"] == recordfile.version("book_time")
+    assert record["schema"] == records_.BookTime.VERSION
     assert record["code_key"] == catalog.code_key() and record["code_versions"] == programs.versions()
     assert running.load(records / "book_time.json").to_dict() == record  # the appendix reads what the bench wrote
 
@@ -271,8 +271,8 @@ def test_a_step_record_carries_its_schema_and_the_code_it_timed():
     result = {"s_per_step": 0.5, "peak_rss_gb": 1.0, "peak_device_gb": None, "compile_s": 2.0, "runs": 1}
     record = bench.step_record({CASE: {**result, "chunk_steps": 2, "gemm_gflops": 200.0}}, "cpu", "python -m x")
     written = record.to_dict()
-    assert written["schema"] == recordfile.version("steps") and record.computed_by()[0] == catalog.code_key()
-    assert recordfile.problem(written, recordfile.STEPS) is None  # as the book reads it
+    assert written["schema"] == records_.Steps.VERSION and record.computed_by()[0] == catalog.code_key()
+    assert recordfile.problem(written, records_.Steps.shape()) is None  # as the book reads it
 
 
 # --------------------------------------------------------------------------- the command line: one line, exit 2

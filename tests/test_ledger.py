@@ -54,7 +54,7 @@ def test_three_leases_resumed_from_committed_files_equal_one_uninterrupted_run(t
     assert states[0].keys() == states[1].keys()
     for name in set(states[0]) - {"extra"}:  # "extra" holds the leases, which differ
         np.testing.assert_array_equal(states[0][name], states[1][name], err_msg=name)
-    assert recordfile.read(lease_dirs[-1] / "progress.json", "paper_run") == leased.to_dict()
+    assert recordfile.read(lease_dirs[-1] / "progress.json", records.PaperRun) == leased.to_dict()
     assert "complete, 40 of 40 steps over 3 lease(s)" in ledger.status(work, lease_dirs[-1])
     assert ledger.next_unfinished([work], tmp_path / "nowhere") == [work]
 

@@ -10,6 +10,8 @@ import pytest
 
 from compgen import params, recordfile, records
 
+KIND = records.KINDS  # kind: its class, the one declaration of it
+
 STEPS = {
     "who": "compgen",
     "device": "cpu",
@@ -149,11 +151,11 @@ def test_a_bad_record_is_one_line_naming_its_file_and_the_command_that_rewrites_
     path.write_text(text)
     start = time.perf_counter()
     with pytest.raises(recordfile.RecordError) as error:
-        recordfile.read(path, kind)
+        recordfile.read(path, KIND[kind])
     message = str(error.value)
     assert isinstance(error.value, params.ParameterError) and "\n" not in message and len(message) < 600, message
-    assert message.startswith(f"{path}: {recordfile.KINDS[kind][0]} ") and re.search(expected, message), message
-    assert message.endswith(f"rewrite it with `{recordfile.KINDS[kind][1]}`")
+    assert message.startswith(f"{path}: {KIND[kind].NAME} ") and re.search(expected, message), message
+    assert message.endswith(f"rewrite it with `{KIND[kind].COMMAND}`")
     assert error.value._render_traceback_() == [f"RecordError: {message}"]  # one line in a notebook too
     assert time.perf_counter() - start < 30 and path.read_text() == text  # nothing written
 
@@ -161,11 +163,11 @@ def test_a_bad_record_is_one_line_naming_its_file_and_the_command_that_rewrites_
 def test_an_unreadable_or_missing_record(tmp_path):
     (tmp_path / "folder.json").mkdir()
     with pytest.raises(recordfile.RecordError, match=r"folder\.json: GPU-check record cannot be read"):
-        recordfile.read(tmp_path / "folder.json", "gpu")
+        recordfile.read(tmp_path / "folder.json", KIND["gpu"])
     (tmp_path / "latin.json").write_bytes(b'{"a": "\xe9"}')
     with pytest.raises(recordfile.RecordError, match="cannot be read"):
-        recordfile.read(tmp_path / "latin.json", "gpu")
-    assert recordfile.read_if_there(tmp_path / "none.json", "twin") is None
+        recordfile.read(tmp_path / "latin.json", KIND["gpu"])
+    assert records.Twin.load_if_there(tmp_path / "none.json") is None
     assert records.load_folder(records.Steps, tmp_path / "none") == []
 
 
@@ -177,7 +179,7 @@ def test_a_deeper_check_says_its_problem_in_the_same_line(tmp_path):
         raise ValueError("chapter 'goals' is not expected here")
 
     with pytest.raises(recordfile.RecordError, match=r"twin record is damaged: chapter 'goals' is not expected here"):
-        recordfile.read(path, "twin", deep)
+        recordfile.read(path, KIND["twin"], deep)
 
 
 @pytest.mark.parametrize(
@@ -188,11 +190,11 @@ def test_good_records_load_with_or_without_a_schema(record, kind, tmp_path):
     """A record of its kind's current version loads as it is; one naming no schema is version 1 and loads at the
     current version through its kind's migrations."""
     path = tmp_path / "r.json"
-    path.write_text(json.dumps({**record, "schema": recordfile.version(kind)}))
-    found = recordfile.read(path, kind)
+    path.write_text(json.dumps({**record, "schema": KIND[kind].VERSION}))
+    found = recordfile.read(path, KIND[kind])
     assert {k: v for k, v in found.items() if k != "schema"} == record
     path.write_text(json.dumps(record))
-    assert recordfile.read(path, kind)["schema"] == recordfile.version(kind)
+    assert recordfile.read(path, KIND[kind])["schema"] == KIND[kind].VERSION
 
 
 def test_records_naming_the_last_source_fingerprint_migrate_to_its_key_and_others_to_none(tmp_path):
@@ -204,14 +206,14 @@ def test_records_naming_the_last_source_fingerprint_migrate_to_its_key_and_other
     path = tmp_path / "r.json"
     v1 = {k: v for k, v in SECOND_SET.items() if k != "keys"} | {"fingerprints": {"goals": old, "hyperteacher": "0ld"}}
     path.write_text(json.dumps(v1))
-    found = recordfile.read(path, "second_set")
+    found = recordfile.read(path, KIND["second_set"])
     assert found["keys"] == {"goals": key} and found["code_versions"] == legacy.VERSIONS
     path.write_text(json.dumps({**TWIN, "schema": 2, "code_fingerprint": old}))
-    assert recordfile.read(path, "twin")["code_key"] == key
+    assert recordfile.read(path, KIND["twin"])["code_key"] == key
     path.write_text(json.dumps({**STEPS, "code_fingerprint": legacy.CODE[0]}))
-    assert recordfile.read(path, "steps")["code_key"] == legacy.CODE[1]
+    assert recordfile.read(path, KIND["steps"])["code_key"] == legacy.CODE[1]
     path.write_text(json.dumps({**STEPS, "code_fingerprint": "0ld"}))
-    assert recordfile.read(path, "steps")["code_key"] is None
+    assert recordfile.read(path, KIND["steps"])["code_key"] is None
 
 
 def test_staleness_is_by_code_key_under_the_same_versions_and_a_record_naming_none_is_never_current():

@@ -15,29 +15,16 @@ ENTRY = {"figures": ["fig2c"], "config": {"seeds": [31]}, "finals": {"eval/align
 SECOND_SET = {"preset": "quick", "seeds": [31], "keys": {"goals": "abc"}, "runs": {"goals": [ENTRY]}}
 
 
-def _kind(path: Path) -> str:
-    folder, name = path.parent.name, path.stem
-    if folder in ("steps", "gpu"):
-        return folder
-    if name in ("book_time", "ledger", "op_counts", "choices"):
-        return name
-    if name == "progress":
-        return "paper_run"
-    if name.endswith("_set"):  # second_set, third_set: the seed sets of compgen.figures.glance.SEED_SETS
-        return "second_set"
-    return "twin" if name.startswith("twin_") else "search"
-
-
 COMMITTED = sorted([*ROOT.glob("book/search/*.json"), *ROOT.glob("book/records/**/*.json")])
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=[str(p.relative_to(ROOT)) for p in COMMITTED])
-def test_every_committed_record_is_what_saving_its_typed_record_writes(path, tmp_path):
-    """Loaded as its kind and saved again, each committed record comes back byte for byte: the records were written by
-    this layer, and it keeps every field it reads."""
-    kind = _kind(path)
-    record = records.KINDS[kind].load(path)
-    assert recordfile.read(path, kind)["schema"] == recordfile.version(kind)
+def test_every_committed_record_names_its_kind_and_is_what_saving_it_writes(path, tmp_path):
+    """Loaded by the kind it names (records.load) and saved again, each committed record comes back byte for byte:
+    the records were written by this layer, at their kind's current version, and it keeps every field it reads."""
+    record = records.load(path)
+    written = json.loads(path.read_text())
+    assert (written["kind"], written["schema"]) == (record.KIND, record.VERSION)
     assert record.save(tmp_path / path.name).read_text() == path.read_text()
 
 
@@ -85,7 +72,7 @@ def test_a_writer_cannot_write_a_record_the_book_refuses(tmp_path):
 def test_an_old_record_loads_through_its_migration_and_without_one_is_refused(monkeypatch, tmp_path):
     path = tmp_path / "second_set.json"
     path.write_text(json.dumps({**SECOND_SET, "schema": 2, "wall_s": {"goals": 5.0}}))
-    monkeypatch.setitem(recordfile.VERSIONS, "second_set", 3)
+    monkeypatch.setattr(records.SeedSet, "VERSION", 3)
     message = _one_line(path)
     assert "has schema 2, older than any this compgen can bring up to 3" in message
     assert "rewrite it with `COMPGEN_RESULTS=<store> python tools/second_set.py" in message
@@ -93,7 +80,7 @@ def test_an_old_record_loads_through_its_migration_and_without_one_is_refused(mo
     def step(record):  # version 2 -> 3: a made-up change, doubling the wall seconds
         return {**record, "wall_s": {k: 2 * v for k, v in record["wall_s"].items()}}
 
-    monkeypatch.setitem(recordfile.MIGRATIONS, ("second_set", 2), step)
+    monkeypatch.setattr(records.SeedSet, "MIGRATIONS", {**records.SeedSet.MIGRATIONS, 2: step})
     loaded = records.SeedSet.load(path)
     assert loaded.wall_s == {"goals": 10.0} and loaded.to_dict()["schema"] == 3
     path.write_text(json.dumps({**SECOND_SET, "schema": 4}))
@@ -107,9 +94,43 @@ def test_a_record_saved_and_loaded_is_the_same_record(tmp_path):
     assert records.SeedSet.load_if_there(tmp_path / "none.json") is None
 
 
-def test_every_kind_of_the_reader_has_its_typed_record():
-    assert set(records.KINDS) == set(recordfile.KINDS) == set(recordfile.VERSIONS)
-    assert all(cls.KIND == kind for kind, cls in records.KINDS.items())
+def test_each_kind_is_declared_once_by_its_class_and_every_field_has_a_shape():
+    for kind, cls in records.KINDS.items():
+        assert cls.KIND == kind and cls.NAME and cls.COMMAND and cls.VERSION >= 1
+        assert all(version < cls.VERSION for version in cls.MIGRATIONS), kind
+        assert {name.rstrip("?") for name in cls.shape()} == {f.name for f in dataclasses.fields(cls)}, kind
+
+
+def test_a_new_kind_is_one_class_that_the_reader_checks_by_its_fields(tmp_path, monkeypatch):
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Tally(records.Record):
+        KIND = "tally"
+        NAME = "tally record"
+        COMMAND = "python make_tally.py"
+        TUPLES = ("counts",)
+
+        counts: tuple = records.shaped(["count"])
+        note: str | None = records.shaped(("none or", "text"), default=None)
+
+    monkeypatch.setitem(records.KINDS, "tally", Tally)
+    path = Tally(counts=(1, 2)).save(tmp_path / "tally.json")
+    assert json.loads(path.read_text()) == {"kind": "tally", "schema": 1, "counts": [1, 2]}
+    assert records.load(path) == Tally(counts=(1, 2))
+    path.write_text(json.dumps({"kind": "tally", "counts": [1, -2]}))
+    assert _one_line(path, Tally).endswith("is damaged: counts[1] must be a whole number >= 0 and < 2**63, got -2; "
+                                           "rewrite it with `python make_tally.py`")  # fmt: skip
+
+
+def test_load_reads_the_kind_a_file_names_and_refuses_a_file_of_another_or_none(tmp_path):
+    path = records.SeedSet.from_dict(SECOND_SET).save(tmp_path / "set.json")
+    assert isinstance(records.load(path), records.SeedSet)
+    assert "names the kind 'second_set', not 'twin'" in _one_line(path, records.Twin)
+    for text, what in ((json.dumps(SECOND_SET), "names no kind"), ('{"kind": "tallies"}', "names the kind 'tallies'")):
+        path.write_text(text)
+        with pytest.raises(recordfile.RecordError, match=f"set.json: {what}, not one of .*'second_set'"):
+            records.load(path)
+    path.write_text(json.dumps({**SECOND_SET, "schema": 2}))  # written before records named their kind: still read
+    assert records.SeedSet.load(path) == records.SeedSet.from_dict(SECOND_SET)
 
 
 def test_a_twin_record_of_version_1_loads_with_our_numbers_raw_under_metric_names(tmp_path):
@@ -125,13 +146,13 @@ def test_a_twin_record_of_version_1_loads_with_our_numbers_raw_under_metric_name
     loaded = records.Twin.load(path)
     assert loaded.ours_matched_rows[0]["values"] == {"ood/acc": [0.8, 0.7], "ood/acc_all": [0.5, 0.4]}
     assert {k: list(v) for k, v in twin.shown("goals", loaded.ours_matched_rows[0]["values"]).items()} == shown
-    assert json.loads(loaded.save(path).read_text())["schema"] == recordfile.version("twin") == 3
+    assert json.loads(loaded.save(path).read_text())["schema"] == records.Twin.VERSION == 3
 
 
-def test_a_written_record_carries_the_schema_first_and_its_code_key():
+def test_a_written_record_carries_its_kind_and_schema_first_and_its_code_key():
     written = records.Ledger(work=({"a": 1},)).to_dict()
-    assert written == {"schema": recordfile.version("ledger"), "work": [{"a": 1}]}  # ``about`` at its default: out
+    assert written == {"kind": "ledger", "schema": 1, "work": [{"a": 1}]}  # ``about`` at its default: out
     steps = records.Steps(who="compgen", device="cpu", date="d", code="c@1", how="h", gemm_gflops=None, rows={})
     stamped = dataclasses.replace(steps, code_key="f00", code_versions={"jax": "1"})
-    assert list(stamped.to_dict())[0] == "schema" and stamped.to_dict()["code_key"] == "f00"
+    assert list(stamped.to_dict())[:2] == ["kind", "schema"] and stamped.to_dict()["code_key"] == "f00"
     assert stamped.computed_by() == ("f00", {"jax": "1"}) and steps.computed_by() == (None, None)

@@ -343,7 +343,7 @@ def main(argv=None) -> int:
 
 def lease_run(args, chosen, works, size) -> int:
     """The lease's steps (see module docstring) with checked ``args``, settings and works."""
-    from compgen import ledger
+    from compgen import ledger, records
 
     lease = Lease(args.out, chosen["budget"])
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}".rstrip(":")}
@@ -386,10 +386,13 @@ def lease_run(args, chosen, works, size) -> int:
             break
 
     standing = [ledger.status(w, state / w.name) for w in works]
-    record = {"date": time.strftime("%Y-%m-%d %H:%M"), "kind": chosen["kind"], "budget_s": chosen["budget"]}
-    (args.out / "lease.json").write_text(
-        json.dumps(record | {"steps": lease.steps, "ledger": standing}, indent=1) + "\n"
-    )
+    records.Lease(
+        date=time.strftime("%Y-%m-%d %H:%M"),
+        machine=chosen["kind"],
+        budget_s=chosen["budget"],
+        steps=lease.steps,
+        ledger=standing,
+    ).save(args.out / "lease.json")
     lines = ["| step | status | seconds |", "|---|---|---:|"]
     lines += [f"| {s['step']} | {s['status']} | {s['seconds']} |" for s in lease.steps]
     (args.out / "summary.md").write_text("\n".join([*lines, "", *standing]) + "\n")

@@ -21,7 +21,7 @@ sys.modules["op_counts"] = op_counts
 spec.loader.exec_module(op_counts)
 hlo_count = op_counts.hlo_count
 
-RECORD = recordfile.read(op_counts.RECORD, "op_counts")
+RECORD = recordfile.read(op_counts.RECORD, records.OpCounts)
 # Our operations per inner step must not exceed the authors' in any case: the issue asks for ours to be cut where it
 # did more. The fusions of the optimised CPU program are recorded beside them, not held to theirs: which copies XLA's
 # CPU layout assignment inserts depends on the batch each loop adapts (ours a chunk of tasks, theirs all 128).
@@ -64,7 +64,7 @@ def test_our_operations_per_inner_step_are_the_recorded_ones(case):
     found = op_counts.our_ops(case)
     assert {k: found[k] for k in op_counts.SUMMARY} == recorded["ours"]["ops"], (
         f"{case}: our inner step's operations changed; if that is meant, rewrite the record with "
-        f"`{recordfile.KINDS['op_counts'][1]}`"
+        f"`{records.OpCounts.COMMAND}`"
     )
     if case in AT_MOST_THEIRS:
         assert found["per_step"] <= recorded["theirs"]["ops"]["per_step"]

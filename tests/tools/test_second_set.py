@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compgen import notebook, recordfile, results
+from compgen import notebook, records, results
 from compgen.figures import glance
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ def _record(path, **extra):
         "seeds": [31],
         "commits": {name: "0123456789abcdef" for name in glance.CHAPTERS},
         "keys": {name: "old" for name in glance.CHAPTERS},
-        "schema": recordfile.version("second_set"),
+        "schema": records.SeedSet.VERSION,
         "wall_s": {name: 1.0 for name in glance.CHAPTERS},
         "runs": {name: [{"figures": ["x"], "config": {"seeds": [31]}, "finals": {}}] for name in glance.CHAPTERS},
         **extra,
@@ -47,7 +47,7 @@ def test_chapters_records_only_those_and_keeps_the_rest(store, tmp_path, monkeyp
     new = json.loads(path.read_text())
     assert "claims" not in new and list(new["runs"]) == list(glance.CHAPTERS)  # chapters stay in order
     loaded = glance.load_seed_set(path, "smoke")
-    assert new["schema"] == recordfile.version("second_set") and loaded.to_dict() == new and loaded.seeds == (31,)
+    assert new["schema"] == records.SeedSet.VERSION and loaded.to_dict() == new and loaded.seeds == (31,)
     entries = new["runs"]["teacher_student"]
     assert len(entries) == len(set(c for cs in by_figure.values() for c in cs))
     assert all(e["finals"]["eval/alignment"] == [0.5] and e["config"]["seeds"] == [31] for e in entries)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from compgen import recordfile
+from compgen import records
 from compgen.analysis import claims as C
 from compgen.figures import twin as twin_tables
 from compgen.notebook import chapter_configs
@@ -174,7 +174,7 @@ def test_the_tool_judges_the_chapters_claims_on_the_references_numbers(tmp_path,
     assert len(record["runs"]) == 2 * len(configs)
     assert "claims" not in record  # no verdict is stored: the book judges the numbers
     loaded = twin_tables.load_twin(out)
-    assert record["schema"] == recordfile.version("twin") and twin_tables.staleness(loaded) == ""  # current code
+    assert record["schema"] == records.Twin.VERSION and twin_tables.staleness(loaded) == ""  # current code
     assert record["code_key"] == twin_tables.code_key("hyperteacher")
     found = twin_tables.judged(loaded)
     assert set(found) == {"3", "4"} and found["3"]["ours"] is None  # the quick world: ours are the chapter's runs
