@@ -79,7 +79,7 @@ if "google.colab" in sys.modules:
 
 # %%
 from compgen import figures, notebook
-from compgen.analysis.chapters import judged_sets
+from compgen.analysis import chapters as judging
 from compgen.figures import glance, search, twin
 from compgen.figures import goals as chapter
 from compgen.figures import scale as bridge_figure
@@ -350,7 +350,7 @@ figures.show(
         "search/twin_goals.json",
         preset,
         runs,
-        judged_sets(runs.section.name, runs, glance.load_seed_sets(glance.SEED_SETS, preset)),
+        judging.judged_sets(runs.section.name, runs, glance.load_seed_sets(glance.SEED_SETS, preset)),
         chapter.MODEL_LABELS,
     )
 )

@@ -76,7 +76,7 @@ if "google.colab" in sys.modules:
 
 # %%
 from compgen import figures, notebook
-from compgen.analysis.chapters import judged_sets
+from compgen.analysis import chapters as judging
 from compgen.figures import glance, search, twin
 from compgen.figures import preferences as chapter
 from compgen.figures import scale as bridge_figure
@@ -391,7 +391,7 @@ figures.show(
         "search/twin_preferences.json",
         preset,
         runs,
-        judged_sets(runs.section.name, runs, glance.load_seed_sets(glance.SEED_SETS, preset)),
+        judging.judged_sets(runs.section.name, runs, glance.load_seed_sets(glance.SEED_SETS, preset)),
         chapter.MODEL_LABELS,
     )
 )

@@ -76,7 +76,7 @@ if "google.colab" in sys.modules:
 
 # %%
 from compgen import figures, notebook
-from compgen.analysis.chapters import judged_sets
+from compgen.analysis import chapters as judging
 from compgen.figures import glance, twin
 from compgen.figures import scale as bridge_figure
 from compgen.figures import teacher_student as chapter
@@ -349,7 +349,7 @@ figures.show(
         "search/twin_teacher_student.json",
         preset,
         runs,
-        judged_sets(runs.section.name, runs, glance.load_seed_sets(glance.SEED_SETS, preset)),
+        judging.judged_sets(runs.section.name, runs, glance.load_seed_sets(glance.SEED_SETS, preset)),
         {},
     )
 )

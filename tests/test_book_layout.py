@@ -235,3 +235,13 @@ def test_code_and_prose_say_what_is_true_now():
                     if re.search(pattern, text):
                         problems.append(f"{path.relative_to(root)}:{line}: {what}: {text.strip()[:80]}")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_a_notebook_with_its_default_parameters_passes_its_own_parameter_check(path, monkeypatch):
+    """Everything up to the notebook's ``check_parameters(globals())`` line, run as papermill runs it: a name the
+    imports leave in the notebook (a function imported by name, say) would be taken for an unknown parameter."""
+    text = path.read_text()
+    end = text.index("\n", text.index("notebook.check_parameters(globals()"))
+    monkeypatch.chdir(BOOK)
+    exec(compile(text[:end], str(path), "exec"), {"__name__": "__main__"})

@@ -70,7 +70,7 @@ def _load_or_train(section, configs, store, backend, force, log, keep_going) -> 
     store = results.Store.default() if store is None else store
     configs = list(configs)
     check_environment()  # a bad value fails before anything loads or trains
-    store.check_paths()  # before the keys' programs are lowered
+    store.check_root()  # before the keys' programs are lowered
     loaded, todo = {}, []
     for c in dict.fromkeys(configs):
         stored = None if force else store.load(section, c, log=log)

@@ -221,10 +221,10 @@ class Store:
             path.unlink(missing_ok=True)
         shutil.rmtree(self._checkpoint_dir(section_name, entry), ignore_errors=True)
 
-    def check_paths(self) -> None:
-        """Refuse a store or checkpoint folder that is a file or lies below one, before any key is computed."""
+    def check_root(self) -> None:
+        """Refuse a store whose folder is a file or lies below one, before any key is computed (the checkpoint folder
+        is checked where training needs it, :meth:`check_writable`)."""
         storage.check_folder_path(self.root, "COMPGEN_RESULTS")
-        storage.check_folder_path(self.checkpoints, "COMPGEN_CHECKPOINTS")
 
     def check_writable(self, section, checkpoints: bool = False) -> None:
         """Refuse a store (or, with ``checkpoints``, a checkpoint folder) that cannot be written, before training."""
