@@ -143,7 +143,7 @@ figures.show(glance.findings(runs, glance.SEED_SETS, "search"))
 
 # %% [markdown]
 # (bridge-teacher-student)=
-# ### Where the claims that fall short appear as the compute grows
+# ## Where the claims that fall short appear as the compute grows
 #
 # A claim that does not hold clearly at `quick`, pooled over the recorded seed sets, is trained again on the book's
 # seeds at points between `quick` and the paper's configuration, each named by its multiple of the quick training

@@ -245,3 +245,19 @@ def test_a_notebook_with_its_default_parameters_passes_its_own_parameter_check(p
     end = text.index("\n", text.index("notebook.check_parameters(globals()"))
     monkeypatch.chdir(BOOK)
     exec(compile(text[:end], str(path), "exec"), {"__name__": "__main__"})
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_headings_never_skip_a_level(path):
+    """jupyter-book (with --warningiserror) refuses a page whose headings go from H1 to H3: each heading of the
+    notebook's prose is at most one level below the one before."""
+    notebook = jupytext.read(path)
+    levels = [
+        len(line) - len(line.lstrip("#"))
+        for cell in notebook.cells
+        if cell.cell_type == "markdown"
+        for line in cell.source.splitlines()
+        if re.match(r"#+ ", line)
+    ]
+    jumps = [(a, b) for a, b in zip(levels, levels[1:]) if b > a + 1]
+    assert not jumps, f"{path.name}: heading levels {jumps}"
