@@ -281,5 +281,5 @@ def test_the_bridge_column_words_where_each_claim_stands_from_the_records(fake_b
     fake_bridge(total)
     paths = glance._bridge_paths("teacher_student", None, seed_sets, fake_bridge.folder)
     cell = glance._bridge_cell("teacher_student", paths[discrete])
-    assert cell == '<a href="teacher_student.html#bridge-teacher-student">holds from ×4</a>'
+    assert cell == '<a class="path" href="teacher_student.html#bridge-teacher-student">holds from ×4</a>'
     assert ">–<" in glance._bridge_cell("teacher_student", None)

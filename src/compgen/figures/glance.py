@@ -135,7 +135,9 @@ table.glance th, table.glance td { white-space: nowrap; overflow: hidden; text-o
 table.glance td:has(details[open]) { white-space: normal; } table.glance th { white-space: normal; }
 table.glance summary { overflow: hidden; text-overflow: ellipsis; cursor: pointer; }
 table.glance .holds { color: #1a7f37; font-weight: bold; } table.glance .fails { color: #cf222e; font-weight: bold; }
-table.glance td:has(.edge) { white-space: normal; } table.glance .edge { color: #9a6700; font-weight: bold; }
+table.glance td:has(.edge), table.glance td:has(a.path) { white-space: normal; }
+table.glance .edge { color: #9a6700; font-weight: bold; }
+div.glance-scroll { overflow-x: auto; } @media (max-width: 900px) { table.glance { min-width: 900px; } }
 </style>"""
 
 
@@ -167,7 +169,7 @@ def _html_table(name: str, group: list, columns: list) -> str:
         rows.append(f"<tr><td>{figure}</td><td>{_claim_details(c)}</td>{cells}</tr>")
     body = "".join(rows)
     table = f'<table class="glance" style="table-layout: fixed; width: 100%"><colgroup>{cols}</colgroup>'
-    return f"{table}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="glance-scroll">{table}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 # Chapters whose claims have no twin, with why (the column shows "n/a", the reason on hover).
@@ -241,7 +243,7 @@ def _bridge_cell(name: str, path) -> str:
     if path is None:
         return '<span title="holds clearly at quick: not trained along the bridge">–</span>'
     label = name.replace("_", "-")
-    return f'<a href="{name}.html#bridge-{label}">{html.escape(scale.words(path[0]))}</a>'
+    return f'<a class="path" href="{name}.html#bridge-{label}">{html.escape(scale.words(path[0]))}</a>'
 
 
 def _paths(seed_sets) -> list:
