@@ -1,19 +1,6 @@
-"""Twin runs with the authors' implementation, judged when the book is built, as tables for a chapter's appendix and
-the results page.
-
-A twin record (``book/search/twin_<section>.json``, written by ``tools/twin.py``) holds the chapter's claim
-configs trained with the reference implementation (``smonsays/modular-hyperteacher`` at a fixed commit), per
-seed: the final numbers, the OOD curve, the wall time and the translation of every config field; and, where the
-reference cannot express the preset's world, ours trained at the nearest world it does (:data:`MATCHED`), as the
-final numbers per seed of every config (``ours_matched_rows``). No verdict is stored: :func:`judged` lays both
-codes' numbers out as runs (:func:`reference_runs`, :func:`ours_runs`) and judges them with the chapter's own
-``claims``, the current claim code. Building the book needs no reference checkout.
-
-A record is read by :func:`load_twin` (:mod:`compgen.recordfile`): a damaged one stops the page with one line naming
-it and the command that rewrites it. It carries the key of what our chapter's code computes (``code_key``,
-:func:`code_key`: the translation of its configs, and ours at the matched world); :func:`staleness` says when that
-code changed since, or when the record names none comparable here.
-"""
+"""Twin runs with the authors' implementation, drawn: the tables of a chapter's twin appendix and the results page's
+twin cells, from a twin record judged by :mod:`compgen.analysis.twin` (which reads the record, lays both codes'
+numbers out as runs and judges them with the chapter's own claims; its names are re-exported here for the book)."""
 
 from __future__ import annotations
 
