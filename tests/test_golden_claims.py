@@ -11,7 +11,8 @@ import os
 from pathlib import Path
 
 from compgen import records
-from compgen.figures import glance, twin
+from compgen.analysis import twin
+from compgen.figures import glance
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden" / "claims.txt"

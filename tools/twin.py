@@ -37,6 +37,8 @@ from pathlib import Path
 import numpy as np
 
 from compgen import backends, programs, recordfile, records, results
+from compgen.analysis import chapters
+from compgen.analysis import twin as layout
 from compgen.figures import twin as tables
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,13 +70,16 @@ def reference_problem(reference: Path, python: Path) -> str | None:
 
 
 SECOND_SET = (31, 32, 33)  # the seeds of tools/second_set.py
-# Where the reference cannot express the preset's world (MATCHED) and which figures are twinned: compgen.figures.twin.
-CLAIM_FIGURES, GOALS_WORLD, MATCHED = tables.CLAIM_FIGURES, tables.GOALS_WORLD, tables.MATCHED
-PREFERENCES_WORLD, claim_configs, reference_output = (
-    tables.PREFERENCES_WORLD,
-    tables.claim_configs,
-    tables.reference_output,
-)
+# Which figures of a chapter are twinned, and where the reference cannot express the preset's world: the chapter's
+# Twin (compgen.analysis.chapter), read through compgen.analysis.twin.
+claim_configs, reference_output = layout.claim_configs, layout.reference_output
+
+
+def claim_figures(chapter: str) -> tuple:
+    """The figures of ``chapter`` whose claims the twins test, in training order."""
+    return layout.twin_of(chapter).figures
+
+
 # Claims the reference cannot express at a preset, with why (the record and the results page say so).
 NOT_EXPRESSIBLE = {
     ("teacher_student", "quick"): {
@@ -300,7 +305,7 @@ def translate(section_name: str, cfg, seed: int) -> Translation:
     if section_name == "teacher_student":
         return translate_theory(cfg, seed)
     if section_name not in WORLDS:
-        raise NotExpressible(f"the twin tool translates {', '.join(sorted(CLAIM_FIGURES))}, not {section_name!r}")
+        raise NotExpressible(f"the twin tool translates {', '.join(sorted(chapters.twinned()))}, not {section_name!r}")
     world = WORLDS[section_name]
     for name, (ok, why) in world.allowed.items():
         if not ok(getattr(cfg, name)):
@@ -428,7 +433,7 @@ def translate_theory(cfg, seed: int) -> Translation:
 
 def run_key(cfg, seed) -> str:
     """A stable key of one (config, seed) at the reference's commit (:func:`compgen.figures.twin.run_key`)."""
-    return tables.run_key(cfg, seed, COMMIT)
+    return layout.run_key(cfg, seed, COMMIT)
 
 
 # --------------------------------------------------------------------------------------------- running
@@ -522,7 +527,7 @@ def _record_run(record: dict, chapter: str, figure: str, cfg, seed: int, transla
         "seed": seed,
         **summarise(chapter, cfg, arrays),
         "translation": {"config": translation.config, "fields": translation.fields, "unmatched": translation.unmatched},
-        "row": tables.config_row(chapter, figure, results.config_dict(cfg)),
+        "row": layout.config_row(chapter, figure, results.config_dict(cfg)),
     }
     record["runs"][run_key(cfg, seed)] = run
     return run
@@ -539,12 +544,12 @@ def seed_runs(chapter: str, preset: str, seed_sets):
 
 def train_all(args, record: dict, out: Path) -> None:
     """Train every (config, seed) of every seed set that the record lacks, ``args.jobs`` reference processes at a
-    time (book's seeds first, figures in :data:`CLAIM_FIGURES` order; only ``args.figures`` and ``args.models`` where
+    time (book's seeds first, figures in :func:`claim_figures` order; only ``args.figures`` and ``args.models`` where
     given), writing the record after each run."""
     chapter = args.chapter
     todo = {}
     for figure, cfg, seed in seed_runs(chapter, args.preset, args.seeds):
-        wanted = figure in (args.figures or CLAIM_FIGURES[chapter]) and (
+        wanted = figure in (args.figures or claim_figures(chapter)) and (
             not args.models or getattr(cfg, "model", None) in args.models
         )
         if wanted and run_key(cfg, seed) not in record["runs"]:
@@ -601,7 +606,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reference", type=Path, required=True, help=f"a checkout of {REPOSITORY} at {COMMIT[:10]}")
     parser.add_argument("--python", type=Path, default=TWIN_PYTHON, help="the twin virtualenv's python")
-    parser.add_argument("--chapter", choices=sorted(CLAIM_FIGURES), default="hyperteacher")
+    parser.add_argument("--chapter", choices=sorted(chapters.twinned()), default="hyperteacher")
     parser.add_argument("--preset", default="quick")
     parser.add_argument(
         "--seeds", type=int, nargs="+", action="append", help="a seed set (repeat; default: the chapter's, and 31-33)"
@@ -630,9 +635,9 @@ def main(argv=None) -> int:
     )
     args = parser.parse_args(argv)
     chapter = args.chapter
-    unknown = set(args.figures or ()) - set(CLAIM_FIGURES[chapter])
+    unknown = set(args.figures or ()) - set(claim_figures(chapter))
     if unknown:
-        parser.error(f"--figures: {sorted(unknown)} not among {chapter}'s claim figures {CLAIM_FIGURES[chapter]}")
+        parser.error(f"--figures: {sorted(unknown)} not among {chapter}'s claim figures {claim_figures(chapter)}")
     if args.models and (chapter == "teacher_student" or set(args.models) - set(MODEL)):
         choices = "none to choose" if chapter == "teacher_student" else sorted(MODEL)
         parser.error(f"--models: {chapter}'s models are {choices}")
@@ -640,19 +645,19 @@ def main(argv=None) -> int:
         _, by_figure = claim_configs(chapter, args.preset, None)
         args.seeds = [sorted({s for cs in by_figure.values() for c in cs for s in c.seeds}), list(SECOND_SET)]
     if args.ours_only:
-        if not MATCHED.get((chapter, args.preset)):
+        if not layout.matched(chapter, args.preset):
             parser.error(f"--ours-only: {chapter} at {args.preset} has no matched world (ours are the book's runs)")
         train_ours(chapter, args.preset, args.seeds, args.workers, figures=args.figures, models=args.models)
         return 0
     out = args.out or ROOT / "book" / "search" / f"twin_{chapter}.json"
     try:
-        loaded = tables.load_twin(out)
+        loaded = layout.load_twin(out)
         record = {} if loaded is None else loaded.to_dict()
     except recordfile.RecordError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     record.update(
-        code_key=tables.code_key(chapter),
+        code_key=layout.code_key(chapter),
         code_versions=programs.versions(),
         about="The chapter's claim configs trained with the authors' implementation (tools/twin.py), judged by the "
         "chapter's own claims code on the reference's numbers.",
@@ -660,7 +665,7 @@ def main(argv=None) -> int:
         chapter=chapter,
         preset=args.preset,
         seed_sets=args.seeds,
-        matched_world=MATCHED.get((chapter, args.preset), {}),
+        matched_world=layout.matched(chapter, args.preset),
         not_expressible=NOT_EXPRESSIBLE.get((chapter, args.preset), {}),
     )
     record.setdefault("runs", {})
@@ -669,7 +674,7 @@ def main(argv=None) -> int:
     for figure, cfg, seed in seed_runs(chapter, args.preset, args.seeds):  # every run's table row, from its config
         run = record["runs"].get(run_key(cfg, seed))
         if run is not None and (run["figure"] == figure or "row" not in run):  # a shared config: its own figure's
-            run["row"] = tables.config_row(chapter, figure, results.config_dict(cfg))
+            run["row"] = layout.config_row(chapter, figure, results.config_dict(cfg))
     sets = [records.seed_set_name(seeds) for seeds in args.seeds]
     if record["matched_world"]:  # ours at the same world, trained (or loaded) by the runner
         train = not (args.no_train or args.reference_only)
@@ -680,8 +685,8 @@ def main(argv=None) -> int:
             for figure, cfgs in claim_configs(chapter, args.preset, seeds)[1].items():
                 for cfg in cfgs:
                     if output_of(cfg) is not None:
-                        values = tables.our_finals(chapter, cfg, output_of(cfg))
-                        row = tables.config_row(chapter, figure, results.config_dict(cfg))
+                        values = layout.our_finals(chapter, cfg, output_of(cfg))
+                        row = layout.config_row(chapter, figure, results.config_dict(cfg))
                         rows.append(
                             {
                                 "row": row,
@@ -697,7 +702,7 @@ def main(argv=None) -> int:
         record["ours_matched_rows"] = rows
     written = _write(out, record)
     print(f"{len(written.runs)} reference runs in {out}")
-    for s, found in tables.judged(written).items():  # what the book will show, judged now
+    for s, found in layout.judged(written).items():  # what the book will show, judged now
         for who, claims in found.items():
             for c in claims or ():
                 print(f"[{who}, seeds {s}] {c.figure} {c.claim}: {c.verdict} ({c.ours})")

@@ -32,7 +32,7 @@ def test_lower_and_relative_margins():
 
 def test_claims_record_the_verdict_and_render():
     check = C.paired([60.0, 62.0], [50.0, 51.0], 5.0)
-    spec = C.ClaimSpec("hyperteacher", "Fig. 3B", "hnets win", "≥ 5 points", anchor="#fig3b")
+    spec = C.ClaimSpec("hyperteacher", "Fig. 3B", "hnets win", "≥ 5 points", anchor="#fig3b", id="w", reads=("fig3b",))
     claim = spec.judge(check, C.describe_difference(check, " pts", 1), seeds=(1, 2))
     assert claim.holds and claim.details["agreeing"] == 2 and "+10.5" in claim.ours
     assert claim.criterion == f"≥ 5 points; paired by seed, {C.SIGN_RULE}"
@@ -52,6 +52,8 @@ def test_claim_specs_fill_their_templates():
         "non-compositional OOD loss ≥ 10% above the compositional one",
         paper="{paper:.1f} (Table {table})",
         anchor="#fig4c",
+        id="fig4c/{model}",
+        reads=("fig4c",),
     )
     check = C.paired([0.60, 0.66], [0.40, 0.42], 0.1, relative=True)
     claim = spec.judge(check, "ours", (1, 2), model="Linear hnet", paper=87.45, table="A6")
@@ -70,7 +72,10 @@ def test_claim_specs_fill_their_templates():
     assert missing.verdict == C.NOT_RUN and missing.ours == "–" and missing.seeds == ()
     with pytest.raises(KeyError, match="model"):
         spec.judge(None, "–", paper=0, table="A2")  # a template's field left out
-    assert C.ClaimSpec("s", "Fig. 1", "plain {{braces}}", "c").judge(None, "–").claim == "plain {braces}"
+    assert (
+        C.ClaimSpec("s", "Fig. 1", "plain {{braces}}", "c", id="p", reads=("fig1",)).judge(None, "–").claim
+        == "plain {braces}"
+    )
 
 
 # ------------------------------------------------------------------------------------- where a claim stands
@@ -122,7 +127,7 @@ def test_outside_the_criterion_the_pooled_verdict_is_what_the_standing_shows():
 
 
 def test_category_tally_and_words_agree():
-    spec = C.ClaimSpec("§", "Fig. X", "a claim", "a criterion")
+    spec = C.ClaimSpec("§", "Fig. X", "a claim", "a criterion", id="x", reads=("x",))
     edge = spec.judge(C.paired([1.2, 1.0, 1.1], [0.0] * 3, margin=1.0), "ours", (1, 2, 3))
     clear = spec.judge(C.paired([1.2, 1.0, 1.1], [0.0] * 3, margin=0.5), "ours", (1, 2, 3))
     fails = spec.judge(C.paired([0.1, 0.2, 0.1], [0.0] * 3, margin=1.0), "ours", (1, 2, 3))

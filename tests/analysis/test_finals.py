@@ -90,7 +90,7 @@ def test_the_pooled_rule_is_the_mean_above_two_standard_errors():
     assert not C.paired(*two_against, margin=0.1).sign_ok  # "every seed, or all but one": fails with two against
     assert C.paired(*two_against, margin=0.1).holds_under(pooled=True)
     assert not C.paired([0.5, -0.4, 0.45, -0.3], [0.0] * 4, margin=0.01).sign_ok_under(pooled=True)  # within 2 SE
-    spec = C.ClaimSpec("teacher_student", "Fig. 2C", "a claim", "a criterion")
+    spec = C.ClaimSpec("teacher_student", "Fig. 2C", "a claim", "a criterion", id="c", reads=("fig2c",))
     check = C.paired(*two_against, margin=0.1)
     assert spec.judge(check, "ours").verdict == C.NOT_REPRODUCED and "paired by seed" in spec.judge(check, "").criterion
     assert spec.judge(check, "ours", pooled=True).verdict == C.HOLDS

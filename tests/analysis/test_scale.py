@@ -80,10 +80,10 @@ def test_a_bridge_point_is_judged_from_its_works_progress_records_once_complete(
     start = scale.pooled_runs("teacher_student", sets)
     read = {scale.unseeded(c) for c in bridge.figure_configs(sec, "fig2c", "quick")}
     works, folder = [fake_bridge.work], fake_bridge.folder
-    path = scale.claim_path("teacher_student", claim.claim, start, works, folder, multiples=(4,), read=read)
+    path = scale.claim_path("teacher_student", claim, start, works, folder, multiples=(4,), read=read)
     assert path[1].state == "in progress" and not path[1].judged and "×4 in progress" in scale.words(path)
     fake_bridge(total)
-    path = scale.claim_path("teacher_student", claim.claim, start, works, folder, multiples=(4,), read=read)
+    path = scale.claim_path("teacher_student", claim, start, works, folder, multiples=(4,), read=read)
     assert path[1].judged and path[1].verdict == C.HOLDS and scale.words(path) == "holds from ×4"
     assert path[1].positions == pytest.approx([1 + (0.29 - 0.1) / 0.1] * 3)
     q = bridge.figure_configs(sec, "fig2c", "quick")[0]

@@ -4,7 +4,14 @@ from compgen.analysis import claims as C
 from compgen.analysis.compare import Comparison
 from compgen.figures import compare
 
-SPEC = C.ClaimSpec("hyperteacher", "Fig. 3B", "{model}: higher OOD accuracy than ANIL and MAML", "a criterion")
+SPEC = C.ClaimSpec(
+    "hyperteacher",
+    "Fig. 3B",
+    "{model}: higher OOD accuracy than ANIL and MAML",
+    "a criterion",
+    id="fig3b/{model}",
+    reads=("fig3b",),
+)
 
 
 def _claim(model, better):

@@ -7,7 +7,7 @@ import pytest
 from compgen.analysis import claims as C
 from compgen.figures import forest
 
-SPEC = C.ClaimSpec("§", "Fig. X", "claim {n}", "a criterion", anchor="#fig-x")
+SPEC = C.ClaimSpec("§", "Fig. X", "claim {n}", "a criterion", anchor="#fig-x", id="x/{n}", reads=("x",))
 
 
 def _claim(better, margin, n, seeds=(1, 2, 3)):

@@ -1,15 +1,17 @@
 """The results-at-a-glance page is computed from the store: nothing stored, every claim "not run"."""
 
 import dataclasses
+import importlib
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from compgen import notebook, programs, recordfile, records, results
+from compgen import catalog, notebook, programs, recordfile, records, results
 from compgen.analysis import chapters, finals
 from compgen.analysis import claims as C
+from compgen.analysis import twin as twin_layout
 from compgen.figures import glance, twin
 
 
@@ -28,10 +30,17 @@ def test_an_empty_store_gives_not_run_everywhere(store):
 @pytest.mark.parametrize("name", list(glance.CHAPTERS))
 def test_every_claim_is_declared_as_a_spec_of_its_chapter_and_states_its_rule(runs_of, name):
     chapter = glance.CHAPTERS[name]
-    specs = [value for value in vars(chapter).values() if isinstance(value, C.ClaimSpec)]
+    module = importlib.import_module(f"compgen.analysis.{name}")
+    specs = list(chapter.specs)
+    assert [v for v in vars(module).values() if isinstance(v, C.ClaimSpec)] == specs  # declared once, all listed
     found = chapter.claims(runs_of(name, "paper", lambda c: None))
     stated = {(s.section, f"{s.criterion}; {s.rule()}") for s in specs}
     assert found and {(c.section, c.criterion) for c in found} <= stated
+    # a claim is named by its spec's id, once per chapter, and reads figures of its section
+    ids = [c.id for c in found]
+    assert len(set(ids)) == len(ids) and all(any(i.startswith(s.id.split("{")[0]) for s in specs) for i in ids)
+    figures = set(catalog.get(name).figures("paper"))
+    assert all(c.reads and set(c.reads) <= figures for c in found), [c.reads for c in found]
     assert not any("{" in text or "}" in text for c in found for text in (c.figure, c.claim, c.paper, c.anchor))
     assert not any("every seed" in s.criterion or "paired by seed" in s.criterion for s in specs)  # the rule says it
 
@@ -141,10 +150,10 @@ def test_the_twin_columns_judge_both_codes_at_the_same_world(store, tmp_path, fa
     commit = "c0ffee"
     runs = {}
     for seeds, disconnected in (([100], 0.8), ([31], 0.95)):
-        for cfg in twin.claim_configs("teacher_student", "smoke", seeds)[1]["fig2c"]:
+        for cfg in twin_layout.claim_configs("teacher_student", "smoke", seeds)[1]["fig2c"]:
             value = 0.97 if cfg.expect_connected else disconnected
             run = {"seed": seeds[0], "final": {"alignment": value}, "row": {}, "wall_s": 1.0}
-            runs[twin.run_key(cfg, seeds[0], commit)] = {**run, "translation": {"unmatched": []}}
+            runs[twin_layout.run_key(cfg, seeds[0], commit)] = {**run, "translation": {"unmatched": []}}
     record = {
         "chapter": "teacher_student",
         "preset": "smoke",
@@ -260,7 +269,7 @@ def test_a_smoke_second_set_whose_configs_follow_its_seeds_shows_not_run(store, 
 
 
 def test_twin_records_of_other_code_or_naming_none_are_said(tmp_path):
-    current = twin.code_key("goals")
+    current = twin_layout.code_key("goals")
     record = records.Twin(chapter="goals", preset="quick", reference={"commit": "c"}, seed_sets=(), runs={})
     assert "name no code key" in glance._twin_summary({"goals": [record]})
     stale = glance._twin_summary({"goals": [dataclasses.replace(record, code_key="0ld")]})
@@ -276,7 +285,7 @@ def test_the_bridge_column_words_where_each_claim_stands_from_the_records(fake_b
     book = Path(__file__).resolve().parents[2] / "book"
     seed_sets = [book / p for p in glance.SEED_SETS]
     paths = glance._bridge_paths("teacher_student", None, seed_sets, fake_bridge.folder)
-    discrete = next(c for c in paths if "discrete" in c)
+    discrete = "fig2c/discrete"
     assert "×4 in progress" in glance._bridge_cell("teacher_student", paths[discrete])
     fake_bridge(total)
     paths = glance._bridge_paths("teacher_student", None, seed_sets, fake_bridge.folder)

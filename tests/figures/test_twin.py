@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from compgen import recordfile, records
+from compgen.analysis import twin as layout
 from compgen.figures import twin
 
 
@@ -115,12 +116,12 @@ def test_a_headline_output_lays_out_what_the_claims_read():
     from compgen import notebook
 
     cfg = notebook.chapter_configs("goals", "smoke", [1, 2])[1]["fig4ef"][0]
-    out = twin.headline_output("goals", cfg, {"ood/acc": [0.8, 0.7], "ood/acc_all": [0.5, 0.4]})
+    out = layout.headline_output("goals", cfg, {"ood/acc": [0.8, 0.7], "ood/acc_all": [0.5, 0.4]})
     ood = cfg.eval_set_names().index("ood")
     assert out["eval/acc"].shape == (2, 1, len(cfg.eval_set_names()))
     assert np.allclose(out["eval/acc"][:, 0, ood], [0.8, 0.7]) and np.isnan(out["eval/acc"][:, 0, ood - 1]).all()
     assert np.allclose(twin.our_headline("goals", cfg, out)["optimal OOD episodes %"], [50.0, 40.0])
-    kept = twin.our_finals("goals", cfg, out)  # what a record keeps: raw, by metric name
+    kept = layout.our_finals("goals", cfg, out)  # what a record keeps: raw, by metric name
     assert set(kept) == {"ood/acc", "ood/acc_all"} and np.allclose(kept["ood/acc"], [0.8, 0.7])
 
 
@@ -154,19 +155,19 @@ def test_a_damaged_twin_record_is_one_line_naming_it(what, record, expected, tmp
     path = tmp_path / "twin_teacher_student.json"
     path.write_text(json.dumps(record))
     with pytest.raises(recordfile.RecordError) as error:
-        twin.load_twin(path)
+        layout.load_twin(path)
     message = str(error.value)
     assert message.startswith(f"{path}: twin record") and expected in message and "\n" not in message
     assert "make twin REFERENCE=<checkout> CHAPTER=<chapter>" in message
-    assert twin.load_twin(tmp_path / "none.json") is None
+    assert layout.load_twin(tmp_path / "none.json") is None
 
 
 def test_a_twin_record_carries_the_code_of_our_chapter_and_is_stale_by_it(tmp_path):
-    current = twin.code_key("teacher_student")
+    current = layout.code_key("teacher_student")
     checked = lambda **extra: records.Twin.from_dict(_checked(**extra))  # noqa: E731
-    assert twin.staleness(checked(code_key=current)) == ""
-    assert "key 0ld" in twin.staleness(checked(code_key="0ld"))
-    assert "names no code key" in twin.staleness(checked())
+    assert layout.staleness(checked(code_key=current)) == ""
+    assert "key 0ld" in layout.staleness(checked(code_key="0ld"))
+    assert "names no code key" in layout.staleness(checked())
     path = tmp_path / "twin_teacher_student.json"
     path.write_text(json.dumps(_checked(matched_world={"fig2c": {"outer_steps": 7998}})))  # ours: the record's rows
     text = twin.appendix(path, "quick", None, {}, {})

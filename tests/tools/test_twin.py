@@ -13,6 +13,8 @@ import pytest
 
 from compgen import records
 from compgen.analysis import claims as C
+from compgen.analysis import goals, teacher_student
+from compgen.analysis import twin as layout
 from compgen.figures import twin as twin_tables
 from compgen.notebook import chapter_configs
 
@@ -153,7 +155,8 @@ def _goals_smoke_twin(tmp_path, monkeypatch):
     """The goals twins of Fig. 4E/F at smoke on seed 2020 with fake reference runs, at the 7 x 7 matched world and
     with none of ours there: (the record's path, the tool's arguments)."""
     _use_fake_driver(tmp_path, monkeypatch)
-    monkeypatch.setitem(twin.MATCHED, ("goals", "smoke"), {"fig4ef": twin.GOALS_WORLD, "figa10": twin.GOALS_WORLD})
+    world = goals.TWIN_WORLD
+    monkeypatch.setitem(goals.CHAPTER.twin.matched, "smoke", {"fig4ef": world, "figa10": world})
     # ours at the matched world are the runner's (the teacher-student test trains them); none here
     monkeypatch.setattr(
         twin, "train_ours", lambda chapter, preset, sets, *a, **k: {",".join(map(str, s)): {} for s in sets}
@@ -169,14 +172,14 @@ def test_the_tool_judges_the_chapters_claims_on_the_references_numbers(tmp_path,
     args = ["--reference", str(tmp_path), "--python", sys.executable, "--preset", "quick", "--out", str(out)]
     assert twin.main([*args, "--seeds", "3", "--seeds", "4"]) == 0
     record = json.loads(out.read_text())
-    _, by_figure = chapter_configs("hyperteacher", "quick", [3], twin.CLAIM_FIGURES["hyperteacher"])
+    _, by_figure = chapter_configs("hyperteacher", "quick", [3], twin.claim_figures("hyperteacher"))
     configs = set(c for cs in by_figure.values() for c in cs)
     assert len(record["runs"]) == 2 * len(configs)
     assert "claims" not in record  # no verdict is stored: the book judges the numbers
-    loaded = twin_tables.load_twin(out)
-    assert record["schema"] == records.Twin.VERSION and twin_tables.staleness(loaded) == ""  # current code
-    assert record["code_key"] == twin_tables.code_key("hyperteacher")
-    found = twin_tables.judged(loaded)
+    loaded = layout.load_twin(out)
+    assert record["schema"] == records.Twin.VERSION and layout.staleness(loaded) == ""  # current code
+    assert record["code_key"] == layout.code_key("hyperteacher")
+    found = layout.judged(loaded)
     assert set(found) == {"3", "4"} and found["3"]["ours"] is None  # the quick world: ours are the chapter's runs
     verdict = {c.claim: c.verdict for c in found["3"]["authors'"]}
     # the fake hypernetworks lead by 20 points under random support and lose it under non-compositional support
@@ -213,10 +216,10 @@ def test_the_tables_render_the_record_beside_our_verdicts(tmp_path, monkeypatch)
             "3",
         ]
     )
-    record = twin_tables.load_twin(out)
-    found = twin_tables.judged(record)
+    record = layout.load_twin(out)
+    found = layout.judged(record)
     ours = [
-        C.Claim("hyperteacher", c.figure, c.claim, "c", "ours 1", seeds=(3,), verdict=C.NOT_REPRODUCED)
+        C.Claim("hyperteacher", c.figure, c.claim, "c", "ours 1", seeds=(3,), verdict=C.NOT_REPRODUCED, id=c.id)
         for c in found["3"]["authors'"]
     ]
     table = twin_tables.claims_table(record, {"3": ours}, found)
@@ -251,15 +254,15 @@ def test_teacher_student_configs_translate_to_run_theory(monkeypatch):
 def test_teacher_student_twins_judge_fig2c_on_both_implementations(tmp_path, monkeypatch, store):
     _use_fake_driver(tmp_path, monkeypatch)
     small = dict(inner_schedule="constant", inner_lr=1e-2, outer_steps=12, eval_every=6)
-    monkeypatch.setitem(twin.MATCHED, ("teacher_student", "smoke"), {"fig2c": small})
+    monkeypatch.setitem(teacher_student.CHAPTER.twin.matched, "smoke", {"fig2c": small})
     out = tmp_path / "twin.json"
     args = ["--reference", str(tmp_path), "--python", sys.executable, "--chapter", "teacher_student"]
     assert twin.main([*args, "--preset", "smoke", "--out", str(out), "--seeds", "3"]) == 0
     record = json.loads(out.read_text())
     n_configs = len(twin.claim_configs("teacher_student", "smoke", [3])[1]["fig2c"])
     assert record["matched_world"] == {"fig2c": small} and len(record["runs"]) == n_configs
-    loaded = twin_tables.load_twin(out)
-    found = twin_tables.judged(loaded)
+    loaded = layout.load_twin(out)
+    found = layout.judged(loaded)
     verdicts = {c.claim: c.verdict for c in found["3"]["authors'"] if c.figure == "Fig. 2C"}
     assert len(verdicts) == 2 and C.NOT_RUN not in verdicts.values()
     discrete = next(v for claim, v in verdicts.items() if "discrete" in claim)
@@ -280,8 +283,8 @@ def test_goals_twins_judge_the_claims_at_the_matched_world(tmp_path, monkeypatch
     assert twin.main([*args, "--jobs", "2"]) == 0
     record = json.loads(out.read_text())
     assert len(record["runs"]) == 8 and {r["figure"] for r in record["runs"].values()} == {"fig4ef"}
-    loaded = twin_tables.load_twin(out)
-    found = twin_tables.judged(loaded)["2020"]["authors'"]
+    loaded = layout.load_twin(out)
+    found = layout.judged(loaded)["2020"]["authors'"]
     assert "Fig. A10" in {c.figure for c in found}  # judged on what the record holds
     run = next(iter(record["runs"].values()))
     assert run["world"]["grid"] == 7 and set(run["final"]["ood"]) == {"acc", "acc_all", "loss"}

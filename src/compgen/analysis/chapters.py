@@ -1,5 +1,5 @@
-"""The book's chapters as the analysis reads them: each chapter's claims module, title and whether its claims are the
-paper's; the runs of a chapter on a recorded seed set; and its claims judged on every seed set and pooled."""
+"""The book's chapters: :data:`CHAPTERS`, each a :class:`compgen.analysis.chapter.Chapter` declared once in its
+analysis module; the runs of a chapter on a recorded seed set; and its claims judged on every seed set and pooled."""
 
 from __future__ import annotations
 
@@ -7,25 +7,25 @@ import dataclasses
 
 from compgen import records
 from compgen.analysis import claims as C
-from compgen.analysis import finals, goals, hyperteacher, incontext, preferences, teacher_student, twin
+from compgen.analysis import finals, goals, hyperteacher, incontext, preferences, teacher_student
 from compgen.notebook import stored
 
-CHAPTERS = {
-    "teacher_student": teacher_student,
-    "hyperteacher": hyperteacher,
-    "preferences": preferences,
-    "goals": goals,
-    "incontext": incontext,
-}
-TITLES = {
-    "teacher_student": "Teacher and student (§3.3)",
-    "hyperteacher": "The hyperteacher (§4.1)",
-    "preferences": "Compositional preferences (§4.2)",
-    "goals": "Compositional goals (§4.3)",
-    "incontext": "In-context learners (beyond the paper)",
-}
-BEYOND_THE_PAPER = ("incontext",)  # chapters whose claims are not the paper's: drawn and counted apart
+CHAPTERS = {m.CHAPTER.name: m.CHAPTER for m in (teacher_student, hyperteacher, preferences, goals, incontext)}
 SEED_SETS = ("search/second_set.json", "search/third_set.json")  # the recorded further seed sets, from book/
+
+
+def get(name: str):
+    """The :class:`compgen.analysis.chapter.Chapter` called ``name`` (one of :data:`CHAPTERS`)."""
+    if name not in CHAPTERS:
+        from compgen.params import ParameterError
+
+        raise ParameterError(f"chapter must be one of {tuple(CHAPTERS)}, got {name!r}")
+    return CHAPTERS[name]
+
+
+def twinned() -> dict:
+    """``{name: Chapter}`` of the chapters whose claims are tested with the authors' code (a ``twin``)."""
+    return {name: c for name, c in CHAPTERS.items() if c.twin is not None}
 
 
 def set_runs(record: records.SeedSet | None, name: str):
@@ -37,11 +37,10 @@ def set_runs(record: records.SeedSet | None, name: str):
 
 
 def claims(preset="quick", seeds=None, chapters=None) -> dict:
-    """{section: [Claim]} computed from the stored runs of every chapter (or of ``chapters``) at ``preset`` by its
-    analysis module (:data:`CHAPTERS`)."""
+    """{section: [Claim]} computed from the stored runs of every chapter (or of ``chapters``) at ``preset``."""
     return {
-        name: module.claims(stored(name, preset, seeds))
-        for name, module in CHAPTERS.items()
+        name: chapter.claims(stored(name, preset, seeds))
+        for name, chapter in CHAPTERS.items()
         if chapters is None or name in chapters
     }
 
@@ -51,15 +50,15 @@ def judged_sets(name: str, runs, seed_sets=()) -> dict:
     [Claim], ..., "pooled": [Claim]}``: a set per record of ``seed_sets`` (records of :func:`load_seed_sets`) that
     holds the chapter and shares no seed with the sets before it, and ``"pooled"`` over all of them under the pooled
     rule, where there is at least one."""
-    module = CHAPTERS[name]
-    found, taken = {records.seed_set_name(runs.seeds): module.claims(runs)}, [runs]
+    chapter = CHAPTERS[name]
+    found, taken = {records.seed_set_name(runs.seeds): chapter.claims(runs)}, [runs]
     for record in [seed_sets] if isinstance(seed_sets, records.SeedSet) else seed_sets:
         other = set_runs(record, name)
         if other is not None and not set(other.seeds) & {s for r in taken for s in r.seeds}:
-            found[records.seed_set_name(other.seeds)] = module.claims(other)
+            found[records.seed_set_name(other.seeds)] = chapter.claims(other)
             taken.append(other)
     if len(taken) > 1:
-        found["pooled"] = module.claims(finals.pool(*taken))
+        found["pooled"] = chapter.claims(finals.pool(*taken))
     return found
 
 
@@ -68,4 +67,4 @@ def row_claims(found: dict, book: str) -> list:
     several (a claim the pooling could not judge is not run), else on the book's seeds."""
     if "pooled" not in found:
         return list(found[book])
-    return [twin.find(found["pooled"], c) or dataclasses.replace(c, verdict=C.NOT_RUN) for c in found[book]]
+    return [C.find(found["pooled"], c) or dataclasses.replace(c, verdict=C.NOT_RUN) for c in found[book]]

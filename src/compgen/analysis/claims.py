@@ -186,6 +186,8 @@ class Claim:
     verdict: str = NOT_RUN
     anchor: str = ""  # the figure's label in the book, for links
     details: dict = field(default_factory=dict)
+    id: str = ""  # stable across wording and seed sets: what pairs a claim judged on several runs (:func:`find`)
+    reads: tuple = ()  # the figures whose runs it is judged from, its own figure first
 
     @property
     def holds(self) -> bool:
@@ -201,6 +203,11 @@ class ClaimSpec:
     ``"{model}: holding out a module raises the OOD loss"`` (a literal brace is written twice). ``on`` says what the
     check compares: ``"seeds"`` (paired per seed, :data:`SIGN_RULE`) or ``"means"`` (one value per side, the means
     over seeds); the judged criterion ends with the rule in words, so wording and code cannot differ.
+
+    ``id`` is a template too, of fields that name a judged claim rather than word it (``"fig3b-lead/{learner}"``):
+    the judged claim's :attr:`Claim.id`, which pairs it across seed sets and codes however it is worded. ``reads``:
+    the figures (of the section's) whose runs the claim is judged from, the one it belongs to first (templates as
+    well, for a claim judged on one figure of several).
     """
 
     section: str
@@ -210,10 +217,14 @@ class ClaimSpec:
     paper: str = "–"
     anchor: str = ""
     on: str = "seeds"
+    id: str = ""
+    reads: tuple = ()
 
     def __post_init__(self):
         if self.on not in ("seeds", "means"):
             raise ValueError(f"ClaimSpec.on must be 'seeds' or 'means', got {self.on!r}")
+        if not self.id or not self.reads:
+            raise ValueError(f"ClaimSpec {self.figure!r}: give its id and the figures it reads")
 
     def rule(self, pooled: bool = False) -> str:
         """The rule the criterion is judged by, in words (for runs pooled over seed sets where ``pooled``)."""
@@ -237,14 +248,21 @@ class ClaimSpec:
             paper = "–"
         pooled = pooled and self.on == "seeds"
         texts = (self.section, fill(self.figure), fill(self.claim), f"{fill(self.criterion)}; {self.rule(pooled)}")
+        named = dict(id=fill(self.id), reads=tuple(fill(r) for r in self.reads))
         if check is None:
-            return Claim(*texts, "–", paper, tuple(seeds), NOT_RUN, fill(self.anchor), {})
+            return Claim(*texts, "–", paper, tuple(seeds), NOT_RUN, fill(self.anchor), {}, **named)
         verdict = HOLDS if check.holds_under(pooled) else NOT_REPRODUCED
         details = {"differences": check.differences, "agreeing": check.agreeing, "standing": check.standing()}
         details |= {"threshold": check.threshold, "scale": check.scale}
         if paper_difference is not None:
             details["paper_position"] = 1 + (paper_difference - check.threshold) / check.scale
-        return Claim(*texts, ours, paper, tuple(seeds), verdict, fill(self.anchor), details)
+        return Claim(*texts, ours, paper, tuple(seeds), verdict, fill(self.anchor), details, **named)
+
+
+def find(claims, claim):
+    """The claim of ``claims`` (judged on other runs: another seed set, the pooled seeds, the authors' code) that is
+    ``claim``, by its :attr:`Claim.id`; ``None`` where there is none."""
+    return next((c for c in claims or () if c.id == claim.id), None)
 
 
 HOLDS_CLEARLY, AT_CRITERION, FAILS_CLEARLY = "holds clearly", "at the criterion", "clearly not reproduced"

@@ -1,11 +1,11 @@
 """Any learner against the paper's on the paper's claims: :func:`compare`.
 
 Each comparison the book makes of "the hypernetwork" with "the better of ANIL and MAML" (Fig. 3B, 4C, 4E/F) and
-the decodability probes (Fig. 3C/D) is a claim function of the runs and of the learners in the hypernetworks'
-place (a chapter's ``COMPARISONS``). :func:`compare` trains (or loads) a learner's runs of a figure at a preset
-through the dispatcher, beside the paper's learners' runs of that figure on the same seeds, and judges the same
-claims for it by the same criteria, fixed in advance; the paper's hypernetworks are judged on the same runs for
-reference. :mod:`compgen.figures.compare` draws and words the result.
+the decodability probes (Fig. 3C/D) is a claim function of the runs and of the learners in the hypernetworks' place
+(a chapter's ``comparisons``, :class:`compgen.analysis.chapter.Chapter`). :func:`compare` trains (or loads) a
+learner's runs of a figure at a preset through the dispatcher, beside the paper's learners' runs of that figure on
+the same seeds, and judges the same claims for it by the same criteria, fixed in advance; the paper's hypernetworks
+are judged on the same runs for reference. :mod:`compgen.figures.compare` draws and words the result.
 """
 
 from __future__ import annotations
@@ -15,16 +15,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from compgen import catalog, dispatch, models, params, results
-from compgen.analysis import goals, hyperteacher, preferences
+from compgen.analysis import chapters
 from compgen.experiments.fewshot import HNETS
 from compgen.runs import Runs
 from compgen.section import figure_configs, make_config
 
-COMPARISONS = {
-    "hyperteacher": hyperteacher.COMPARISONS,
-    "preferences": preferences.COMPARISONS,
-    "goals": goals.COMPARISONS,
-}
 # A learner's own hyper-parameters: the fields settings_of takes over from a paper learner's config
 LEARNER_FIELDS = (
     "hidden",
@@ -37,6 +32,11 @@ LEARNER_FIELDS = (
     "clip_norm",
     "outer_weight_decay",
 )
+
+
+def compared() -> dict:
+    """``{section: Chapter}`` of the chapters whose claims any learner can be judged by (their ``comparisons``)."""
+    return {name: c for name, c in chapters.CHAPTERS.items() if c.comparisons}
 
 
 def settings_of(section: str, preset: str, model: str = "hnet_linear") -> dict:
@@ -98,25 +98,24 @@ def compare(learner, section, figure, preset="quick", seeds=None, training=None,
     the figure's claims for the learner and for the paper's hypernetworks.
 
     ``learner``: a registered name or an import path (:mod:`compgen.models.learners`); ``section``: one of
-    :data:`COMPARISONS`' sections; ``figure``: one of that section's comparisons."""
+    the chapters with comparisons (:func:`compared`); ``figure``: one of that chapter's comparisons."""
     not_learners = sorted(set(overrides) - set(LEARNER_FIELDS))
     if not_learners:
         raise params.ParameterError(
             f"compare: {', '.join(not_learners)} {'is' if len(not_learners) == 1 else 'are'} not a learner's field "
             f"(the budget and seeds are the paper's learners'); a learner's fields are {', '.join(LEARNER_FIELDS)}"
         )
-    if section not in COMPARISONS:
-        raise params.ParameterError(f"section must be one of {tuple(COMPARISONS)}, got {section!r}")
-    if figure not in COMPARISONS[section]:
-        raise params.ParameterError(
-            f"figure must be one of {tuple(COMPARISONS[section])} for {section}, got {figure!r}"
-        )
+    if section not in compared():
+        raise params.ParameterError(f"section must be one of {tuple(compared())}, got {section!r}")
+    chapter = compared()[section]
+    if figure not in chapter.comparisons:
+        raise params.ParameterError(f"figure must be one of {tuple(chapter.comparisons)} for {section}, got {figure!r}")
     models.get(learner, "fewshot")
     store, force, log, allow_long = Training() if training is None else training
     sec, store = catalog.get(section), results.Store.default() if store is None else store
     seeds = params.seeds_parameter(seeds)
     shared = {} if seeds is None else {"seeds": seeds}
-    read, judge = COMPARISONS[section][figure]
+    read, judge = chapter.reads(figure), chapter.comparisons[figure]
     by_figure = {}
     for name in read:
         paper = figure_configs(sec, name, preset, **shared)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from compgen.analysis import claims as C
+from compgen.analysis.chapter import Chapter, Twin, model_cell, steps_cell, support_cell
 from compgen.analysis.values import MONOLITHIC, SPLITS, best_per_seed, final, learners_of, size_grid, versus_monolithic
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS
 from compgen.models import label as learner_label
@@ -25,6 +26,8 @@ FIG4E = C.ClaimSpec(
     f"OOD step accuracy ≥ {LEAD:g} points above the better of ANIL/MAML, equal outer steps and tasks",
     paper="qualitative",
     anchor="#fig4ef",
+    id="fig4e/{learner}",
+    reads=("fig4ef",),
 )
 FIG4F = C.ClaimSpec(
     SECTION,
@@ -33,6 +36,8 @@ FIG4F = C.ClaimSpec(
     f"its drop from random to non-compositional ≥ {LEAD:g} points above the larger drop of ANIL/MAML",
     paper="qualitative",
     anchor="#fig4ef",
+    id="fig4f/{learner}",
+    reads=("fig4ef",),
 )
 FIGA9_LEAD = C.ClaimSpec(
     SECTION,
@@ -41,7 +46,9 @@ FIGA9_LEAD = C.ClaimSpec(
     f"fraction of optimal OOD episodes ≥ {LEAD:g} points above the better of ANIL/MAML, equal outer "
     f"steps and tasks, and the learner itself above {OPTIMAL_LEVEL:g} %",
     paper="qualitative",
-    anchor="#fig4ef",
+    anchor="#figa9",
+    id="figa9-lead/{learner}",
+    reads=("fig4ef",),
 )
 FIGA9_DROP = C.ClaimSpec(
     SECTION,
@@ -49,7 +56,9 @@ FIGA9_DROP = C.ClaimSpec(
     "{model}: holding out a quadrant costs it much more fraction of optimal OOD episodes than ANIL and MAML",
     f"its drop from random to non-compositional ≥ {LEAD:g} points above the larger drop of ANIL/MAML",
     paper="qualitative",
-    anchor="#fig4ef",
+    anchor="#figa9",
+    id="figa9-drop/{learner}",
+    reads=("fig4ef",),
 )
 FIGA10 = C.ClaimSpec(
     SECTION,
@@ -59,6 +68,8 @@ FIGA10 = C.ClaimSpec(
     paper="stable",
     anchor="#figa10",
     on="means",
+    id="figa10/{learner}",
+    reads=("figa10",),
 )
 
 
@@ -104,8 +115,8 @@ def lead_and_drop_claims(runs: Runs, name="acc", lead=FIG4E, drop=FIG4F, level=N
                     f"drop {hnet_drop.mean():.1f} vs {mono_drop.mean():.1f} pts: "
                     f"{C.describe_difference(check_f, ' pts', 1)}"
                 )
-        found.append(lead.judge(check_e, ours_e, seeds, pooled=runs.pooled, model=learner_label(m)))
-        found.append(drop.judge(check_f, ours_f, seeds, pooled=runs.pooled, model=learner_label(m)))
+        found.append(lead.judge(check_e, ours_e, seeds, pooled=runs.pooled, model=learner_label(m), learner=m))
+        found.append(drop.judge(check_f, ours_f, seeds, pooled=runs.pooled, model=learner_label(m), learner=m))
     return found
 
 
@@ -118,7 +129,14 @@ def figa10_claims(runs: Runs) -> list:
         spread = float(np.nanmax(grid) - np.nanmin(grid))
         check = C.lower(np.array([spread]), np.array([LEAD]))
         found.append(
-            FIGA10.judge(check, f"spread {spread:.1f} points", cfgs[0].seeds, pooled=runs.pooled, model=MODEL_LABELS[m])
+            FIGA10.judge(
+                check,
+                f"spread {spread:.1f} points",
+                cfgs[0].seeds,
+                pooled=runs.pooled,
+                model=MODEL_LABELS[m],
+                learner=m,
+            )
         )
     return found
 
@@ -132,14 +150,31 @@ def claims(runs: Runs) -> list:
     ]
 
 
-# figure -> (the figures whose runs its claims read, claims(runs, learners)): any learner in the hypernetworks' place
-# is judged by them (compgen.analysis.compare); Fig. 4E/F's runs also give Fig. A9's claims
-COMPARISONS = {
-    "fig4ef": (
-        ("fig4ef",),
-        lambda runs, learners: [
+# The reference's goal world needs an odd grid above 5 with goals at least grid-size steps from the start, and pads
+# every demonstration to grid² - 1 steps (tools/twin_grid_worlds.md gives the reading of both codes).
+TWIN_WORLD = dict(grid=7, min_distance=7, demo_length=48)
+
+CHAPTER = Chapter(
+    SECTION,
+    "Compositional goals (§4.3)",
+    claims,
+    (FIG4E, FIG4F, FIGA9_LEAD, FIGA9_DROP, FIGA10),
+    # any learner in the hypernetworks' place (compgen.analysis.compare); Fig. 4E/F's runs also give Fig. A9's claims
+    comparisons={
+        "fig4ef": lambda runs, learners: [
             *lead_and_drop_claims(runs, learners=learners),
             *lead_and_drop_claims(runs, "acc_all", FIGA9_LEAD, FIGA9_DROP, OPTIMAL_LEVEL, learners),
         ],
+    },
+    twin=Twin(
+        figures=("fig4ef", "figa10"),
+        rows={
+            "model": model_cell,
+            "support": support_cell,
+            "hidden, T": lambda f: f"{f['hidden']}, {f['templates']}",
+            "steps × tasks": steps_cell,
+        },
+        headlines={"OOD acc. %": ("acc", "ood", 100), "optimal OOD episodes %": ("acc_all", "ood", 100)},
+        matched={"quick": {f: TWIN_WORLD for f in ("fig4ef", "figa10")}},
     ),
-}
+)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from compgen.analysis import claims as C
+from compgen.analysis.chapter import Chapter, Twin, model_cell, modules_hot_cell, steps_cell, support_cell
 from compgen.analysis.paper import paper_numbers
 from compgen.analysis.values import SPLITS, final, on_seeds, versus_monolithic
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS
@@ -34,6 +35,8 @@ FIG3B_LEAD = C.ClaimSpec(
     f"OOD accuracy ≥ {LEAD:g} points above the better of ANIL/MAML, equal outer steps and tasks",
     paper="{hnet:.1f} vs {mono:.1f} % (A6)",
     anchor="#fig3b",
+    id="fig3b-lead/{learner}",
+    reads=("fig3b",),
 )
 FIG3B_NONCOMP = C.ClaimSpec(
     SECTION,
@@ -42,6 +45,8 @@ FIG3B_NONCOMP = C.ClaimSpec(
     f"the lead over the better of ANIL/MAML falls by ≥ {LEAD:g} points and is ≤ 0 under non-compositional support",
     paper="hnets below ANIL/MAML",
     anchor="#fig3b",
+    id="fig3b-noncompositional/{learner}",
+    reads=("fig3b",),
 )
 FIG3CD = C.ClaimSpec(  # {support}: "compositional than under non-compositional" or "connected than under ..."
     SECTION,
@@ -50,6 +55,8 @@ FIG3CD = C.ClaimSpec(  # {support}: "compositional than under non-compositional"
     f"R² (OOD) ≥ {R2_MARGIN} higher",
     paper="R² near 1 vs reduced",
     anchor="#fig3cd",
+    id="fig3cd/{learner}/{pair}",
+    reads=("fig3cd", "fig3b"),
 )
 FIG3E = C.ClaimSpec(
     SECTION,
@@ -58,6 +65,8 @@ FIG3E = C.ClaimSpec(
     f"test − OOD gap ≥ {2 * LEAD:g} points larger at K = 1 than at the largest K",
     paper="M=4: OOD 20 % at K=1 vs 89 % at K=4 (A2, A4)",
     anchor="#fig3e",
+    id="fig3e/{learner}",
+    reads=("fig3e",),
 )
 
 
@@ -95,10 +104,17 @@ def fig3b_claims(runs: Runs, learners=HNETS):
         gap = paper["hnet"] - paper["mono"] if paper else None  # the paper's own lead, Table A6
         found.append(
             FIG3B_LEAD.judge(
-                check_c, ours_c, seeds, pooled=runs.pooled, paper_difference=gap, model=learner_label(m), **paper
+                check_c,
+                ours_c,
+                seeds,
+                pooled=runs.pooled,
+                paper_difference=gap,
+                model=learner_label(m),
+                learner=m,
+                **paper,
             )
         )
-        found.append(FIG3B_NONCOMP.judge(check_n, ours_n, seeds, pooled=runs.pooled, model=learner_label(m)))
+        found.append(FIG3B_NONCOMP.judge(check_n, ours_n, seeds, pooled=runs.pooled, model=learner_label(m), learner=m))
     return found
 
 
@@ -132,7 +148,11 @@ def fig3cd_claims(runs: Runs, values, learners=HNETS):
                 check = C.paired(a, b, R2_MARGIN)
                 means = [f"{v.mean():.2f}" if np.isfinite(v).all() else "n/a" for v in (a, b)]  # NaN: undefined
                 ours = f"{means[0]} vs {means[1]}: {C.describe_difference(check)}"
-            found.append(FIG3CD.judge(check, ours, seeds, pooled=runs.pooled, model=learner_label(m), support=what))
+            found.append(
+                FIG3CD.judge(
+                    check, ours, seeds, pooled=runs.pooled, model=learner_label(m), learner=m, support=what, pair=first
+                )
+            )
     return found
 
 
@@ -154,7 +174,7 @@ def fig3e_claims(runs: Runs):
                 f"test − OOD gap {gap(k1).mean():.1f} (K=1) vs {gap(kk).mean():.1f} pts (K={kk.max_hot}): "
                 f"{C.describe_difference(check, ' pts', 1)}"
             )
-        found.append(FIG3E.judge(check, ours, seeds, pooled=runs.pooled, model=MODEL_LABELS[m]))
+        found.append(FIG3E.judge(check, ours, seeds, pooled=runs.pooled, model=MODEL_LABELS[m], learner=m))
     return found
 
 
@@ -163,9 +183,20 @@ def claims(runs: Runs) -> list:
     return [*fig3b_claims(runs), *fig3cd_claims(runs, r2_values(runs)), *fig3e_claims(runs)]
 
 
-# figure -> (the figures whose runs its claims read, claims(runs, learners)): any learner in the hypernetworks' place
-# is judged by them (compgen.analysis.compare)
-COMPARISONS = {
-    "fig3b": (("fig3b",), fig3b_claims),
-    "fig3cd": (("fig3b", "fig3cd"), lambda runs, learners: fig3cd_claims(runs, r2_values(runs, learners), learners)),
-}
+# Any learner in the hypernetworks' place is judged by these claims (compgen.analysis.compare): {figure: claims(runs,
+# learners)}.
+CHAPTER = Chapter(
+    SECTION,
+    "The hyperteacher (§4.1)",
+    claims,
+    (FIG3B_LEAD, FIG3B_NONCOMP, FIG3CD, FIG3E),
+    comparisons={
+        "fig3b": fig3b_claims,
+        "fig3cd": lambda runs, learners: fig3cd_claims(runs, r2_values(runs, learners), learners),
+    },
+    twin=Twin(
+        figures=("fig3cd", "fig3e", "fig3b"),
+        rows={"model": model_cell, "support": support_cell, "M, K": modules_hot_cell, "steps × tasks": steps_cell},
+        headlines={"OOD acc. %": ("accuracy", "ood", 100), "R²": ("r2_ood_pooled", None, 1)},
+    ),
+)

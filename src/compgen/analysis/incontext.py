@@ -4,6 +4,7 @@ against the plain transformer on the hyperteacher tasks and in the compositional
 from __future__ import annotations
 
 from compgen.analysis import claims as C
+from compgen.analysis.chapter import Chapter
 from compgen.analysis.values import final
 from compgen.runs import Runs
 
@@ -22,6 +23,8 @@ BOTTLENECK = C.ClaimSpec(  # {environment}: a key of WORLDS, {figure}: its figur
     "the plain transformer (Kobayashi et al. 2024; not a claim of the paper)",
     f"OOD accuracy ≥ {LEAD:g} points above the transformer's under compositional support",
     anchor="#incontext-{figure}",
+    id="bottleneck/{environment}",
+    reads=("{figure}",),
 )
 
 
@@ -61,3 +64,6 @@ def world_claims(runs: Runs, environment) -> list:
 def claims(runs: Runs) -> list:
     """Every claim of the chapter, computed from ``runs`` (stored runs may be missing: "not run")."""
     return [*world_claims(runs, "hyperteacher"), *world_claims(runs, "goals")]
+
+
+CHAPTER = Chapter(SECTION, "In-context learners (beyond the paper)", claims, (BOTTLENECK,), beyond_the_paper=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from compgen.analysis import claims as C
+from compgen.analysis.chapter import Chapter, Twin, model_cell, modules_hot_cell, steps_cell, support_cell
 from compgen.analysis.values import final, size_grid, versus_monolithic
 from compgen.experiments.fewshot import HNETS, MODEL_LABELS
 from compgen.models import label as learner_label
@@ -22,6 +23,8 @@ FIG4C_LEAD = C.ClaimSpec(
     f"OOD loss ≥ {RELATIVE:.0%} below the better of ANIL/MAML, equal outer steps and tasks",
     paper="qualitative",
     anchor="#fig4c",
+    id="fig4c-lead/{learner}",
+    reads=("fig4c",),
 )
 FIG4C_NONCOMP = C.ClaimSpec(
     SECTION,
@@ -30,6 +33,8 @@ FIG4C_NONCOMP = C.ClaimSpec(
     f"non-compositional OOD loss ≥ {RELATIVE:.0%} above the compositional one",
     paper="qualitative",
     anchor="#fig4c",
+    id="fig4c-noncompositional/{learner}",
+    reads=("fig4c",),
 )
 FIG4B = C.ClaimSpec(
     SECTION,
@@ -38,6 +43,8 @@ FIG4B = C.ClaimSpec(
     f"disconnected OOD loss ≥ {RELATIVE:.0%} above connected",
     paper="qualitative",
     anchor="#fig4b",
+    id="fig4b/{learner}",
+    reads=("fig4b",),
 )
 FIGA8 = C.ClaimSpec(
     SECTION,
@@ -47,10 +54,9 @@ FIGA8 = C.ClaimSpec(
     paper="no degradation",
     anchor="#figa8",
     on="means",
+    id="figa8/{learner}",
+    reads=("figa8",),
 )
-
-
-CLAIM_SPECS = (FIG4C_LEAD, FIG4C_NONCOMP, FIG4B, FIGA8)
 
 
 def loss(cfg, output, set_name="ood"):
@@ -81,8 +87,8 @@ def fig4c_claims(runs: Runs, learners=HNETS):
                 f"{noncomp.mean():.3f} vs {comp.mean():.3f} ({noncomp.mean() / comp.mean():.2f}x): "
                 f"{C.describe_difference(check_n, digits=3)}"
             )
-        found.append(FIG4C_LEAD.judge(check_c, ours_c, seeds, pooled=runs.pooled, model=learner_label(m)))
-        found.append(FIG4C_NONCOMP.judge(check_n, ours_n, seeds, pooled=runs.pooled, model=learner_label(m)))
+        found.append(FIG4C_LEAD.judge(check_c, ours_c, seeds, pooled=runs.pooled, model=learner_label(m), learner=m))
+        found.append(FIG4C_NONCOMP.judge(check_n, ours_n, seeds, pooled=runs.pooled, model=learner_label(m), learner=m))
     return found
 
 
@@ -97,7 +103,7 @@ def fig4b_claims(runs: Runs):
             check = C.paired(disc[1], conn[1], RELATIVE, relative=True)
             ours = f"{disc[1].mean():.3f} vs {conn[1].mean():.3f}: {C.describe_difference(check, digits=3)}"
             seeds = conn[0].seeds
-        found.append(FIG4B.judge(check, ours, seeds, pooled=runs.pooled, model=MODEL_LABELS[m]))
+        found.append(FIG4B.judge(check, ours, seeds, pooled=runs.pooled, model=MODEL_LABELS[m], learner=m))
     return found
 
 
@@ -113,7 +119,7 @@ def figa8_claims(runs: Runs):
             f"{largest:.3f} ({hidden[-1]} wide, T={templates[-1]}) vs {smallest:.3f} ({hidden[0]} wide, "
             f"T={templates[0]})"
         )
-        found.append(FIGA8.judge(check, ours, cfgs[0].seeds, pooled=runs.pooled, model=MODEL_LABELS[m]))
+        found.append(FIGA8.judge(check, ours, cfgs[0].seeds, pooled=runs.pooled, model=MODEL_LABELS[m], learner=m))
     return found
 
 
@@ -122,6 +128,26 @@ def claims(runs: Runs) -> list:
     return [*fig4c_claims(runs), *fig4b_claims(runs), *figa8_claims(runs)]
 
 
-# figure -> (the figures whose runs its claims read, claims(runs, learners)): any learner in the hypernetworks' place
-# is judged by them (compgen.analysis.compare)
-COMPARISONS = {"fig4c": (("fig4c",), fig4c_claims)}
+# The reference's preference world is the paper's 7x7 layout with a full-grid observation and one query demonstration
+# per evaluation task (tools/twin_grid_worlds.md gives the reading of both codes).
+TWIN_WORLD = dict(layout="paper", observation="grid", eval_shots_query=1)
+
+CHAPTER = Chapter(
+    SECTION,
+    "Compositional preferences (§4.2)",
+    claims,
+    (FIG4C_LEAD, FIG4C_NONCOMP, FIG4B, FIGA8),
+    comparisons={"fig4c": fig4c_claims},  # any learner in the hypernetworks' place (compgen.analysis.compare)
+    twin=Twin(
+        figures=("fig4c", "fig4b", "figa8"),
+        rows={
+            "model": model_cell,
+            "support": support_cell,
+            "M, K": modules_hot_cell,
+            "hidden": lambda f: str(f["hidden"]),
+            "steps × tasks": steps_cell,
+        },
+        headlines={"OOD loss": ("loss", "ood", 1)},
+        matched={"quick": {f: TWIN_WORLD for f in ("fig4b", "fig4c", "figa8")}},
+    ),
+)

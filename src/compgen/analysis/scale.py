@@ -14,13 +14,14 @@ import dataclasses
 import json
 import math
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from compgen import bridge, catalog, ledger, programs, records
 from compgen.analysis import claims as C
 from compgen.analysis import finals
-from compgen.analysis.chapters import BEYOND_THE_PAPER, CHAPTERS, SEED_SETS, set_runs
+from compgen.analysis.chapters import CHAPTERS, SEED_SETS, set_runs
 
 MULTIPLES = (4, 16, 64)  # the points two CPU cores can reach, in multiples of the quick compute
 FAR_SECONDS = 8 * 3600 * 2  # a chapter trains its last point only where all its points fit in 8 hours of two cores
@@ -41,11 +42,11 @@ def unresolved(seed_sets) -> dict:
     """``{chapter: [Claim]}``: the paper's claims (chapters beyond the paper apart) that do not hold clearly when
     pooled over ``seed_sets`` (seed-set records), in the chapters' order."""
     out = {}
-    for name, module in CHAPTERS.items():
+    for name, chapter in CHAPTERS.items():
         runs = pooled_runs(name, seed_sets)
-        if name in BEYOND_THE_PAPER or runs is None:
+        if chapter.beyond_the_paper or runs is None:
             continue
-        found = [c for c in module.claims(runs) if C.category(c) in (C.AT_CRITERION, C.FAILS_CLEARLY)]
+        found = [c for c in chapter.claims(runs) if C.category(c) in (C.AT_CRITERION, C.FAILS_CLEARLY)]
         if found:
             out[name] = found
     return out
@@ -61,12 +62,12 @@ def unseeded(cfg) -> str:
 
 
 def configs_read(name: str, runs, claim) -> set:
-    """The configs of ``runs`` (chapter ``name``'s) that ``claim`` is judged from, as :func:`unseeded` keys: those
-    whose run taken away leaves it not run."""
-    module, read = CHAPTERS[name], set()
-    for cfg in {c for configs in runs.figures.values() for c in configs}:
-        again = [c for c in module.claims(_without(runs, cfg)) if c.claim == claim.claim]
-        if again and again[0].verdict == C.NOT_RUN:
+    """The configs of ``runs`` (chapter ``name``'s) that ``claim`` is judged from, as :func:`unseeded` keys: those of
+    the figures it reads whose run taken away leaves it not run."""
+    chapter, read = CHAPTERS[name], set()
+    for cfg in {c for figure in claim.reads for c in runs.figures.get(figure, ())}:
+        again = C.find(chapter.claims(_without(runs, cfg)), claim)
+        if again is not None and again.verdict == C.NOT_RUN:
             read.add(unseeded(cfg))
     return read
 
@@ -101,7 +102,7 @@ def _estimate(sec, quick, points, seconds) -> float | None:
 
 
 def needed(seed_sets) -> dict:
-    """``{(chapter, figure): (quick configs, [claims])}``: the quick configs (the book's seeds) that the
+    """``{(chapter, figure): (quick configs, [claim texts])}``: the quick configs (the book's seeds) that the
     :func:`unresolved` claims are judged from, each under the first figure of its chapter that holds it."""
     out = {}
     for name, found in unresolved(seed_sets).items():
@@ -246,11 +247,12 @@ def point_runs(name: str, multiple: int, works, folder):
     return Runs(sec, preset, figures, outputs), states
 
 
-def claim_path(name: str, claim: str, start, works, folder, multiples=MULTIPLES, read=None) -> list:
-    """The :class:`Point` of chapter ``name``'s claim (its text) at ×1 (``start``: runs at quick, the book's seeds or
+def claim_path(name: str, claim, start, works, folder, multiples=MULTIPLES, read=None) -> list:
+    """The :class:`Point` of chapter ``name``'s ``claim`` (a :class:`compgen.analysis.claims.Claim`, found on other
+    runs by its id) at ×1 (``start``: runs at quick, the book's seeds or
     recorded sets) and at each bridge point of ``multiples`` whose works are under ``folder``. ``read``: the
     :func:`unseeded` keys of the configs the claim reads (their fractions of the paper's compute), default all."""
-    module, sec = CHAPTERS[name], catalog.SECTIONS[name]
+    chapter, sec = CHAPTERS[name], catalog.SECTIONS[name]
     quick = [c for f in sec.figures("quick") for c in bridge.figure_configs(sec, f, "quick")]
     quick = list({unseeded(c): c for c in quick if read is None or unseeded(c) in read}.values())
     found = []
@@ -267,7 +269,7 @@ def claim_path(name: str, claim: str, start, works, folder, multiples=MULTIPLES,
                 if mine and all(s == "complete" for s in mine)
                 else ("not started" if not mine or all(s == "not started" for s in mine) else "in progress")
             )
-        judged = next((c for c in module.claims(runs) if c.claim == claim), None) if runs is not None else None
+        judged = C.find(chapter.claims(runs), claim) if runs is not None else None
         standing = judged.details.get("standing") if judged is not None else None
         found.append(
             Point(
@@ -362,8 +364,17 @@ def crossing(points) -> float | None:
     return last.multiple * 4 ** ((1 - last.standing.position) / slope)
 
 
+class ClaimPath(NamedTuple):
+    """A claim along the bridge: the :class:`compgen.analysis.claims.Claim` at ×1, its :class:`Point` at each
+    multiple, and the paper's own position on the criterion axis (``None`` where the paper reports no number)."""
+
+    claim: C.Claim
+    points: list
+    paper_position: float | None
+
+
 def chapter_paths(name: str, runs, seed_sets, works, folder) -> dict:
-    """``{claim text: ([Point], the paper's position or None)}`` for each of chapter ``name``'s :func:`unresolved`
+    """``{claim id: ClaimPath}`` for each of chapter ``name``'s :func:`unresolved`
     claims: ×1 on ``runs`` where they are at quick (the book's seeds), else on the recorded ``seed_sets`` pooled; then
     each bridge point the ledger ``works`` plan for the chapter, from their state under ``folder``."""
     found = unresolved(seed_sets).get(name, [])
@@ -372,11 +383,11 @@ def chapter_paths(name: str, runs, seed_sets, works, folder) -> dict:
     multiples = sorted({bridge.parse(w.preset) for w in works if w.section == name and bridge.parse(w.preset)})
     pooled = pooled_runs(name, seed_sets)
     start = runs if runs is not None and runs.preset == "quick" else pooled
-    judged = {c.claim: c for c in CHAPTERS[name].claims(start)}
+    judged = CHAPTERS[name].claims(start)
     out = {}
     for claim in found:
         read = configs_read(name, pooled, claim)
-        points = claim_path(name, claim.claim, start, works, folder, multiples, read)
-        paper = judged.get(claim.claim)
-        out[claim.claim] = (points, paper.details.get("paper_position") if paper is not None else None)
+        points = claim_path(name, claim, start, works, folder, multiples, read)
+        paper = C.find(judged, claim)
+        out[claim.id] = ClaimPath(claim, points, paper.details.get("paper_position") if paper is not None else None)
     return out

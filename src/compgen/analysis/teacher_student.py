@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 
 from compgen.analysis import claims as C
+from compgen.analysis.chapter import Chapter, Twin, steps_cell
 from compgen.analysis.values import final
 from compgen.runs import Runs
 from compgen.tasks import support
@@ -25,6 +26,8 @@ FIG2C = C.ClaimSpec(  # {distribution}: discrete or continuous
     f"connected − disconnected alignment (column means per seed) ≥ {ALIGNMENT_MARGIN}, and connected ≥ {IDENTIFIED}",
     paper="≈ 1 vs clearly lower",
     anchor="#fig2c",
+    id="fig2c/{distribution}",
+    reads=("fig2c",),
 )
 FIG2D = C.ClaimSpec(
     SECTION,
@@ -34,6 +37,8 @@ FIG2D = C.ClaimSpec(
     "continuous tasks",
     paper="qualitative",
     anchor="#fig2d",
+    id="fig2d",
+    reads=("fig2d",),
 )
 TABLE_A1 = C.ClaimSpec(
     SECTION,
@@ -42,6 +47,8 @@ TABLE_A1 = C.ClaimSpec(
     f"mean alignment gain of weight decay over none (over the overparameterised cells) stays below {DECAY_GAIN:g}",
     paper="0.67–0.85, no gain",
     anchor="#table-a1",
+    id="table_a1",
+    reads=("table_a1",),
 )
 
 
@@ -190,6 +197,28 @@ def paper_scale_claims(record) -> list:
             )
         )
     return found
+
+
+CHAPTER = Chapter(
+    SECTION,
+    "Teacher and student (§3.3)",
+    claims,
+    (FIG2C, FIG2D, TABLE_A1),
+    twin=Twin(
+        figures=("fig2c",),
+        rows={
+            "masks": lambda f: f["masks"],
+            "distribution": lambda f: f["distribution"],
+            "student": lambda f: f"{f['hidden_factor']}x units, {f['module_factor']}x modules",
+            "steps × tasks": steps_cell,
+        },
+        headlines={"alignment": ("alignment", None, 1)},
+        # run_theory.py trains train_step * n_task outer steps, evaluated every log_every steps in whole chunks, with
+        # a cosine outer schedule and no warm-up: quick's 8,000 steps with a 400-step warm-up become 7,998 steps
+        # (1,333 x 6), no warm-up.
+        matched={"quick": {"fig2c": dict(warmup_steps=0, outer_steps=7998, eval_every=1333)}},
+    ),
+)
 
 
 # ----------------------------------------------------------------------------------------------- the search's regimes

@@ -4,8 +4,9 @@ judged with its own claims.
 A twin record (``book/search/twin_<section>.json``, written by ``tools/twin.py``) holds the chapter's claim
 configs trained with the reference implementation (``smonsays/modular-hyperteacher`` at a fixed commit), per
 seed: the final numbers, the OOD curve, the wall time and the translation of every config field; and, where the
-reference cannot express the preset's world, ours trained at the nearest world it does (:data:`MATCHED`), as the
-final numbers per seed of every config (``ours_matched_rows``). No verdict is stored: :func:`judged` lays both
+reference cannot express the preset's world, ours trained at the nearest world it does (``Twin.matched``), as the
+final numbers per seed of every config (``ours_matched_rows``). What a chapter's twins train and show is its
+:class:`compgen.analysis.chapter.Twin` (:func:`twin_of`). No verdict is stored: :func:`judged` lays both
 codes' numbers out as runs (:func:`reference_runs`, :func:`ours_runs`) and judges them with the chapter's own
 ``claims``, the current claim code; :func:`pooled` judges them pooled over every seed set. Building the book needs no
 reference checkout.
@@ -20,54 +21,39 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib
 import json
 
 import numpy as np
 
 from compgen import recordfile, records
+from compgen.analysis import chapters
+from compgen.analysis.chapter import Twin
 from compgen.analysis.finals import output_from_finals
 from compgen.runs import Runs
-
-# The figures of each chapter whose claims the twins test.
-CLAIM_FIGURES = {
-    "hyperteacher": ("fig3cd", "fig3e", "fig3b"),
-    "teacher_student": ("fig2c",),
-    "preferences": ("fig4c", "fig4b", "figa8"),
-    "goals": ("fig4ef", "figa10"),
-}
-
-# The nearest world the reference can express, where it cannot express a preset's: {(chapter, preset): {figure:
-# changes}}. Ours are trained at that world too (same store, same runner), so the comparison is like for like.
-# run_theory.py trains train_step * n_task outer steps, evaluated every log_every steps in whole chunks, with a cosine
-# outer schedule and no warm-up: quick's 8,000 steps with a 400-step warm-up become 7,998 steps (1,333 x 6), no warm-up.
-# The reference's preference world is the paper's 7x7 layout with a full-grid observation and one query demonstration
-# per evaluation task; its goal world needs an odd grid above 5 with goals at least grid-size steps from the start, and
-# pads every demonstration to grid² - 1 steps (tools/twin_grid_worlds.md gives the reading of both codes).
-PREFERENCES_WORLD = dict(layout="paper", observation="grid", eval_shots_query=1)
-
-GOALS_WORLD = dict(grid=7, min_distance=7, demo_length=48)
-
-MATCHED = {
-    ("teacher_student", "quick"): {"fig2c": dict(warmup_steps=0, outer_steps=7998, eval_every=1333)},
-    ("preferences", "quick"): {f: PREFERENCES_WORLD for f in ("fig4b", "fig4c", "figa8")},
-    ("goals", "quick"): {f: GOALS_WORLD for f in ("fig4ef", "figa10")},
-}
 
 # Config fields added after twin records were written, with the default that computes what the runs computed: a run's
 # key leaves such a field out at that value, so the records keep their keys.
 ADDED_FIELDS = {"fused_inner": None}
 
 
+def twin_of(chapter: str) -> Twin:
+    """What ``chapter``'s twins train and show (its :attr:`compgen.analysis.chapter.Chapter.twin`)."""
+    found = chapters.twinned()
+    if chapter not in found:
+        raise ValueError(f"chapter {chapter!r} is not one of {sorted(found)}, the chapters with twin runs")
+    return found[chapter].twin
+
+
+def matched(chapter: str, preset: str) -> dict:
+    """``{figure: config changes}``: the nearest world the reference expresses where it cannot express ``preset``'s
+    (empty where it can)."""
+    return dict(twin_of(chapter).matched.get(preset, {}))
+
+
 def load_twin(path) -> records.Twin | None:
-    """The twin record at ``path``, checked (:meth:`compgen.records.Record.load`, its chapter one of
-    :data:`CLAIM_FIGURES`), or ``None`` if there is none."""
-    return records.Twin.load_if_there(path, _known_chapter)
-
-
-def _known_chapter(record: dict) -> None:
-    if record["chapter"] not in CLAIM_FIGURES:
-        raise ValueError(f"chapter {record['chapter']!r} is not one of {sorted(CLAIM_FIGURES)}")
+    """The twin record at ``path``, checked (:meth:`compgen.records.Record.load`, its chapter one with twin runs),
+    or ``None`` if there is none."""
+    return records.Twin.load_if_there(path, lambda record: twin_of(record["chapter"]))
 
 
 def code_key(chapter: str) -> str:
@@ -103,11 +89,12 @@ def run_key(cfg, seed, commit: str) -> str:
 
 def claim_configs(chapter: str, preset: str, seeds):
     """(section, {figure: configs}) of the chapter's claim figures at ``preset`` with ``seeds``, each moved to the
-    nearest world the reference expresses (:data:`MATCHED`) where it cannot express the preset's."""
+    nearest world the reference expresses (:func:`matched`) where it cannot express the preset's."""
     from compgen.notebook import chapter_configs
 
-    sec, by_figure = chapter_configs(chapter, preset, None if seeds is None else list(seeds), CLAIM_FIGURES[chapter])
-    changes = MATCHED.get((chapter, preset), {})
+    figures = twin_of(chapter).figures
+    sec, by_figure = chapter_configs(chapter, preset, None if seeds is None else list(seeds), figures)
+    changes = matched(chapter, preset)
     return sec, {f: [dataclasses.replace(c, **changes.get(f, {})) for c in cs] for f, cs in by_figure.items()}
 
 
@@ -162,17 +149,12 @@ def ours_runs(record: records.Twin, seeds):
     return _runs(chapter, record.preset, seeds, output_of)
 
 
-def claims_of(chapter: str):
-    """The ``claims`` function of ``chapter``'s analysis module (``compgen.analysis.<chapter>``)."""
-    return importlib.import_module(f"compgen.analysis.{chapter}").claims
-
-
 def judged(record: records.Twin, chapter_claims=None) -> dict:
     """``{seed set: {"authors'": [Claim], "ours": [Claim] or None}}``: the chapter's claims judged now on the
     reference's runs and on ours at the matched world (``None`` without one), seed set by seed set. ``chapter_claims``
     (default: the chapter's ``claims``) judges a :class:`compgen.runs.Runs`."""
     if chapter_claims is None:
-        chapter_claims = claims_of(record.chapter)
+        chapter_claims = chapters.get(record.chapter).claims
     found = {}
     for seeds in record.seed_sets:
         ours = ours_runs(record, seeds)
@@ -190,7 +172,7 @@ def pooled(twins: list, who: str, chapter_claims=None) -> list | None:
     from compgen.analysis import finals as rec
 
     if chapter_claims is None:
-        chapter_claims = claims_of(twins[0].chapter)
+        chapter_claims = chapters.get(twins[0].chapter).claims
     sets, seen = [], set()
     for record in twins:
         for seeds in record.seed_sets:
@@ -207,70 +189,10 @@ def pooled(twins: list, who: str, chapter_claims=None) -> list | None:
     return chapter_claims(rec.pool(*sets))
 
 
-def find(claims: list | None, claim):
-    """The claim of ``claims`` that is ``claim`` (same figure and statement), or ``None``."""
-    return next((c for c in claims or () if c.figure == claim.figure and c.claim == claim.claim), None)
-
-
-def _steps(fields) -> str:
-    return f"{fields['outer_steps']:,} × {fields['meta_batch']}"
-
-
-def _support(fields) -> str:
-    return fields["split"].replace("_", "-")
-
-
-def _model(fields) -> str:
-    return fields["model"]
-
-
-def _modules_hot(fields) -> str:
-    return f"{fields['n_modules']}, {fields['max_hot']}"
-
-
-# How a config appears in a chapter's twin table: {chapter: {column: config fields -> cell}} (after its figure).
-ROWS = {
-    "teacher_student": {
-        "masks": lambda f: f["masks"],
-        "distribution": lambda f: f["distribution"],
-        "student": lambda f: f"{f['hidden_factor']}x units, {f['module_factor']}x modules",
-        "steps × tasks": _steps,
-    },
-    "hyperteacher": {
-        "model": _model,
-        "support": _support,
-        "M, K": _modules_hot,
-        "steps × tasks": _steps,
-    },
-    "preferences": {
-        "model": _model,
-        "support": _support,
-        "M, K": _modules_hot,
-        "hidden": lambda f: str(f["hidden"]),
-        "steps × tasks": _steps,
-    },
-    "goals": {
-        "model": _model,
-        "support": _support,
-        "hidden, T": lambda f: f"{f['hidden']}, {f['templates']}",
-        "steps × tasks": _steps,
-    },
-}
-
-# The final numbers a chapter's twin tables show: {chapter: {label: (metric, evaluation set or None, scale)}}. A record
-# keeps ours raw under metric names (:func:`metric_name`); the tables show them under these labels, times the scale.
-HEADLINES = {
-    "teacher_student": {"alignment": ("alignment", None, 1)},
-    "hyperteacher": {"OOD acc. %": ("accuracy", "ood", 100), "R²": ("r2_ood_pooled", None, 1)},
-    "preferences": {"OOD loss": ("loss", "ood", 1)},
-    "goals": {"OOD acc. %": ("acc", "ood", 100), "optimal OOD episodes %": ("acc_all", "ood", 100)},
-}
-
-
 def config_row(chapter: str, figure: str, fields: dict) -> dict:
     """How one config appears in a twin table (its figure and the fields that tell it apart), from its fields
     (``fields``: a config as a dict; seeds are not part of a row)."""
-    return {"figure": figure, **{column: cell(fields) for column, cell in ROWS[chapter].items()}}
+    return {"figure": figure, **{column: cell(fields) for column, cell in twin_of(chapter).rows.items()}}
 
 
 def metric_name(metric: str, set_name: str | None) -> str:
@@ -284,7 +206,7 @@ def our_finals(chapter: str, cfg, output) -> dict:
 
     return {
         metric_name(metric, set_name): final(output, metric, cfg.eval_set_names().index(set_name) if set_name else None)
-        for metric, set_name, _ in HEADLINES[chapter].values()
+        for metric, set_name, _ in twin_of(chapter).headlines.values()
     }
 
 
@@ -295,7 +217,7 @@ def headline_output(chapter: str, cfg, values: dict) -> dict:
     (``tests/figures/test_twin.py`` checks it)."""
     names = cfg.eval_set_names() if hasattr(cfg, "eval_set_names") else ()
     finals = {}
-    for metric, set_name, _ in HEADLINES[chapter].values():
+    for metric, set_name, _ in twin_of(chapter).headlines.values():
         per_seed = np.asarray(values[metric_name(metric, set_name)], float)
         if set_name is None:
             finals[f"eval/{metric}"] = per_seed

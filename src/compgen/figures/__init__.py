@@ -321,12 +321,12 @@ def size_figures(
     runs: Runs, figure: str, value, label: str, caption_of, claims: list, best=max, fmt="{:.1f}"
 ) -> FigureResults:
     """A size-sweep figure (Fig. A8, A10): one :func:`size_heatmap` per hypernetwork with stored runs of ``figure``,
-    captioned by ``caption_of(model, configs)``, with those of ``claims`` that name the model."""
+    captioned by ``caption_of(model, configs)``, with the model's claims of ``claims`` (id ``<figure>/<model>``)."""
     out = []
     for m in HNETS:
         cfgs, hidden, templates, grid = size_grid(runs, figure, m, value, best)
         if cfgs:
             fig = size_heatmap(grid, hidden, templates, label, fmt)
-            mine = [c for c in claims if MODEL_LABELS[m] in c.claim]
+            mine = [c for c in claims if c.id == f"{figure}/{m}"]
             out.append(FigureResult(fig, caption_of(m, cfgs), claims=mine))
     return FigureResults(out)

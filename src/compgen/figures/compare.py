@@ -10,11 +10,9 @@ from compgen.analysis.compare import Comparison
 from compgen.figures import FigureResult, goals, hyperteacher, preferences, verdicts
 from compgen.section import make_config
 
-FIGURES = {
-    "hyperteacher": hyperteacher.COMPARISON_FIGURES,
-    "preferences": preferences.COMPARISON_FIGURES,
-    "goals": goals.COMPARISON_FIGURES,
-}
+# How each comparison is drawn: {section: {figure: draw(runs)}}, from the chapters' figure modules (a test holds that
+# it draws every comparison of compgen.analysis.compare.compared()).
+FIGURES = {m.A.SECTION: m.COMPARISON_FIGURES for m in (hyperteacher, preferences, goals)}
 
 
 def cost_table(learner: str, section: str, preset: str, **overrides) -> str:

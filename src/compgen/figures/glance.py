@@ -34,14 +34,16 @@ from compgen import catalog, ledger, programs, recordfile, records, results
 from compgen.analysis import claims as C
 from compgen.analysis import finals, scale, teacher_student
 from compgen.analysis.chapters import (  # noqa: F401 (read as glance.* by the book)
-    BEYOND_THE_PAPER,
     CHAPTERS,
     SEED_SETS,
-    TITLES,
     judged_sets,
     row_claims,
     set_runs,
 )
+from compgen.analysis.twin import judged as judged_twin
+from compgen.analysis.twin import load_twin
+from compgen.analysis.twin import pooled as pooled_twin
+from compgen.analysis.twin import staleness as twin_staleness
 from compgen.figures import forest, verdicts
 from compgen.figures import twin as twin_
 from compgen.notebook import stored
@@ -76,10 +78,10 @@ def _stale_why(record: records.SeedSet, name: str) -> str:
     key, versions = record.computed_by(name)
     state = recordfile.code_state(key, programs.section_key(catalog.get(name)), versions, programs.versions())
     if state == recordfile.STALE:
-        return f"the training code of {TITLES[name]} changed since the record was made"
+        return f"the training code of {CHAPTERS[name].title} changed since the record was made"
     if state == recordfile.OTHER_VERSIONS:
-        return f"the record's code key for {TITLES[name]} was computed under other library versions"
-    return "" if state == recordfile.CURRENT else f"the record names no code key for {TITLES[name]}"
+        return f"the record's code key for {CHAPTERS[name].title} was computed under other library versions"
+    return "" if state == recordfile.CURRENT else f"the record names no code key for {CHAPTERS[name].title}"
 
 
 def _cell(claim, stale="") -> str:
@@ -120,7 +122,7 @@ def _commits(record: records.SeedSet) -> str:
     """Where a second-set record was computed: "commit `abc`", or per chapter when its chapters differ."""
     by_commit = {}
     for name, commit in record.commits.items():
-        by_commit.setdefault(commit[:12], []).append(TITLES.get(name, name))
+        by_commit.setdefault(commit[:12], []).append(CHAPTERS[name].title if name in CHAPTERS else name)
     if len(by_commit) == 1:
         return f"commit `{next(iter(by_commit))}`"
     return "commits " + "; ".join(f"`{c}` ({', '.join(names)})" for c, names in by_commit.items())
@@ -209,26 +211,26 @@ def page(preset="quick", seeds=None, seed_sets=(), twins=None, paper_scale=None,
         for record in recorded:
             key = records.seed_set_name(record.seeds)
             why = _stale_why(record, name) if name in stale_chapters(record) else ""
-            cells = [_cell(twin_.find(found.get(key), c), why) for c in group]
+            cells = [_cell(C.find(found.get(key), c), why) for c in group]
             columns.append((f"ours, {_seeds_label(key).removeprefix('seeds ')}", cells, "seeds"))
         if recorded:
             columns.append(("pooled", [_pooled_cell(c) for c in rows[name]], "pooled"))
         if twins:
             columns += _twin_columns(name, group, twin_records.get(name, []), found)
         if paper_claims:
-            by_claim = {(c.figure, c.claim): c for c in paper_claims["claims"]} if name == "teacher_student" else {}
-            cells = [by_claim.get((c.figure, c.claim)) for c in group]
+            paper_found = paper_claims["claims"] if name == "teacher_student" else []
+            cells = [C.find(paper_found, c) for c in group]
             columns.append(("paper scale", [_paper_scale_cell(p, paper_claims["stale"]) for p in cells], "paper"))
-        if bridge is not None and name not in BEYOND_THE_PAPER:
+        if bridge is not None and not CHAPTERS[name].beyond_the_paper:
             paths = _bridge_paths(name, runs[name], seed_sets, bridge)
-            cells = [_bridge_cell(name, paths.get(c.claim)) for c in group]
+            cells = [_bridge_cell(name, paths.get(c.id)) for c in group]
             columns.append(("along the path to the paper's scale", cells, "path"))
-        parts.append(f"**{TITLES[name]}**\n\n" + _html_table(name, group, columns))
+        parts.append(f"**{CHAPTERS[name].title}**\n\n" + _html_table(name, group, columns))
     return "\n\n".join(parts)
 
 
 def _bridge_paths(name: str, runs, seed_sets, folder) -> dict:
-    """``{claim: ([Point], paper position)}`` of chapter ``name``'s claims along the scale bridge whose ledger and
+    """``{claim id: ClaimPath}`` of chapter ``name``'s claims along the scale bridge whose ledger and
     state are in ``folder`` (:func:`compgen.analysis.scale.chapter_paths`), the claims chosen on the recorded seed
     sets at quick."""
     ledger_path = Path(folder) / ledger.LEDGER
@@ -243,7 +245,7 @@ def _bridge_cell(name: str, path) -> str:
     if path is None:
         return '<span title="holds clearly at quick: not trained along the bridge">–</span>'
     label = name.replace("_", "-")
-    return f'<a class="path" href="{name}.html#bridge-{label}">{html.escape(scale.words(path[0]))}</a>'
+    return f'<a class="path" href="{name}.html#bridge-{label}">{html.escape(scale.words(path.points))}</a>'
 
 
 def _paths(seed_sets) -> list:
@@ -294,9 +296,9 @@ def _forest(sets: dict, runs: dict, rows: dict, link: bool, chapters=None) -> st
         keys = [k for k in found if k != "pooled"]
         plotted = []
         for row, book_claim in zip(rows[name], book_rows):
-            per_set = tuple((_seeds_label(k), twin_.find(found[k], book_claim)) for k in keys)
+            per_set = tuple((_seeds_label(k), C.find(found[k], book_claim)) for k in keys)
             plotted.append(forest.Row(row, per_set, f"{name}.html{row.anchor}" if link and row.anchor else row.anchor))
-        groups.append((TITLES[name], plotted))
+        groups.append((CHAPTERS[name].title, plotted))
     first = chapters[0]
     every = [c for name in chapters for c in rows[name]]
     counts = C.tally(every)
@@ -318,7 +320,7 @@ def _counted(counts: dict) -> str:
 
 def _headline(preset, runs: dict, sets: dict, rows: dict) -> str:
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    paper = [n for n in CHAPTERS if n not in BEYOND_THE_PAPER]
+    paper = [n for n, chapter in CHAPTERS.items() if not chapter.beyond_the_paper]
     book = [c for n in paper for c in sets[n][_book(runs[n])]]
     count = lambda claims, verdict: sum(c.verdict == verdict for c in claims)
     text = (
@@ -344,7 +346,7 @@ def _headline(preset, runs: dict, sets: dict, rows: dict) -> str:
         "way, so it is neither a clear success nor a clear failure. The forest plot below places every claim on one "
         "axis by that measure."
     )
-    beyond = [c for n in BEYOND_THE_PAPER for c in rows[n]]
+    beyond = [c for n, chapter in CHAPTERS.items() if chapter.beyond_the_paper for c in rows[n]]
     if beyond:
         counted = _counted(C.tally(beyond))
         text += f" The {len(beyond)} in-context claims are not the paper's and are counted apart: {counted}."
@@ -380,10 +382,10 @@ def _staleness(record: records.SeedSet, runs: dict) -> str:
     """What a seed-set record's columns show that is not this build's: other code, no code key, shared seeds,
     configs changed since."""
     label, stale = _seeds_label(records.seed_set_name(record.seeds)), stale_chapters(record)
-    changed = [TITLES[n] for n in stale if "changed" in _stale_why(record, n)]
-    unknown = [TITLES[n] for n in stale if "changed" not in _stale_why(record, n)]
-    missing = [TITLES[n] for n in CHAPTERS if (r := set_runs(record, n)) is not None and finals.missing(r)]
-    overlap = [TITLES[n] for n, r in runs.items() if set(record.seeds) & set(r.seeds)]
+    changed = [CHAPTERS[n].title for n in stale if "changed" in _stale_why(record, n)]
+    unknown = [CHAPTERS[n].title for n in stale if "changed" not in _stale_why(record, n)]
+    missing = [CHAPTERS[n].title for n in CHAPTERS if (r := set_runs(record, n)) is not None and finals.missing(r)]
+    overlap = [CHAPTERS[n].title for n, r in runs.items() if set(record.seeds) & set(r.seeds)]
     text = ""
     if changed:
         text += (
@@ -408,7 +410,7 @@ def _twin_records(folder, preset) -> dict:
     found = {}
     for name in CHAPTERS:
         paths = [Path(folder) / f"twin_{name}.json", *sorted(Path(folder).glob(f"twin_{name}_*.json"))]
-        loaded = [twin_.load_twin(p) for p in paths]
+        loaded = [load_twin(p) for p in paths]
         found[name] = [r for r in loaded if r is not None and r.preset == preset]
     return {k: v for k, v in found.items() if v}
 
@@ -423,10 +425,10 @@ def _twin_columns(name, group, twin_records, ours_sets) -> list:
     link = f"{name}.html#twin-{name.replace('_', '-')}"
     found = {}
     for record in twin_records:
-        found.update(twin_.judged(record))
-    theirs = twin_.pooled(twin_records, "authors'")
+        found.update(judged_twin(record))
+    theirs = pooled_twin(twin_records, "authors'")
     if twin_records[0].matched_world:
-        ours = twin_.pooled(twin_records, "ours")
+        ours = pooled_twin(twin_records, "ours")
     else:  # the twins ran at the preset's own world: ours there are the book's runs and the second set
         for s in found:
             found[s]["ours"] = ours_sets.get(s)
@@ -444,7 +446,7 @@ def _twin_summary(twins: dict) -> str:
         name: "the quick world" if not rs[0].matched_world else "the nearest world the authors' code expresses"
         for name, rs in twins.items()
     }
-    done = "; ".join(f"{TITLES[name]} ({world})" for name, world in worlds.items()) or "none yet"
+    done = "; ".join(f"{CHAPTERS[name].title} ({world})" for name, world in worlds.items()) or "none yet"
     return (
         "The columns **twin** compare the two implementations like with like: ours and the authors' "
         "(`smonsays/modular-hyperteacher`, `tools/twin.py`) trained at the same configs, each judged by the same "
@@ -457,15 +459,17 @@ def _twin_summary(twins: dict) -> str:
 
 def _twin_staleness(twins: dict) -> str:
     """A sentence per kind of staleness of the twin records (:func:`compgen.figures.twin.staleness`), or ""."""
-    why = {n: [twin_.staleness(r) for r in rs] for n, rs in twins.items()}
+    why = {n: [twin_staleness(r) for r in rs] for n, rs in twins.items()}
     changed = [n for n, found in why.items() if any("other code" in w for w in found)]
     unknown = [n for n, found in why.items() if any(w and "other code" not in w for w in found)]
     text = ""
     if changed:
-        text += f" Our code of {', '.join(TITLES[n] for n in changed)} has changed since its twin records were made."
+        titles = ", ".join(CHAPTERS[n].title for n in changed)
+        text += f" Our code of {titles} has changed since its twin records were made."
     if unknown:
         text += (
-            f" The twin records of {', '.join(TITLES[n] for n in unknown)} name no code key comparable here, so "
+            f" The twin records of {', '.join(CHAPTERS[n].title for n in unknown)} name no code key comparable here, "
+            "so "
             "whether our code changed since they were made cannot be told."
         )
     return text
@@ -539,20 +543,20 @@ def findings(runs, seed_sets=(), twins=None) -> str:
     twin_records = _twin_records(twins, runs.preset).get(name, []) if twins else []
     twin_found = {}
     for r in twin_records:
-        twin_found.update(twin_.judged(r))
+        twin_found.update(judged_twin(r))
     lines = []
     for claim, row in zip(found[book], rows):
         parts = [f"{_seeds_label(book).capitalize()}: {_said(claim)}"]
         for key in (k for k in found if k not in (book, "pooled")):
             label = _seeds_label(key) + (" (older code)" if key in older else "")
-            parts.append(f"{label}: {_said(twin_.find(found[key], claim))}")
+            parts.append(f"{label}: {_said(C.find(found[key], claim))}")
         if "pooled" in found and row.verdict != C.NOT_RUN:
             parts.append(f"pooled over {len(row.seeds)} seeds: {_said(row)}")
         text = f"- **{claim.figure}** — {claim.claim}. " + "; ".join(parts) + "."
         if twin_found and not (twin_records[0].not_expressible or {}).get(claim.figure):
             marks = []
             for s, sets in twin_found.items():
-                theirs = twin_.find(sets["authors'"], claim)
+                theirs = C.find(sets["authors'"], claim)
                 if theirs is not None and theirs.verdict != C.NOT_RUN:
                     marks.append(f"{C.verdict_words(theirs)} on {_seeds_label(s)}")
             if marks:

@@ -141,7 +141,7 @@ def fig4ef(runs: Runs) -> FigureResult:
         ),
         "Accuracy in % (mean ± std over seeds); *drop* = random − non-compositional OOD accuracy.\n\n"
         + "\n".join(lines),
-        A.lead_and_drop_claims(runs),
+        A.CHAPTER.shown_at(runs, "fig4ef"),
     )
 
 
@@ -171,7 +171,7 @@ def figa9(runs: Runs) -> FigureResult:
             "Fig. A9: fraction of OOD episodes (%) in which every step is predicted optimally",
         ),
         "\n".join(lines),
-        A.lead_and_drop_claims(runs, "acc_all", A.FIGA9_LEAD, A.FIGA9_DROP, A.OPTIMAL_LEVEL),
+        A.CHAPTER.shown_at(runs, "figa9"),
     )
 
 
@@ -187,7 +187,7 @@ def figa10(runs: Runs) -> FigureResults:
         lambda m, cfgs: _caption(
             runs, cfgs, f"Fig. A10: OOD accuracy of the {MODEL_LABELS[m]}, random split, best outer lr per cell"
         ),
-        A.figa10_claims(runs),
+        A.CHAPTER.shown_at(runs, "figa10"),
     )
 
 

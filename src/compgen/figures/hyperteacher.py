@@ -126,7 +126,7 @@ def fig3b(runs: Runs) -> FigureResult:
             "support; bars are seed means, dots single seeds, chance 12.5 %",
         ),
         "\n".join(lines),
-        A.fig3b_claims(runs),
+        A.CHAPTER.shown_at(runs, "fig3b"),
     )
 
 
@@ -175,7 +175,7 @@ def fig3cd(runs: Runs) -> FigureResult:
             "tasks (pooled over the 2M code entries)",
         ),
         "\n".join(lines),
-        A.fig3cd_claims(runs, values),
+        A.CHAPTER.shown_at(runs, "fig3cd"),
     )
 
 
@@ -268,7 +268,7 @@ def fig3e(runs: Runs) -> FigureResult:
             "Fig. 3E: OOD accuracy over the number of experts M and of active experts per layer K, random split",
         ),
         "\n\n".join(tables),
-        A.fig3e_claims(runs),
+        A.CHAPTER.shown_at(runs, "fig3e"),
     )
 
 

@@ -75,7 +75,7 @@ def comparison(runs: Runs, paper: Runs, environment="hyperteacher") -> FigureRes
             environment,
         ),
         "Accuracy in % (mean ± std over seeds); *gap* = test − OOD under compositional support.\n\n" + "\n".join(lines),
-        A.world_claims(runs, environment),
+        A.CHAPTER.shown_at(runs, f"incontext-{A.WORLDS[environment][0]}"),
     )
 
 

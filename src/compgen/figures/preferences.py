@@ -31,7 +31,7 @@ from compgen.tasks import support
 def criteria() -> str:
     """Markdown: the chapter's claims and the criterion each is judged by (the same at every preset)."""
     lines = ["| figure | the paper's claim | criterion |", "|---|---|---|"]
-    for spec in A.CLAIM_SPECS:
+    for spec in A.CHAPTER.specs:
         lines.append(f"| {spec.figure} | {spec.claim.format(model='each hypernetwork')} | {spec.criterion} |")
     return "\n".join(lines)
 
@@ -206,7 +206,7 @@ def fig4c(runs: Runs) -> FigureResult:
             "better)",
         ),
         "\n".join(lines),
-        A.fig4c_claims(runs),
+        A.CHAPTER.shown_at(runs, "fig4c"),
         notes="Each seed draws its own preference modules, which set the scale of the rewards, so the "
         "claims compare the models seed by seed.",
     )
@@ -240,7 +240,7 @@ def fig4b(runs: Runs) -> FigureResult:
             "module pairs, evaluated on the pairs in neither",
         ),
         "\n".join(lines),
-        A.fig4b_claims(runs),
+        A.CHAPTER.shown_at(runs, "fig4b"),
     )
 
 
@@ -290,7 +290,7 @@ def figa8(runs: Runs) -> FigureResults:
             cfgs,
             f"Fig. A8: OOD loss of the {MODEL_LABELS[m]} over its width and number of modules (best outer lr per cell)",
         ),
-        A.figa8_claims(runs),
+        A.CHAPTER.shown_at(runs, "figa8"),
         best=min,
         fmt="{:.3f}",
     )

@@ -73,9 +73,8 @@ def _extrapolation(ax, points) -> None:
 
 
 def where_claims_appear(name: str, paths: dict, preset: str, seeds: tuple) -> FigureResult:
-    """The chapter's figure of its claims along the bridge: ``paths`` is ``{claim: [Point]}``
-    (:func:`compgen.analysis.scale.claim_path`, the claim's paper position in ``Point``'s stead where it has one as
-    ``(points, paper_position)``); ``preset`` and ``seeds`` name the ×1 point's runs."""
+    """The chapter's figure of its claims along the bridge: ``paths`` is ``{claim id: ClaimPath}``
+    (:func:`compgen.analysis.scale.chapter_paths`); ``preset`` and ``seeds`` name the ×1 point's runs."""
     if not paths:
         return FigureResult(
             notes="Every claim of this chapter holds clearly at quick: no point of the bridge is needed."
@@ -84,8 +83,8 @@ def where_claims_appear(name: str, paths: dict, preset: str, seeds: tuple) -> Fi
     cols = min(n, 2)
     rows = math.ceil(n / cols)
     fig, axes = plots.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), squeeze=False)
-    for ax, (claim, (points, paper_position)) in zip(axes.flat, paths.items()):
-        _panel(ax, _short(claim), points, paper_position)
+    for ax, path in zip(axes.flat, paths.values()):
+        _panel(ax, _short(path.claim.claim), path.points, path.paper_position)
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
     for ax in axes[:, 0]:
@@ -108,7 +107,7 @@ def _short(claim: str, width: int = 48) -> str:
 def caption(name: str, paths: dict, preset: str, seeds: tuple) -> str:
     """What the figure shows, the points' states and what moved between quick and the paper."""
     sec = catalog.SECTIONS[name]
-    some = next(iter(paths.values()))[0]
+    some = next(iter(paths.values())).points
     states = ", ".join(f"{p.label} {p.state}" for p in some[1:])
     seeds_text = ", ".join(map(str, seeds)) if seeds else "none"
     return (
@@ -143,12 +142,12 @@ def rules(name: str) -> str:
 
 def path_table(paths: dict) -> str:
     """A markdown table: each claim, its standing at each point, and where it stands along the path in words."""
-    some = next(iter(paths.values()))[0]
+    some = next(iter(paths.values())).points
     head = "| claim | " + " | ".join(p.label for p in some) + " | along the path |"
     lines = [head, "|---|" + "---:|" * len(some) + "---|"]
-    for claim, (points, _) in paths.items():
-        cells = [_cell(p) for p in points]
-        lines.append(f"| {claim} | {' | '.join(cells)} | {scale.words(points)} |")
+    for path in paths.values():
+        cells = [_cell(p) for p in path.points]
+        lines.append(f"| {path.claim.claim} | {' | '.join(cells)} | {scale.words(path.points)} |")
     return "\n".join(lines)
 
 

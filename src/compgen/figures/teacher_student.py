@@ -68,7 +68,7 @@ def fig2c(runs: Runs) -> FigureResult:
             "single seeds",
         ),
         "\n".join(lines),
-        A.fig2c_claims_of(runs, values),
+        A.CHAPTER.shown_at(runs, "fig2c"),
     )
 
 
@@ -96,7 +96,7 @@ def fig2d(runs: Runs) -> FigureResult:
             "factor, module factor); one-hots + ring pairs, no weight decay",
         ),
         "Module alignment, mean ± std over seeds, per student (hidden factor, module factor):\n\n" + "\n".join(lines),
-        A.fig2d_claims(runs, values),
+        A.CHAPTER.shown_at(runs, "fig2d"),
     )
 
 
@@ -193,7 +193,7 @@ def table_a1(runs: Runs) -> FigureResult:
             "tasks; the paper's column sizes are unknown",
         ),
         "\n".join(lines),
-        A.table_a1_claims(runs),
+        A.CHAPTER.shown_at(runs, "table-a1"),
     )
 
 

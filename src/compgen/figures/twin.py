@@ -1,6 +1,6 @@
 """Twin runs with the authors' implementation, drawn: the tables of a chapter's twin appendix and the results page's
 twin cells, from a twin record judged by :mod:`compgen.analysis.twin` (which reads the record, lays both codes'
-numbers out as runs and judges them with the chapter's own claims; its names are re-exported here for the book)."""
+numbers out as runs and judges them with the chapter's own claims)."""
 
 from __future__ import annotations
 
@@ -12,31 +12,15 @@ import numpy as np
 
 from compgen import records
 from compgen.analysis import claims as C
-from compgen.analysis.twin import (  # noqa: F401 (the record's layout and judging, read as twin.* by the book)
-    ADDED_FIELDS,
-    CLAIM_FIGURES,
-    GOALS_WORLD,
-    HEADLINES,
-    MATCHED,
-    PREFERENCES_WORLD,
-    ROWS,
-    claim_configs,
-    claims_of,
-    code_key,
+from compgen.analysis.twin import (
     config_row,
-    find,
-    headline_output,
     judged,
     load_twin,
     metric_name,
     our_finals,
-    ours_runs,
-    pooled,
-    reference_output,
-    reference_runs,
-    run_key,
     seed_sets,
     staleness,
+    twin_of,
 )
 
 SHORT = {C.HOLDS: "✅", C.NOT_REPRODUCED: "❌", C.NOT_RUN: "–"}  # markdown tables
@@ -54,12 +38,12 @@ def glance_cell(found: dict, pooled_claims: list | None, claim, link: str, who: 
     claim cannot be expressed in the authors' code (``why_not``), "–" where nothing was recorded."""
     if why_not:
         return f'<a href="{link}" title="not expressible in the authors\' code: {html.escape(why_not)}">n/e</a>'
-    marks = [find(sets[who], claim) for sets in found.values() if sets[who] is not None]
+    marks = [C.find(sets[who], claim) for sets in found.values() if sets[who] is not None]
     marks = [m for m in marks if m is not None and m.verdict != C.NOT_RUN]  # sets that judge this claim
     if not marks:
         return "–"
     text = " ".join(MARK[m.verdict] for m in marks)
-    total = find(pooled_claims, claim)
+    total = C.find(pooled_claims, claim)
     if total is not None and total.verdict != C.NOT_RUN and len(marks) > 1:
         why = html.escape(f"pooled over {len(total.seeds)} seeds: {total.ours}")
         text += f' <span title="{why}">Σ{MARK[total.verdict]}</span>'
@@ -92,7 +76,7 @@ def claims_table(record: records.Twin, ours: dict, found: dict | None = None) ->
             continue
         for s in sets:
             mine = found[s]["ours"] if matched else ours.get(s)
-            cells += [_cell(find(mine, claim)), _cell(find(found[s]["authors'"], claim))]
+            cells += [_cell(C.find(mine, claim)), _cell(C.find(found[s]["authors'"], claim))]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -108,14 +92,14 @@ def shown(chapter: str, values: dict) -> dict:
     their units)."""
     return {
         label: scale * np.asarray(values[metric_name(metric, set_name)], float)
-        for label, (metric, set_name, scale) in HEADLINES[chapter].items()
+        for label, (metric, set_name, scale) in twin_of(chapter).headlines.items()
     }
 
 
 def reference_headline(chapter: str, run: dict) -> dict:
     """A reference run's final numbers as the twin tables show them (one value each)."""
     out = {}
-    for label, (metric, set_name, scale) in HEADLINES[chapter].items():
+    for label, (metric, set_name, scale) in twin_of(chapter).headlines.items():
         value = run["final"][set_name][metric] if set_name else run["final"].get(metric, run.get(metric))
         out[label] = scale * value
     return out
