@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from compgen import catalog, dispatch, runner, section
+from compgen import bridge, catalog, dispatch, runner, section
 from compgen.runs import Runs
 
 NOTEBOOK_PARAMETERS = ("preset", "force", "seeds", "repository")  # every chapter's parameters cell
@@ -30,8 +30,9 @@ def check_parameters(names: dict, *extra: str) -> None:
 
 
 def chapter_configs(section_name: str, preset: str, seeds=None, figures=None, **overrides):
-    """``{figure: [configs]}`` of a section at a preset (every figure unless ``figures``); ``seeds`` (a list, or a
-    string holding one, as papermill passes ``-p seeds '[2020]'``) replaces every config's seeds."""
+    """``{figure: [configs]}`` of a section at a preset (every figure unless ``figures``), a point of the scale bridge
+    (``bridge-x4``, :func:`compgen.bridge.figure_configs`) included; ``seeds`` (a list, or a string holding one, as
+    papermill passes ``-p seeds '[2020]'``) replaces every config's seeds."""
     from compgen import params
 
     dispatch.check_environment()  # first: building a config may start JAX's backend, which reads XLA_FLAGS
@@ -39,8 +40,8 @@ def chapter_configs(section_name: str, preset: str, seeds=None, figures=None, **
     seeds = params.seeds_parameter(seeds)
     if seeds is not None:
         overrides["seeds"] = seeds
-    names = figures or sec.figures(preset)
-    return sec, {name: section.figure_configs(sec, name, preset, **overrides) for name in names}
+    names = figures or sec.figures("quick" if bridge.parse(preset) else preset)
+    return sec, {name: bridge.figure_configs(sec, name, preset, **overrides) for name in names}
 
 
 def train(

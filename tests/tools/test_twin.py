@@ -251,6 +251,21 @@ def test_teacher_student_configs_translate_to_run_theory(monkeypatch):
         twin.translate("teacher_student", dataclasses.replace(chapter_world, outer_steps=7998, eval_every=1333), 100)
 
 
+def test_the_bridges_x4_point_of_fig2c_translates_to_run_theory():
+    """The authors' code can run Fig. 2C at the scale bridge's x4 point (the twin of the bridge): every column at the
+    point's sizes and rates, moved to the nearest world run_theory.py expresses (no warm-up, whole chunks of M)."""
+    point = chapter_configs("teacher_student", "bridge-x4", [100], ["fig2c"])[1]["fig2c"]
+    _, by_figure = twin.claim_configs("teacher_student", "bridge-x4", [100])
+    assert len(by_figure["fig2c"]) == len(point) == 4  # Table A9 columns
+    for ours, matched in zip(point, by_figure["fig2c"]):
+        assert dataclasses.replace(ours, warmup_steps=0, outer_steps=12798, eval_every=2133) == matched
+        t = twin.translate("teacher_student", matched, 100)
+        assert (t.config["train_step"] * t.config["n_task"], t.config["log_every"]) == (12798, 2133)
+        assert (t.config["meta_batch_size"], t.config["inner_step"]) == (ours.meta_batch, ours.inner_steps)
+    with pytest.raises(twin.NotExpressible, match="warmup_steps = 313"):  # the point's own world has a warm-up
+        twin.translate("teacher_student", dataclasses.replace(point[0], outer_steps=12798, eval_every=2133), 100)
+
+
 def test_teacher_student_twins_judge_fig2c_on_both_implementations(tmp_path, monkeypatch, store):
     _use_fake_driver(tmp_path, monkeypatch)
     small = dict(inner_schedule="constant", inner_lr=1e-2, outer_steps=12, eval_every=6)
