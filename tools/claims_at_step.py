@@ -4,7 +4,7 @@
     COMPGEN_RESULTS=<store> python tools/claims_at_step.py goals            # the preset's own seeds
 
 Reads the chapter's stored runs at the preset (nothing is trained) and, for each evaluation step they share, computes
-the claims (:func:`compgen.figures.glance.claims`' functions) from the evaluations up to that step. This is what a
+the chapter's claims (:data:`compgen.analysis.chapters.CHAPTERS`) from the evaluations up to that step. This is what a
 run of that many outer steps would give only where a shorter run is the first part of the longer one: a constant outer
 learning rate (a decaying schedule depends on the run's length), so a chapter with any other schedule is refused. The
 figures' own evaluation metrics are read; a metric computed from the final parameters is not cut.
@@ -19,7 +19,8 @@ import sys
 import numpy as np
 
 from compgen import notebook, params
-from compgen.figures import glance
+from compgen.analysis import chapters
+from compgen.analysis import claims as C
 
 
 def truncated(runs: notebook.Runs, step: int) -> notebook.Runs:
@@ -56,7 +57,7 @@ def shared_steps(runs: notebook.Runs) -> list:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("chapter", choices=list(glance.CHAPTERS))
+    parser.add_argument("chapter", choices=list(chapters.CHAPTERS))
     parser.add_argument("--preset", default="quick")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="default: the preset's own seeds")
     args = parser.parse_args(argv)
@@ -70,12 +71,12 @@ def main(argv=None) -> int:
     if not steps:
         print(f"error: no stored runs of {args.chapter} at preset {args.preset}", file=sys.stderr)
         return 1
-    module = glance.CHAPTERS[args.chapter]
-    verdicts = {step: module.claims(truncated(runs, step)) for step in steps}
+    chapter = chapters.get(args.chapter)
+    verdicts = {step: chapter.claims(truncated(runs, step)) for step in steps}
     print("| figure | claim | " + " | ".join(f"step {s}" for s in steps) + " |")
     print("|---|---|" + "---|" * len(steps))
-    for i, claim in enumerate(verdicts[steps[-1]]):
-        cells = [f"{verdicts[s][i].verdict}: {verdicts[s][i].ours}" for s in steps]
+    for claim in verdicts[steps[-1]]:
+        cells = [f"{found.verdict}: {found.ours}" for found in (C.find(verdicts[s], claim) for s in steps)]
         print(f"| {claim.figure} | {claim.claim} | " + " | ".join(cells) + " |")
     return 0
 
