@@ -15,7 +15,7 @@ verdicts are computed by the same code on the other implementation's numbers.
 
 The record, ``book/search/twin_<chapter>.json``, is written after every run: an interrupted tool loses at most
 the run in progress, and a rerun trains only what the record lacks. It carries its ``schema`` and the fingerprint of
-our chapter's code (``code_key``, :func:`compgen.figures.twin.code_key`); an existing record that is
+our chapter's code (``code_key``, :func:`compgen.analysis.twin.code_key`); an existing record that is
 damaged or of a newer schema is refused in one line (exit status 2), never overwritten. The reference checkout stays
 outside this repository; nothing of it is copied here.
 """
@@ -432,7 +432,7 @@ def translate_theory(cfg, seed: int) -> Translation:
 
 
 def run_key(cfg, seed) -> str:
-    """A stable key of one (config, seed) at the reference's commit (:func:`compgen.figures.twin.run_key`)."""
+    """A stable key of one (config, seed) at the reference's commit (:func:`compgen.analysis.twin.run_key`)."""
     return layout.run_key(cfg, seed, COMMIT)
 
 

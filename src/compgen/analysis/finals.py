@@ -5,7 +5,7 @@ evaluation set where there are several; ``tests/figures/test_records.py`` checks
 therefore keeps, for each config, those final values per seed (:func:`entries`), and :func:`runs_from_entries` lays
 them out again as runs that the chapter's own ``claims`` judge with the current claim code: no verdict is stored.
 :func:`output_from_finals` is the one step from final numbers to a run's output, for these records and for the twin
-records' runs of both codes (:mod:`compgen.figures.twin`).
+records' runs of both codes (:mod:`compgen.analysis.twin`).
 
 :func:`pool` joins runs of the same configs on several seed sets (the book's seeds and a second set, say) into one
 set of runs over all their seeds, marked ``pooled``; judged by the rule for pooled runs, that gives the pooled

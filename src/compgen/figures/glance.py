@@ -11,7 +11,7 @@ the current claim code from numbers, never read as verdicts from a record:
   (the rule for runs pooled over seed sets, :attr:`compgen.runs.Runs.pooled`); the page's headline counts these
   and its forest plot (:mod:`compgen.figures.forest`) draws them, both by :func:`compgen.analysis.claims.category`;
 * the twin world: ours and the authors' implementation at the same configs (``tools/twin.py``'s records, judged by
-  :func:`compgen.figures.twin.judged`), a mark per seed set and the pooled one;
+  :func:`compgen.analysis.twin.judged`), a mark per seed set and the pooled one;
 * the paper's scale, where the paper-scale ledger has a record of it (:mod:`compgen.ledger`).
 
 A claim's wording, criterion and numbers are one click away (a ``<details>`` element), so that the page reads at a
@@ -458,7 +458,7 @@ def _twin_summary(twins: dict) -> str:
 
 
 def _twin_staleness(twins: dict) -> str:
-    """A sentence per kind of staleness of the twin records (:func:`compgen.figures.twin.staleness`), or ""."""
+    """A sentence per kind of staleness of the twin records (:func:`compgen.analysis.twin.staleness`), or ""."""
     why = {n: [twin_staleness(r) for r in rs] for n, rs in twins.items()}
     changed = [n for n, found in why.items() if any("other code" in w for w in found)]
     unknown = [n for n, found in why.items() if any(w and "other code" not in w for w in found)]
