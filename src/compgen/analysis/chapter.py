@@ -42,7 +42,7 @@ class Chapter:
     title: str
     claims: Callable
     specs: tuple[ClaimSpec, ...]
-    comparisons: Mapping[str, tuple] = field(default_factory=dict)
+    comparisons: Mapping[str, Callable] = field(default_factory=dict)
     twin: Twin | None = None
     beyond_the_paper: bool = False
 

@@ -105,9 +105,10 @@ def compare(learner, section, figure, preset="quick", seeds=None, training=None,
             f"compare: {', '.join(not_learners)} {'is' if len(not_learners) == 1 else 'are'} not a learner's field "
             f"(the budget and seeds are the paper's learners'); a learner's fields are {', '.join(LEARNER_FIELDS)}"
         )
-    if section not in compared():
-        raise params.ParameterError(f"section must be one of {tuple(compared())}, got {section!r}")
-    chapter = compared()[section]
+    found = compared()
+    if section not in found:
+        raise params.ParameterError(f"section must be one of {tuple(found)}, got {section!r}")
+    chapter = found[section]
     if figure not in chapter.comparisons:
         raise params.ParameterError(f"figure must be one of {tuple(chapter.comparisons)} for {section}, got {figure!r}")
     models.get(learner, "fewshot")

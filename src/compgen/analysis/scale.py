@@ -107,13 +107,14 @@ def needed(seed_sets) -> dict:
     out = {}
     for name, found in unresolved(seed_sets).items():
         runs, sec = pooled_runs(name, seed_sets), catalog.SECTIONS[name]
-        read = {claim.claim: configs_read(name, runs, claim) for claim in found}
+        read = {claim.id: configs_read(name, runs, claim) for claim in found}
+        texts = {claim.id: claim.claim for claim in found}
         taken = set()
         for figure in sec.figures("quick"):
             configs = [q for q in bridge.figure_configs(sec, figure, "quick") if unseeded(q) not in taken]
             mine = [q for q in configs if any(unseeded(q) in keys for keys in read.values())]
             if mine:
-                claims = [c for c, keys in read.items() if keys & {unseeded(q) for q in mine}]
+                claims = [texts[i] for i, keys in read.items() if keys & {unseeded(q) for q in mine}]
                 out[(name, figure)] = (mine, claims)
                 taken |= {unseeded(q) for q in mine}
     return out
@@ -249,9 +250,9 @@ def point_runs(name: str, multiple: int, works, folder):
 
 def claim_path(name: str, claim, start, works, folder, multiples=MULTIPLES, read=None) -> list:
     """The :class:`Point` of chapter ``name``'s ``claim`` (a :class:`compgen.analysis.claims.Claim`, found on other
-    runs by its id) at ×1 (``start``: runs at quick, the book's seeds or
-    recorded sets) and at each bridge point of ``multiples`` whose works are under ``folder``. ``read``: the
-    :func:`unseeded` keys of the configs the claim reads (their fractions of the paper's compute), default all."""
+    runs by its id) at ×1 (``start``: runs at quick, the book's seeds or recorded sets) and at each bridge point of
+    ``multiples`` whose works are under ``folder``. ``read``: the :func:`unseeded` keys of the configs the claim reads
+    (their fractions of the paper's compute), default all."""
     chapter, sec = CHAPTERS[name], catalog.SECTIONS[name]
     quick = [c for f in sec.figures("quick") for c in bridge.figure_configs(sec, f, "quick")]
     quick = list({unseeded(c): c for c in quick if read is None or unseeded(c) in read}.values())

@@ -469,8 +469,7 @@ def _twin_staleness(twins: dict) -> str:
     if unknown:
         text += (
             f" The twin records of {', '.join(CHAPTERS[n].title for n in unknown)} name no code key comparable here, "
-            "so "
-            "whether our code changed since they were made cannot be told."
+            "so whether our code changed since they were made cannot be told."
         )
     return text
 
