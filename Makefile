@@ -170,6 +170,7 @@ $(SMOKE)/_vendor: | $(MATHJAX)
 
 bench: $(INSTALL_STAMP) ## the library's benchmarks, then where the executed book's time went and its budget check
 	$(BIN)/python -m compgen.bench
+	$(BIN)/python -m compgen.bench --keys quick
 	$(BIN)/python -m compgen.bench --book book --check-budget
 
 # make sweep SWEEP=sweeps/<folder>/<name>.toml [BACKEND=local|devices|ray] [PRESET=...] [SWEEP_ARGS="--dry-run"]

@@ -49,24 +49,19 @@ repository = None  # set by `make execute`: _config.yml's address @ the commit, 
 learner = None  # None: the mixture of experts below; or your learner's import path, package.module:build
 
 # %% tags=["remove-cell"]
-# In Colab: the companion's repository at the commit this notebook was executed at (papermill injects
-# `repository`, _config.yml's address @ the commit), its library installed (Colab's own jax, flax, optax and numpy
-# are kept), and the chapter's folder made the working directory, where it reads its records (`search/`).
-import os
+# In Colab: compgen installed at the commit this notebook was executed at (papermill injects `repository`,
+# _config.yml's address @ the commit; Colab's own jax, flax, optax and numpy are kept), then that commit's book
+# opened, the chapter's folder the working directory, where it reads its records (`compgen.notebook.open_book`).
 import subprocess
 import sys
 
 if "google.colab" in sys.modules:
     if not repository:
         raise ValueError("repository is not set: give where to install compgen from, as <address>@<commit>")
-    _address, _, _commit = repository.rpartition("@") if "@" in repository.rsplit("/", 1)[-1] else (repository, "", "")
-    _checkout = os.path.join(os.path.expanduser("~"), "compgen-companion")
-    if not os.path.isdir(_checkout):
-        subprocess.check_call(["git", "clone", "-q", _address, _checkout])
-    if _commit:
-        subprocess.check_call(["git", "-C", _checkout, "checkout", "-q", _commit])
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", _checkout])
-    os.chdir(os.path.join(_checkout, "book"))
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", f"git+{repository}"])
+    import compgen.notebook
+
+    compgen.notebook.open_book(repository)
 
 # %%
 import jax

@@ -168,8 +168,10 @@ def _notebook(path, start, end, cells):
 
 def _stored_run(folder, name, date, gemm=None, **seconds):
     folder.mkdir(parents=True, exist_ok=True)
-    provenance = {"date": date, "seconds": seconds, **({"gemm_gflops": gemm} if gemm else {})}
-    (folder / f"{name}.json").write_text(json.dumps({"provenance": provenance}))
+    provenance = {"date": date, "wall_time_s": 1.0, "device": "cpu:cpu", "git_commit": "c0ffee", "seconds": seconds}
+    provenance |= {"gemm_gflops": gemm} if gemm else {}
+    run = records_.StoredRun(section=folder.name, config={}, key=name, provenance=provenance)
+    (folder / f"{name}.json").write_text(run.text())
 
 
 def test_a_chapter_that_compares_a_learner_of_its_own_trains_in_its_compare_cells(tmp_path):
@@ -294,7 +296,7 @@ BAD_COMMANDS = [
     ("truncated step record", ["--records", "TRUNCATED"], r"x\.json: step-time record is not valid JSON"),
     ("negative step time", ["--records", "NEGATIVE"], r"rows\['c'\]\.s_per_step must be a number > 0, got -31\.1"),
     ("future step record", ["--records", "FUTURE"], "has schema 7, written by a newer compgen"),
-    ("damaged store entry", ["--book", "BOOK", "--store", "BADSTORE", "--check-budget"], "cannot read a results-store"),
+    ("damaged store entry", ["--book", "BOOK", "--store", "BADSTORE", "--check-budget"], "run's description is not"),
     (
         "damaged notebook",
         ["--book", "BADBOOK", "--store", "STORE", "--check-budget"],
@@ -365,3 +367,20 @@ def test_op_profile_groups_thunks_by_kind_per_step():
     assert per_step == 1.0 and ms_per_step == pytest.approx(0.020) and us_each == pytest.approx(20.0)
     assert rows[1][1:] == (1.0, pytest.approx(0.002), pytest.approx(2.0))
     assert bench.op_kind("wrapped_add.12") == "wrapped" and bench.op_kind("dynamic-slice.4") == "dynamic-slice"
+
+
+def test_keys_read_back_from_the_cache_are_those_computed_and_lower_nothing(tmp_path, monkeypatch):
+    cache = tmp_path / "keys.json"
+    cold = bench.key_seconds("smoke", cache, ["teacher_student"])["teacher_student"]
+    expected = [programs.run_key(sec, c) for sec in [catalog.SECTIONS["teacher_student"]]
+                for f in sec.figures("smoke") for c in sec.configs(f, "smoke")]  # fmt: skip
+    assert cold["keys"] == expected and len(expected) > 1
+
+    def lowered(*args):
+        raise AssertionError("a cached key was computed again")
+
+    monkeypatch.setattr(programs, "run_key", lowered)
+    cached = bench.key_seconds("smoke", cache, ["teacher_student"])
+    assert cached["teacher_student"]["keys"] == expected and cached["teacher_student"]["shapes"] == 0
+    table = bench.key_table({"teacher_student": cold}, cached)
+    assert f"| all | {len(expected)} | {cold['shapes']} | {cold['seconds']:.1f} |" in table and "differ" not in table

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import compgen
-from compgen import programs, results
+from compgen import programs, records, results, storage
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,15 +53,15 @@ def test_round_trip_with_provenance(tmp_path):
     store.save(TOY, ToyConfig(), arrays, 1.25)
     loaded, meta = store.load(TOY, ToyConfig())
     np.testing.assert_array_equal(loaded["loss"], arrays["loss"])
-    assert meta["config"] == {"steps": 3, "seeds": [1, 2]}
-    assert meta["provenance"]["code_fingerprint"] == TOY.fingerprint
-    assert meta["provenance"]["gemm_gflops"] > 0  # how fast this machine multiplies (compgen.timing)
+    assert meta.config == {"steps": 3, "seeds": [1, 2]}
+    assert meta.provenance["code_fingerprint"] == TOY.fingerprint
+    assert meta.provenance["gemm_gflops"] > 0  # how fast this machine multiplies (compgen.timing)
     for field in ("compgen_version", "code_fingerprint", "git_commit", "jax_version", "device", "wall_time_s"):
-        assert field in meta["provenance"]
+        assert field in meta.provenance
     entry, sidecar = store.paths(TOY, ToyConfig())
-    assert json.loads(sidecar.read_text())["config"] == meta["config"]  # a readable copy beside the entry
-    assert store.entries("toy") == [(entry, json.loads(sidecar.read_text()))]
-    assert store.provenance(TOY, ToyConfig()) == meta["provenance"]  # the sidecar's copy, without the arrays
+    assert json.loads(sidecar.read_text())["config"] == meta.config  # a readable copy beside the entry
+    assert store.entries("toy") == [(entry, records.load(sidecar))]  # a record of its own kind
+    assert store.provenance(TOY, ToyConfig()) == meta.provenance  # the sidecar's copy, without the arrays
     assert store.provenance(TOY, ToyConfig(steps=4)) is None
 
 
@@ -325,7 +325,8 @@ def test_a_built_package_records_the_commit_it_was_built_from(tmp_path):
 def _legacy_entry(root, sec, cfg, fingerprint):
     """A run stored as before runs were keyed by their programs: under the hash of its config and source fingerprint,
     its description naming that fingerprint and no key."""
-    meta = {"kind": sec.name, "config": results.config_dict(cfg), "provenance": {"code_fingerprint": fingerprint}}
+    provenance = {**results.provenance(1.0, fingerprint), "code_fingerprint": fingerprint}
+    meta = {"kind": sec.name, "config": results.config_dict(cfg), "provenance": provenance}
     stem = results.config_hash(cfg, fingerprint)
     folder = Path(root) / sec.name
     folder.mkdir(parents=True, exist_ok=True)
@@ -348,11 +349,7 @@ def test_a_run_stored_under_the_last_source_fingerprint_is_moved_under_its_key_n
     monkeypatch.setattr(programs, "section_key", lambda s, *a: legacy.LEGACY[s.name][1])  # it computes what it did
     lines = []
     arrays, meta = results.Store(tmp_path).load(sec, cfg, log=lines.append)
-    assert (
-        arrays["x"].tolist() == [1.0, 1.0]
-        and meta["key"] == programs.key_of(sec, cfg)
-        and meta["legacy_key"] == old.stem
-    )
+    assert arrays["x"].tolist() == [1.0, 1.0] and meta.key == programs.key_of(sec, cfg) and meta.legacy_key == old.stem
     assert not old.exists() and results.Store(tmp_path).paths(sec, cfg)[0].exists()
     assert "now stored under its key" in lines[0]
     assert results.Store(tmp_path).load(sec, make_config(sec, "smoke", seeds=(7,))) is None and other.exists()
@@ -367,3 +364,27 @@ def test_a_legacy_run_of_a_section_that_computes_something_else_now_is_not_reuse
     old = _legacy_entry(tmp_path, sec, cfg, legacy.LEGACY[sec.name][0])
     monkeypatch.setattr(programs, "section_key", lambda s, *a: "another program")
     assert results.Store(tmp_path).load(sec, cfg) is None and old.exists()
+
+
+def test_a_description_is_a_record_of_kind_run_and_one_written_before_it_was_reads_through_its_migration(tmp_path):
+    store = results.Store(tmp_path)
+    store.save(TOY, ToyConfig(), {"x": np.zeros(2)}, 0.5)
+    entry, sidecar = store.paths(TOY, ToyConfig())
+    written = json.loads(sidecar.read_text())
+    assert (written["kind"], written["schema"], written["section"]) == ("run", records.StoredRun.VERSION, "toy")
+    # as the store wrote it before: the section in ``kind``, no schema, in the entry and beside it
+    before = {"kind": "toy", **{k: v for k, v in written.items() if k not in ("kind", "schema", "section")}}
+    arrays = storage.read_arrays(entry)
+    arrays["__meta__"] = np.frombuffer(json.dumps(before).encode(), np.uint8)
+    storage.write_arrays(entry, arrays, compress=True)
+    sidecar.write_text(json.dumps(before))
+    loaded, meta = store.load(TOY, ToyConfig())
+    assert meta == records.StoredRun.load(sidecar) and (meta.section, meta.key) == ("toy", entry.stem)
+    assert store.entries("toy") == [(entry, meta)] and json.loads(sidecar.read_text()) == before  # read, not rewritten
+    # a description of another section, in either form, is not this run's: moved aside, trained again
+    other = {**before, "kind": "other"}
+    arrays["__meta__"] = np.frombuffer(json.dumps(other).encode(), np.uint8)
+    storage.write_arrays(entry, arrays, compress=True)
+    lines = []
+    assert store.load(TOY, ToyConfig(), log=lines.append) is None
+    assert "it holds a run of section 'other', not 'toy'" in lines[0]

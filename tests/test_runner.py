@@ -61,7 +61,7 @@ def test_configs_of_one_shape_train_as_lanes_with_each_ones_numbers_up_to_round_
         assert sorted(arrays) == sorted(alone[c])
         for name in alone[c]:
             np.testing.assert_allclose(arrays[name], alone[c][name], rtol=1e-4, atol=1e-6, err_msg=name)
-        assert meta["provenance"]["seconds"].get("lanes") == (None if c is other else 2)
+        assert meta.provenance["seconds"].get("lanes") == (None if c is other else 2)
     assert not np.allclose(runner.load(S, a)["steps/loss"], runner.load(S, b)["steps/loss"])
 
 
@@ -188,7 +188,7 @@ def test_a_program_compiles_its_training_chunk_once_for_every_config_of_its_shap
 def test_a_stored_run_says_where_its_wall_time_went(store, tiny):
     cfg = tiny(seeds=(103,))
     dispatch.train_or_load(S, [cfg], backend=backends.Workers(1), log=lambda _: None)
-    prov = results.Store.default().load(S, cfg)[1]["provenance"]
+    prov = results.Store.default().load(S, cfg)[1].provenance
     seconds = prov["seconds"]
     assert set(seconds) == {"wall", "compile", "setup", "train", "evaluate"}
     assert seconds["wall"] == prov["wall_time_s"] and min(seconds.values()) >= 0

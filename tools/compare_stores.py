@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 def read_store(root: Path) -> list:
     """``[(kind, config dict, arrays)]`` of every entry under ``root``."""
     from compgen import storage
+    from compgen.records import StoredRun
 
     entries = []
     for path in sorted(root.glob("*/*")):
@@ -32,14 +33,12 @@ def read_store(root: Path) -> list:
             continue
         if path.suffix == ".result":
             arrays = storage.read_arrays(path)
-            meta = json.loads(arrays.pop("__meta__").tobytes().decode())
-        elif path.suffix == ".npz":
+            meta = StoredRun.of(json.loads(arrays.pop("__meta__").tobytes().decode()), path)
+            entries.append((meta.section, meta.config, arrays))
+        elif path.suffix == ".npz":  # the store's first layout: the section in the description's kind
             meta = json.loads(path.with_suffix(".json").read_text())
             with np.load(io.BytesIO(path.read_bytes())) as data:
-                arrays = {k: data[k] for k in data.files}
-        else:
-            continue
-        entries.append((meta["kind"], meta["config"], arrays))
+                entries.append((meta["kind"], meta["config"], {k: data[k] for k in data.files}))
     return entries
 
 

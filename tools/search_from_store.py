@@ -110,8 +110,8 @@ def main(argv=None) -> int:
             split=getattr(cfg, "split", ""),
             seeds=list(cfg.seeds),
             values=final(args.metric),
-            cpu_s=float(meta.get("provenance", {}).get("wall_time_s", 0.0)),
-            **code_of(section, meta.get("provenance", {}).get("code_fingerprint")),
+            cpu_s=float(meta.provenance["wall_time_s"]),
+            **code_of(section, meta.provenance.get("code_fingerprint")),
         )
         if args.extra:
             entry["extra"] = {name: final(metric) for name, metric in (text.split("=", 1) for text in args.extra)}

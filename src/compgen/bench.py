@@ -22,6 +22,7 @@ split is what uses a multi-core CPU.
     python -m compgen.bench --book book   # where an executed book's time went, per chapter
     python -m compgen.bench --book book --store S --record   # that, recorded (book/records/book_time.json)
     python -m compgen.bench --profile "preferences hnet_linear quick"   # one case's XLA thunks, by kind
+    python -m compgen.bench --keys quick  # seconds to key every run of the book at a preset, cold and cached
 
 ``--profile`` runs one chunk of a case under JAX's profiler and groups the thunks XLA's CPU runtime executed by
 kind (:func:`op_profile`): how many per outer step and how long they took, so a step far below the GEMM rate shows
@@ -32,6 +33,12 @@ The records under ``book/records/`` are what the book's appendix ("Running it yo
 :mod:`compgen.figures.running`) draws: the authors' step times and ours per device
 (:func:`compgen.steptimes.step_records`; a run prints those taken on its kind of device beside its rows) and the last
 measured build (:func:`compgen.booktime.book_time_record`).
+
+``--keys`` times what a book pays to find its runs in the results store before it trains or loads any: the run key
+of every config of every chapter (:func:`compgen.programs.key_of`), in two fresh processes. The first starts with
+an empty key cache, as after an upgrade of JAX or an edit of a section's code, and lowers each program shape once
+(:func:`compgen.programs.program_key`); the second reads the keys the first kept (:class:`compgen.programs.KeyCache`),
+as every later build does. Both must give the same keys.
 
 ``--book`` reads the executed notebooks (papermill records each cell's duration) and the results store: the runs a
 chapter trained are those stored while it executed, and each run records its seconds of compilation, set-up,
@@ -50,6 +57,7 @@ import resource
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -57,6 +65,7 @@ import numpy as np
 
 from compgen import allocator, booktime, catalog, params, programs, results, steptimes, storage, timing
 from compgen.records import Steps
+from compgen.section import PRESET_NAMES
 
 ACCELERATOR_STEPS = 100  # the timed chunk's default cap on a GPU or TPU, where a paper step takes milliseconds
 
@@ -448,12 +457,77 @@ def parser() -> argparse.ArgumentParser:
         "--profile", choices=sorted(steptimes.CASES), metavar="CASE", help="one case's XLA thunks, by kind"
     )
     parser.add_argument(
+        "--keys",
+        choices=PRESET_NAMES,
+        metavar="PRESET",
+        help="seconds to key every run of the book at PRESET, with an empty key cache and then with the one it filled",
+    )
+    parser.add_argument(
         "--steps",
         type=int,
         help=f"at most this many outer steps in a timed chunk, which is otherwise the runner's (eval_every) up to "
         f"the case's default on a CPU and {ACCELERATOR_STEPS} on an accelerator",
     )
     return parser
+
+
+def key_seconds(preset: str, cache: Path, sections=None) -> dict:
+    """``{section: {"keys": [...], "shapes": n, "seconds": s, "configs_s": s}}``: the run key of every config of
+    each section's figures at ``preset`` (all sections, or those named in ``sections``), given through the key cache
+    file ``cache``, with the program shapes lowered in this process for them and the seconds it took; ``configs_s``:
+    the seconds making the configs took before (their checks and budgets), which every build pays, keyed or not."""
+    cache = programs.KeyCache(cache)
+    out = {}
+    for name in sections or catalog.SECTIONS:
+        sec, start = catalog.SECTIONS[name], time.perf_counter()
+        configs = [c for f in sec.figures(preset) for c in sec.configs(f, preset)]
+        lowered, made = len(programs._PROGRAMS), time.perf_counter()
+        keys = [cache.key(sec, c) for c in configs]
+        shapes, seconds = len(programs._PROGRAMS) - lowered, time.perf_counter() - made
+        out[name] = {"keys": keys, "shapes": shapes, "seconds": seconds, "configs_s": made - start}
+    return out
+
+
+def key_process(preset: str, cache: Path) -> dict:
+    """:func:`key_seconds` in a fresh process (its own empty caches of lowered programs and fingerprints)."""
+    code = "import json, sys; from compgen import bench; print(json.dumps(bench.key_seconds(sys.argv[1], sys.argv[2])))"
+    out = subprocess.run([sys.executable, "-c", code, preset, str(cache)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError((out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def key_table(cold: dict, cached: dict) -> str:
+    """The markdown table of two :func:`key_seconds` passes, per section and in all; a section whose keys differ
+    between them is said in its row."""
+    rows = [
+        "| section | configs | program shapes | keys cold (s) | keys cached (s) | making the configs (s) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    total = lambda p, field: sum(row[field] for row in p.values())  # noqa: E731
+    for name, c in [*cold.items(), ("all", None)]:
+        cells = (
+            (sum(len(r["keys"]) for r in cold.values()), total(cold, "shapes"), total(cold, "seconds"))
+            if c is None
+            else (len(c["keys"]), c["shapes"], c["seconds"])
+        )
+        cached_s = total(cached, "seconds") if c is None else cached[name]["seconds"]
+        configs_s = total(cached, "configs_s") if c is None else cached[name]["configs_s"]
+        same = "" if c is None or cached[name]["keys"] == c["keys"] else " (keys differ!)"
+        rows.append(f"| {name}{same} | {cells[0]} | {cells[1]} | {cells[2]:.1f} | {cached_s:.2f} | {configs_s:.1f} |")
+    return "\n".join(rows)
+
+
+def _keys_command(preset: str) -> int:
+    """``--keys``: the two passes of :func:`key_seconds`, each in its own process, as a table."""
+    with tempfile.TemporaryDirectory() as folder:
+        cache = Path(folder) / "keys.json"
+        cold = key_process(preset, cache)
+        cached = key_process(preset, cache)
+    print(f"run keys of the book at preset {preset!r} (JAX {programs.versions()['jax']}, {os.cpu_count()} cores)")
+    print(key_table(cold, cached))
+    differ = [n for n in cold if cached[n]["keys"] != cold[n]["keys"]]
+    return 1 if differ else 0
 
 
 def _folder_problem(option: str, path: Path, may_be_new: bool = False) -> str | None:
@@ -497,6 +571,8 @@ def main(argv=None):
         if args.profile:
             print(profile_case(args.profile, args.steps))
             return 0
+        if args.keys:
+            return _keys_command(args.keys)
         if args.book:
             return _book_command(args)
         if args.case:

@@ -44,23 +44,20 @@ def stored_runs(store: Path) -> list[dict]:
     ``date`` (naive UTC), ``commit``, ``gemm`` (GFLOP/s or ``None``) and its seconds per part of :data:`RUN_PARTS`."""
     runs = []
     for sidecar in sorted(Path(store).glob("*/*.json")):
-        entry = _json(sidecar, "a results-store entry (`compgen-cli store` lists the store)")
-        provenance = entry.get("provenance", {})
-        if not isinstance(provenance, dict):
-            raise params.ParameterError(f"{sidecar}: its provenance is not an object")
-        if "date" in provenance:
-            run = {"key": sidecar.stem, "section": sidecar.parent.name, "config": entry.get("config", {})}
-            try:
-                date = _utc(str(provenance["date"]))
-            except ValueError:
-                raise params.ParameterError(
-                    f"{sidecar}: its date {params._short(provenance['date'], 40)} is not an ISO time (an entry's "
-                    "sidecar is rebuilt from its entry by `compgen-cli store`)"
-                ) from None
-            run.update(date=date, commit=provenance.get("git_commit"))
-            run["gemm"] = provenance.get("gemm_gflops")
-            run.update({part: provenance.get("seconds", {}).get(part, 0.0) for part in RUN_PARTS})
-            runs.append(run)
+        described = records.StoredRun.load(sidecar)
+        provenance = described.provenance
+        run = {"key": sidecar.stem, "section": described.section, "config": described.config}
+        try:
+            date = _utc(str(provenance["date"]))
+        except ValueError:
+            raise params.ParameterError(
+                f"{sidecar}: its date {params._short(provenance['date'], 40)} is not an ISO time (an entry's "
+                "sidecar is rebuilt from its entry by `compgen-cli store`)"
+            ) from None
+        run.update(date=date, commit=provenance["git_commit"])
+        run["gemm"] = provenance.get("gemm_gflops")
+        run.update({part: provenance.get("seconds", {}).get(part, 0.0) for part in RUN_PARTS})
+        runs.append(run)
     return runs
 
 

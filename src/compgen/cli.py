@@ -255,17 +255,17 @@ def run_status(sec, meta, entry, store) -> tuple:
     computes its numbers: the entry is where this code looks for its config, under the key of what it computes),
     ``"stale"`` (other code computed it, or it holds no description that reads) or ``"unknown"`` (its learner cannot
     be resolved here, so its key cannot be computed: never removed)."""
-    config = (meta or {}).get("config")
-    if not isinstance(config, dict):
+    if meta is None:
         return "stale", "it holds no description that reads"
+    config = meta.config
     try:
         cfg = sec.config_from_dict(config)
         if store.paths(sec, cfg)[0] == entry:
             return "current", ""
     except (params.ParameterError, TypeError) as error:
         return "unknown", f"{' '.join(str(error).split())}; {UNKNOWN_HINT}"
-    fingerprint = ((meta or {}).get("provenance") or {}).get("code_fingerprint")
-    return "stale", f"computed by other code (source fingerprint {fingerprint}, key {meta.get('key', 'none')})"
+    fingerprint = meta.provenance.get("code_fingerprint")
+    return "stale", f"computed by other code (source fingerprint {fingerprint}, key {meta.key or 'none'})"
 
 
 def _store(args):
@@ -292,7 +292,7 @@ def _store(args):
         counts = ", ".join(f"{len(found)} {status}" for status, found in by_status.items())
         print(f"  {name}: {counts}")
         for entry, meta, why in by_status["stale"] if args.verbose else ():
-            print(f"    {entry.stem}  {why}  {((meta or {}).get('provenance') or {}).get('date', 'no description')}")
+            print(f"    {entry.stem}  {why}  {meta.provenance['date'] if meta else 'no description'}")
         for entry, _, why in by_status["unknown"]:
             print(f"    unknown {entry.stem}: {why}")
         if args.remove_stale:

@@ -78,7 +78,7 @@ def _load_or_train(section, configs, store, backend, force, log, keep_going) -> 
             todo.append(c)
             continue
         loaded[c] = stored[0]
-        prov = stored[1]["provenance"]
+        prov = stored[1].provenance
         log(
             f"[results] reusing {section.label(c)}: run {store.paths(section, c)[0].stem} ({prov['date']}, "
             f"{prov['wall_time_s']:.0f} s on {prov['device']}, commit {prov['git_commit'][:8]})"

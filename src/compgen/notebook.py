@@ -3,11 +3,15 @@
 :func:`train` builds every config of a section's figures at a preset (:func:`compgen.section.figure_configs`),
 trains or loads them (:func:`compgen.dispatch.train_or_load`) and returns them as :class:`Runs`, which the figure
 functions of :mod:`compgen.figures` read; :func:`stored` gives the runs a store holds without training.
+:func:`open_book` is what a chapter opened in Colab calls once it has installed compgen.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
+from pathlib import Path
 
 from compgen import bridge, catalog, dispatch, runner, section
 from compgen.runs import Runs
@@ -27,6 +31,32 @@ def check_parameters(names: dict, *extra: str) -> None:
         raise params.ParameterError(f"preset must be one of {section.PRESET_NAMES}, got {names.get('preset')!r}")
     params.parse_bool(names.get("force", False), "force")
     params.seeds_parameter(names.get("seeds"))
+
+
+def split_repository(repository: str) -> tuple[str, str]:
+    """``(address, commit)`` of a ``repository`` parameter, ``<address>@<commit>`` (papermill's: ``_config.yml``'s
+    address at the commit a notebook was executed at); ``commit`` is empty where none is named (an ``@`` in the
+    address's host part, as in ``git@host:path``, is not a commit)."""
+    address, at, commit = repository.rpartition("@")
+    return (address, commit) if at and "/" not in commit and ":" not in commit else (repository, "")
+
+
+def open_book(repository: str, home=None) -> Path:
+    """Open the book of ``repository`` (:func:`split_repository`) as a chapter in Colab needs it, having installed
+    compgen from there: clone it into ``<home>/compgen-companion`` (``~`` by default) unless it is there, check out
+    its commit and make its ``book/`` folder the working directory, where a chapter reads its records. Returns it."""
+    from compgen import params
+
+    if not repository:
+        raise params.ParameterError("repository is not set: give where compgen comes from, as <address>@<commit>")
+    address, commit = split_repository(repository)
+    checkout = Path(home or os.path.expanduser("~")) / "compgen-companion"
+    if not checkout.is_dir():
+        subprocess.run(["git", "clone", "-q", address, str(checkout)], check=True)
+    if commit:
+        subprocess.run(["git", "-C", str(checkout), "checkout", "-q", commit], check=True)
+    os.chdir(checkout / "book")
+    return checkout / "book"
 
 
 def chapter_configs(section_name: str, preset: str, seeds=None, figures=None, **overrides):

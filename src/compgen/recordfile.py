@@ -188,6 +188,8 @@ def check(record, path, kind) -> dict:
     if not isinstance(record, dict):
         raise error(path, kind, f"holds {type(record).__name__} {params._short(record, 40)}, not a JSON object")
     named = record.get("kind", kind.KIND)
+    if kind.FORMER_KIND and "schema" not in record:  # version 1 held its FORMER_KIND in ``kind``: migrated below
+        named = kind.KIND
     if named != kind.KIND:
         raise error(path, kind, f"names the kind {params._short(named, 40)}, not {kind.KIND!r}")
     record = migrate(record, path, kind)

@@ -2,7 +2,8 @@
 
 A kind's class holds all there is to know about it: ``KIND`` (the name every file of it carries in ``kind``),
 ``NAME`` (what it is), ``COMMAND`` (what rewrites it), ``VERSION`` (what its writers write, in ``schema``),
-``MIGRATIONS`` (``{version: the step from a record at that version to the next}``) and its fields, each declared with
+``MIGRATIONS`` (``{version: the step from a record at that version to the next}``; ``FORMER_KIND`` where version 1
+held another field in ``kind``) and its fields, each declared with
 :func:`shaped`: the shape the checked reader enforces (:func:`compgen.recordfile.problem`). A field with a default may
 be absent from a file. A new kind is one class here and its writer.
 
@@ -81,6 +82,7 @@ class Record:
     COMMAND: ClassVar[str]
     VERSION: ClassVar[int] = 1
     MIGRATIONS: ClassVar[Mapping] = {}
+    FORMER_KIND: ClassVar[str | None] = None  # the field a version-1 file held in ``kind`` (its migration moves it)
     TUPLES: ClassVar[tuple] = ()  # fields held as tuples (a seed set, a list of rows)
 
     about: str | None = shaped(MAYBE_TEXT, default=None)
@@ -589,6 +591,61 @@ class Lease(Record):
     ledger: tuple = shaped([TEXT])
 
 
+PROVENANCE = {  # where and how a stored run was computed (compgen.results.provenance)
+    "date": TEXT,
+    "wall_time_s": "time",
+    "device": TEXT,
+    "git_commit": TEXT,
+    "git_commit_from?": TEXT,
+    "compgen_version?": TEXT,
+    "code_fingerprint?": MAYBE_TEXT,
+    "jax_version?": TEXT,
+    "matmul_precision?": TEXT,
+    "host?": TEXT,
+    "gemm_gflops?": ("none or", "time"),
+    "seconds?": ("map", "time"),
+    "knobs?": "object",
+}
+
+
+def _section_out_of_kind(record: dict) -> dict:
+    """Version 1 of a stored run's description named its section in ``kind``."""
+    return {**record, "kind": StoredRun.KIND, "section": record.get("kind")}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StoredRun(Record):
+    """The description of one run in the results store (:mod:`compgen.results`): the ``<key>.json`` beside its entry,
+    and the same object inside the entry (``__meta__``), which is what is believed."""
+
+    KIND: ClassVar[str] = "run"
+    NAME: ClassVar[str] = "stored run's description"
+    COMMAND: ClassVar[str] = "compgen-cli store (rebuilds it from its entry, or moves a damaged entry aside)"
+    VERSION: ClassVar[int] = 2
+    MIGRATIONS: ClassVar[Mapping] = {1: _section_out_of_kind}
+    FORMER_KIND: ClassVar[str | None] = "section"
+
+    section: str = shaped(TEXT)
+    config: Mapping = shaped("object")  # compgen.results.config_dict
+    key: str | None = shaped(MAYBE_TEXT, default=None)  # compgen.programs.run_key; none before runs were keyed so
+    legacy_key: str | None = shaped(MAYBE_TEXT, default=None)  # the name it had then, for a run moved under its key
+    provenance: Mapping = shaped(PROVENANCE)
+
+    @classmethod
+    def of(cls, data, where) -> StoredRun:
+        """The description ``data`` (a JSON object read from ``where``, in either version), checked and brought up to
+        date, or a one-line :class:`compgen.recordfile.RecordError`."""
+        try:
+            return cls.from_dict(recordfile.check(data, where, cls))
+        except (ValueError, TypeError) as e:
+            raise recordfile.error(where, cls, str(e)) from None
+
+    def text(self) -> str:
+        """The description as the store writes it."""
+        return recordfile.dumps(self.to_dict())
+
+
 KINDS = {
-    cls.KIND: cls for cls in (SeedSet, Twin, Search, BookTime, Steps, Gpu, OpCounts, Choices, Ledger, PaperRun, Lease)
+    cls.KIND: cls
+    for cls in (SeedSet, Twin, Search, BookTime, Steps, Gpu, OpCounts, Choices, Ledger, PaperRun, Lease, StoredRun)
 }

@@ -6,11 +6,13 @@ A :class:`Store` is a value: its ``root`` folder (and where checkpoints go). ``S
 :func:`compgen.programs.key_of` (its programs, inputs, config and libraries, so a pure refactor keeps every run and
 any change to what a step computes trains it again), or anything with a ``name`` and its own ``key_of(config)``.
 
-Layout: ``<root>/<section>/<key>.result`` holds the arrays and a ``__meta__`` entry (the config, its key and
-provenance: library version, source fingerprint, git commit, jax version, device, wall time, date), written with
-:func:`compgen.storage.write_arrays` (an ``.npz`` archive with a SHA-256 trailer); ``<key>.json`` beside it repeats
-the metadata for people and tools (:meth:`Store.entries` reads it, rebuilding it from the entry where a kill left it
-behind). A run computed by other code is never found, only listed as stale.
+Layout: ``<root>/<section>/<key>.result`` holds the arrays and a ``__meta__`` entry, the run's description (a
+:class:`compgen.records.StoredRun`: its section, config, key and provenance: library version, source fingerprint, git
+commit, jax version, device, wall time, date), written with :func:`compgen.storage.write_arrays` (an ``.npz`` archive
+with a SHA-256 trailer); ``<key>.json`` beside it repeats the description for people and tools (:meth:`Store.entries`
+reads it, rebuilding it from the entry where a kill left it behind). Descriptions written before they were a record
+kind (version 1, the section named in ``kind``) are read through the kind's migration. A run computed by other code
+is never found, only listed as stale.
 
 Runs stored under the hash of their config and source fingerprint (:func:`config_hash`), as before runs were keyed
 by their programs, are found where that fingerprint was the last one (:mod:`compgen.legacy`) and the section still
@@ -39,7 +41,8 @@ import jax
 import numpy as np
 
 import compgen
-from compgen import legacy, programs, storage, timing
+from compgen import legacy, programs, recordfile, storage, timing
+from compgen.records import StoredRun
 
 __all__ = ["Store", "config_dict", "config_hash", "provenance"]
 
@@ -154,16 +157,24 @@ def _move_aside(files, reason: str, log) -> None:
         )
 
 
-def _mismatch(meta: dict, section, config, key: str) -> str | None:
+def _mismatch(meta: StoredRun, section, config, key: str) -> str | None:
     """Why a stored entry's own description does not match what was asked for (the run of ``config`` under
     ``key``), or ``None`` if it does."""
-    if meta.get("kind") != section.name:
-        return f"it holds a run of section {meta.get('kind')!r}, not {section.name!r}"
-    if meta.get("config") != config_dict(config):
+    if meta.section != section.name:
+        return f"it holds a run of section {meta.section!r}, not {section.name!r}"
+    if meta.config != config_dict(config):
         return "it holds the run of another config (its file name does not match its contents)"
-    if meta.get("key") != key:
-        return f"it was stored under another key ({meta.get('key')}, its file name says {key})"
+    if meta.key != key:
+        return f"it was stored under another key ({meta.key}, its file name says {key})"
     return None
+
+
+def _described(arrays: dict, entry: Path) -> StoredRun:
+    """The description an entry's ``arrays`` hold (popped from them), or a :class:`ValueError` saying why not."""
+    try:
+        return StoredRun.of(json.loads(arrays.pop("__meta__").tobytes().decode()), entry)
+    except recordfile.RecordError as error:
+        raise ValueError(str(error).replace(f"{entry}: ", "")) from None
 
 
 @dataclass(frozen=True)
@@ -236,13 +247,13 @@ class Store:
         """Store ``arrays`` (a flat dict of name -> array) computed for ``config`` by the section's code."""
         entry, sidecar = self.paths(section, config)
         entry.parent.mkdir(parents=True, exist_ok=True)
-        meta = {
-            "kind": section.name,
-            "config": config_dict(config),
-            "key": entry.stem,
-            "provenance": provenance(wall_time_s, _source_fingerprint(section, config), seconds, knobs),
-        }
-        text = json.dumps(meta, indent=2)
+        meta = StoredRun(
+            section=section.name,
+            config=config_dict(config),
+            key=entry.stem,
+            provenance=provenance(wall_time_s, _source_fingerprint(section, config), seconds, knobs),
+        )
+        text = meta.text()
         packed = {k: np.asarray(v) for k, v in arrays.items()}
         packed["__meta__"] = np.frombuffer(text.encode(), np.uint8)
         storage.write_arrays(entry, packed, compress=True)
@@ -250,7 +261,8 @@ class Store:
         return entry
 
     def load(self, section, config, log=print):
-        """``(arrays, meta)`` stored for ``config`` under the section's code, or ``None`` if there is none.
+        """``(arrays, meta)`` stored for ``config`` under the section's code (``meta``: its
+        :class:`compgen.records.StoredRun`), or ``None`` if there is none.
 
         A damaged entry, or one whose embedded description (section, config, code fingerprint) is not what was
         asked for, is moved aside (see module docstring) and ``None`` is returned.
@@ -262,8 +274,8 @@ class Store:
             return None
         try:
             arrays = storage.read_arrays(entry)
-            meta = json.loads(arrays.pop("__meta__").tobytes().decode())
-        except (storage.CorruptFile, KeyError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            meta = _described(arrays, entry)
+        except (storage.CorruptFile, KeyError, UnicodeDecodeError, ValueError) as error:
             _move_aside([entry, sidecar], str(error).replace(f"{entry}: ", ""), log)
             return None
         except FileNotFoundError:  # moved aside by another reader meanwhile
@@ -282,15 +294,14 @@ class Store:
             return False
         try:
             arrays = storage.read_arrays(old[0])
-            meta = json.loads(arrays.pop("__meta__").tobytes().decode())
-        except (storage.CorruptFile, KeyError, UnicodeDecodeError, json.JSONDecodeError, OSError) as error:
+            meta = _described(arrays, old[0])
+        except (storage.CorruptFile, KeyError, UnicodeDecodeError, ValueError, OSError) as error:
             _move_aside(list(old), str(error), log)
             return False
-        if meta.get("kind") != section.name or meta.get("config") != config_dict(config):
+        if meta.section != section.name or meta.config != config_dict(config):
             _move_aside(list(old), "it holds the run of another config", log)
             return False
-        meta |= {"key": entry.stem, "legacy_key": old[0].stem}
-        text = json.dumps(meta, indent=2)
+        text = dataclasses.replace(meta, key=entry.stem, legacy_key=old[0].stem).text()
         storage.write_arrays(entry, {**arrays, "__meta__": np.frombuffer(text.encode(), np.uint8)}, compress=True)
         storage.write_atomic(entry.with_suffix(".json"), text.encode())
         for path in old:
@@ -303,10 +314,10 @@ class Store:
         (:meth:`_migrate`); how many moved."""
         moved = 0
         for entry, meta in self.entries(section.name, log):
-            if not isinstance(meta, dict) or meta.get("key") or not isinstance(meta.get("config"), dict):
+            if meta is None or meta.key:
                 continue
             try:
-                config = section.config_from_dict(meta["config"])
+                config = section.config_from_dict(meta.config)
                 new = self.paths(section, config)[0]
             except (ValueError, TypeError):
                 continue
@@ -320,43 +331,42 @@ class Store:
         where there is none or it cannot be read."""
         sidecar = self.paths(section, config)[1]
         try:
-            return json.loads(storage.read_text(sidecar)).get("provenance", {})
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+            return dict(StoredRun.of(json.loads(storage.read_text(sidecar)), sidecar).provenance)
+        except (OSError, ValueError):
             return None
 
     def entries(self, section_name: str, log=print) -> list:
-        """``(entry, meta)`` for every stored run of ``section_name``, sorted by path. ``meta`` is read from the
-        ``.json`` beside each entry; where that sidecar is missing, unreadable or not the entry's own description
-        (a kill between the two writes), it is rebuilt from the description the entry holds (:meth:`embedded`), and
-        ``None`` only where the entry holds none that reads. Temporary files that a killed writer left are removed
-        (:func:`compgen.storage.remove_orphans`)."""
+        """``(entry, meta)`` for every stored run of ``section_name``, sorted by path. ``meta``, its
+        :class:`compgen.records.StoredRun`, is read from the ``.json`` beside each entry; where that sidecar is
+        missing, unreadable or not the entry's own description (a kill between the two writes), it is rebuilt from
+        the description the entry holds (:meth:`embedded`), and ``None`` only where the entry holds none that reads.
+        Temporary files that a killed writer left are removed (:func:`compgen.storage.remove_orphans`)."""
         folder = self.root / section_name
         storage.remove_orphans(folder, log)
         found = []
         for entry in sorted(folder.glob("*.result")):
             sidecar = entry.with_suffix(".json")
             try:
-                meta = json.loads(storage.read_text(sidecar))
+                meta = StoredRun.of(json.loads(storage.read_text(sidecar)), sidecar)
             except (OSError, ValueError):
                 meta = None
-            if not isinstance(meta, dict) or self.embedded(entry) not in (None, meta):
+            if meta is None or self.embedded(entry) not in (None, meta):
                 meta = self.embedded(entry)
                 if meta is not None:
                     with contextlib.suppress(OSError):
-                        storage.write_atomic(sidecar, json.dumps(meta, indent=2).encode())
+                        storage.write_atomic(sidecar, meta.text().encode())
                     log(f"[results] {sidecar.name} rebuilt from the description its entry holds")
             found.append((entry, meta))
         return found
 
     @staticmethod
-    def embedded(entry: Path) -> dict | None:
+    def embedded(entry: Path) -> StoredRun | None:
         """The description an entry holds (its ``__meta__``, read alone from the archive), or ``None`` where it does
         not read."""
         try:
-            meta = json.loads(storage.read_member(entry, "__meta__").tobytes().decode())
+            return _described({"__meta__": storage.read_member(entry, "__meta__")}, entry)
         except (OSError, ValueError, KeyError, UnicodeDecodeError, storage.CorruptFile):
             return None
-        return meta if isinstance(meta, dict) else None
 
 
 def _source_fingerprint(section, config) -> str | None:

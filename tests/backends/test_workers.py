@@ -92,7 +92,7 @@ def test_the_same_run_in_a_worker_process_and_in_this_one_is_identical(store, ti
         pinned = [line.split("core(s) ")[1] for line in lines if "[cores]" in line]
         assert len(pinned) == 2 and len(set(pinned)) == 2, lines
     in_workers = [stored_bytes(S, c) for c in (a, b)]
-    readings = {results.Store.default().load(S, c)[1]["provenance"]["gemm_gflops"] for c in (a, b)}
+    readings = {results.Store.default().load(S, c)[1].provenance["gemm_gflops"] for c in (a, b)}
     assert readings == {round(timing.gemm_gflops(), 1)}  # the workers record the reading this process took first
     dispatch.train_or_load(S, [a, b], force=True, backend=backends.Workers(1), log=lambda _: None)
     assert [stored_bytes(S, c) for c in (a, b)] == in_workers

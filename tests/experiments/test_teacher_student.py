@@ -94,7 +94,7 @@ def test_short_training_lowers_loss_and_is_reproducible(store):
     for key in first:
         np.testing.assert_array_equal(forced[key], first[key])
     meta = results.Store.default().load(S, cfg)[1]
-    assert meta["config"]["outer_steps"] == 60 and meta["provenance"]["jax_version"] == jax.__version__
+    assert meta.config["outer_steps"] == 60 and meta.provenance["jax_version"] == jax.__version__
 
 
 def test_configs_that_differ_only_in_their_data_share_one_program():

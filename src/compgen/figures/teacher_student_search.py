@@ -89,7 +89,7 @@ def search_records(runs: Runs, regime: str) -> list:
                 **({"column": column} if column else {}),
                 seeds=list(cfg.seeds),
                 values=[float(v) for v in alignment[:, -1]],
-                cpu_s=float(stored[1]["provenance"]["wall_time_s"]) if stored else 0.0,
+                cpu_s=float(stored[1].provenance["wall_time_s"]) if stored else 0.0,
                 extra=dict(peak=[round(float(v), 4) for v in alignment.max(1)]),
                 branch="main",
             )
