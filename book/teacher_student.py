@@ -147,7 +147,9 @@ figures.show(glance.findings(runs, glance.SEED_SETS, "search"))
 # (`records/bridge/ledger.json`, computed by `tools/bridge.py plan`) that leases on the CPU continue in the
 # background of other work, committed under `records/bridge/` as the paper-scale state is. The figure reads what
 # has been committed; a point whose runs are still in progress gets no verdict, and a trend carried past the last
-# point is drawn as an extrapolation.
+# point is drawn as an extrapolation. Where the authors' code has been run at a point (`tools/twin.py --chapter
+# teacher_student --preset bridge-x4 --out book/records/bridge-twin/teacher_student_x4.json`), the same claims judge
+# its runs, drawn as open squares beside ours and tabled in their own column.
 
 # %%
 figures.show(bridge_figure.chapter("teacher_student", runs))

@@ -88,3 +88,42 @@ def test_a_bridge_point_is_judged_from_its_works_progress_records_once_complete(
     assert path[1].positions == pytest.approx([1 + (0.29 - 0.1) / 0.1] * 3)
     q = bridge.figure_configs(sec, "fig2c", "quick")[0]
     assert path[0].fraction == pytest.approx(1 / bridge.paper_multiple(sec, q))
+
+
+def test_the_authors_code_at_a_bridge_point_is_its_twin_record_judged_by_the_chapters_claims(tmp_path):
+    """The committed twin record of Fig. 2C at ×4: each claim it holds the runs of is judged on every seed pooled,
+    as the twin tables judge it, and sits at our ×4 point's fraction; a claim it does not read, and a record of a
+    point the path does not have, give none."""
+    from compgen.analysis import twin
+
+    record_path = ROOT / "book" / "records" / "bridge-twin" / "teacher_student_x4.json"
+    record = records.Twin.load(record_path)
+    sets = scale.load_seed_sets(ROOT / "book")
+    theirs = {c.id: c for c in twin.pooled([record], "authors'")}
+    ours = [_point(1, [0.5, 0.6, 0.7]), _point(4, [1.0, 1.1, 1.2])]
+    found = 0
+    for claim in scale.unresolved(sets)["teacher_student"]:
+        points = scale.authors_points("teacher_student", claim, ours, record_path.parent)
+        if theirs[claim.id].verdict == C.NOT_RUN:
+            assert points == ()
+            continue
+        (point,) = points
+        found += 1
+        assert (point.multiple, point.fraction, point.verdict) == (4.0, ours[1].fraction, theirs[claim.id].verdict)
+        assert point.standing == theirs[claim.id].details["standing"] and point.seeds == tuple(record.seed_sets[0])
+        assert point.positions == scale.positions(theirs[claim.id]) and len(point.positions) == 3
+        assert scale.authors_points("teacher_student", claim, ours[:1], record_path.parent) == ()  # no ×4 of ours
+    assert found == 2  # Fig. 2C, discrete and continuous tasks
+
+
+def test_the_authors_points_are_drawn_and_tabled_beside_ours():
+    from compgen.figures import scale as figure
+
+    result = figure.chapter("teacher_student", book=ROOT / "book", folder=ROOT / "book" / "records" / "bridge",
+                            twins=ROOT / "book" / scale.TWINS)  # fmt: skip
+    header, _, *rows = result.table.splitlines()
+    assert header.endswith("| ×4, the authors' code | along the path |")
+    assert sum(row.split(" | ")[-2] != "–" for row in rows) == 2  # the two claims of Fig. 2C
+    assert "An open square is the claim judged on the authors' code" in result.caption
+    labels = [t.get_text() for ax in result.figure.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    assert labels.count("the authors' code") == 2

@@ -5,7 +5,10 @@ trains their figures at each point, and each claim's standing at the points trai
   claim at its criterion or clearly not reproduced), computed from the records;
 * :func:`configs_read` - the configs whose runs a claim is judged from (those without which it is not run);
 * :func:`plan` - the ledger works (:class:`compgen.ledger.Work`) that train those figures at each point, one per
-  program shape, each with its estimated seconds from the quick book's measured time.
+  program shape, each with its estimated seconds from the quick book's measured time;
+* :func:`chapter_paths` - each unresolved claim's :class:`Point` at ×1 and at every bridge point, and where the
+  authors' code was run at a bridge point (a twin record, ``<chapter>_x<multiple>.json`` under :data:`TWINS`), the
+  same claim judged on its runs (:func:`authors_points`).
 """
 
 from __future__ import annotations
@@ -367,17 +370,54 @@ def crossing(points) -> float | None:
 
 class ClaimPath(NamedTuple):
     """A claim along the bridge: the :class:`compgen.analysis.claims.Claim` at ×1, its :class:`Point` at each
-    multiple, and the paper's own position on the criterion axis (``None`` where the paper reports no number)."""
+    multiple, the paper's own position on the criterion axis (``None`` where the paper reports no number) and the
+    claim judged on the authors' code at the points where it was run there (:func:`authors_points`)."""
 
     claim: C.Claim
     points: list
     paper_position: float | None
+    authors: tuple = ()
 
 
-def chapter_paths(name: str, runs, seed_sets, works, folder) -> dict:
+TWINS = "records/bridge-twin"  # the authors' code at bridge points: <chapter>_x<multiple>.json (tools/twin.py)
+
+
+def authors_points(name: str, claim, points, folder) -> tuple:
+    """The :class:`Point` of chapter ``name``'s ``claim`` on the authors' code at each bridge point where a twin record
+    under ``folder`` holds its runs (``<name>_x<multiple>.json``, :class:`compgen.records.Twin`), judged by the
+    chapter's claims on every seed of the record pooled (:func:`compgen.analysis.twin.pooled`), where the record has
+    the runs the claim reads. A point sits at the
+    fraction of our own point of that multiple in ``points``: the record's world is the nearest the authors' code
+    expresses (its ``matched_world``)."""
+    from compgen.analysis import twin
+
+    ours = {p.multiple: p for p in points}
+    found = []
+    for path in sorted(Path(folder).glob(f"{name}_x*.json")):
+        record = records.Twin.load(path)
+        multiple = bridge.parse(record.preset)
+        judged = C.find(twin.pooled([record], "authors'") or [], claim)
+        if multiple is None or float(multiple) not in ours or judged is None or judged.verdict == C.NOT_RUN:
+            continue  # a record of another point, or of runs this claim does not read
+        found.append(
+            Point(
+                label=f"×{multiple}, the authors' code",
+                multiple=float(multiple),
+                fraction=ours[float(multiple)].fraction,
+                positions=positions(judged),
+                standing=judged.details.get("standing"),
+                verdict=judged.verdict,
+                seeds=tuple(judged.seeds),
+            )
+        )
+    return tuple(sorted(found, key=lambda p: p.multiple))
+
+
+def chapter_paths(name: str, runs, seed_sets, works, folder, twins=None) -> dict:
     """``{claim id: ClaimPath}`` for each of chapter ``name``'s :func:`unresolved`
     claims: ×1 on ``runs`` where they are at quick (the book's seeds), else on the recorded ``seed_sets`` pooled; then
-    each bridge point the ledger ``works`` plan for the chapter, from their state under ``folder``."""
+    each bridge point the ledger ``works`` plan for the chapter, from their state under ``folder``; and the authors'
+    code at the points its twin records under ``twins`` hold (none without ``twins``)."""
     found = unresolved(seed_sets).get(name, [])
     if not found:
         return {}
@@ -390,5 +430,7 @@ def chapter_paths(name: str, runs, seed_sets, works, folder) -> dict:
         read = configs_read(name, pooled, claim)
         points = claim_path(name, claim, start, works, folder, multiples, read)
         paper = C.find(judged, claim)
-        out[claim.id] = ClaimPath(claim, points, paper.details.get("paper_position") if paper is not None else None)
+        authors = authors_points(name, claim, points, twins) if twins is not None else ()
+        paper_position = paper.details.get("paper_position") if paper is not None else None
+        out[claim.id] = ClaimPath(claim, points, paper_position, authors)
     return out
