@@ -101,7 +101,7 @@ def test_the_command_line_and_a_sweep_file_train_a_learner_named_by_import_path(
     assert cli.main(["run", "hyperteacher", "fig3b", "--preset", "smoke", *overrides]) == 0
     store = results.Store(store)
     entries = store.entries("hyperteacher")
-    assert len(entries) == 2 and {m["config"]["model"] for _, m in entries} == {OWN}
+    assert len(entries) == 2 and {m.config["model"] for _, m in entries} == {OWN}
     sweep = tmp_path / "own.toml"
     fixed = "\n".join(f"{k} = {v!r}".replace("'", '"') for k, v in {**TINY, "model": OWN, "seeds": [4]}.items())
     sweep.write_text(f'section = "hyperteacher"\npreset = "smoke"\n[fixed]\n{fixed}\n[grid]\nsplit = ["random"]\n')
