@@ -266,6 +266,20 @@ def test_the_bridges_x4_point_of_fig2c_translates_to_run_theory():
         twin.translate("teacher_student", dataclasses.replace(point[0], outer_steps=12798, eval_every=2133), 100)
 
 
+def test_the_bridges_x4_point_of_fig3b_translates_to_run_fewshot_with_its_warm_up():
+    """The authors' code can run Fig. 3B at the scale bridge's x4 point: every learner and support at the point's
+    sizes and rates, its warm-up moved to the 100 steps run_fewshot.py fixes."""
+    point = chapter_configs("hyperteacher", "bridge-x4", [100], ["fig3b"])[1]["fig3b"]
+    _, by_figure = twin.claim_configs("hyperteacher", "bridge-x4", [100])
+    assert len(by_figure["fig3b"]) == len(point) == 8  # four learners, two supports
+    for ours, matched in zip(point, by_figure["fig3b"]):
+        assert ours.warmup_steps != 100 and dataclasses.replace(ours, warmup_steps=100) == matched
+        t = twin.translate("hyperteacher", matched, 100)
+        assert t.config["meta_batch_size"] == ours.meta_batch and t.config["meta_model"] == twin.MODEL[ours.model][0]
+    with pytest.raises(twin.NotExpressible, match=f"warmup_steps = {point[0].warmup_steps}"):
+        twin.translate("hyperteacher", point[0], 100)
+
+
 def test_teacher_student_twins_judge_fig2c_on_both_implementations(tmp_path, monkeypatch, store):
     _use_fake_driver(tmp_path, monkeypatch)
     small = dict(inner_schedule="constant", inner_lr=1e-2, outer_steps=12, eval_every=6)
