@@ -24,8 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 def read_store(root: Path) -> list:
     """``[(kind, config dict, arrays)]`` of every entry under ``root``."""
-    from compgen import storage
-    from compgen.records import StoredRun
+    from compgen import results, storage
 
     entries = []
     for path in sorted(root.glob("*/*")):
@@ -33,7 +32,10 @@ def read_store(root: Path) -> list:
             continue
         if path.suffix == ".result":
             arrays = storage.read_arrays(path)
-            meta = StoredRun.of(json.loads(arrays.pop("__meta__").tobytes().decode()), path)
+            try:
+                meta = results.described(arrays, path)
+            except ValueError as error:
+                raise SystemExit(f"compare_stores: {path}: {error}") from None
             entries.append((meta.section, meta.config, arrays))
         elif path.suffix == ".npz":  # the store's first layout: the section in the description's kind
             meta = json.loads(path.with_suffix(".json").read_text())

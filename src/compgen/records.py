@@ -121,11 +121,20 @@ class Record:
     def load(cls, path, deep=None):
         """The record at ``path``: read, checked and brought to the current version by :func:`compgen.recordfile.read`
         (``deep`` as there), or a one-line :class:`compgen.recordfile.RecordError`."""
-        data = recordfile.read(path, cls, deep)
+        return cls._built(recordfile.read(path, cls, deep), path)
+
+    @classmethod
+    def of(cls, data, where):
+        """The record of ``data`` (a JSON object read from ``where`` other than as a file of its own, at any version
+        the kind reads), checked and brought up to date, or a one-line :class:`compgen.recordfile.RecordError`."""
+        return cls._built(recordfile.check(data, where, cls), where)
+
+    @classmethod
+    def _built(cls, data: Mapping, where):
         try:
             return cls.from_dict(data)
         except (ValueError, TypeError) as e:
-            raise recordfile.error(path, cls, str(e)) from None
+            raise recordfile.error(where, cls, str(e)) from None
 
     @classmethod
     def load_if_there(cls, path, deep=None):
@@ -630,15 +639,6 @@ class StoredRun(Record):
     key: str | None = shaped(MAYBE_TEXT, default=None)  # compgen.programs.run_key; none before runs were keyed so
     legacy_key: str | None = shaped(MAYBE_TEXT, default=None)  # the name it had then, for a run moved under its key
     provenance: Mapping = shaped(PROVENANCE)
-
-    @classmethod
-    def of(cls, data, where) -> StoredRun:
-        """The description ``data`` (a JSON object read from ``where``, in either version), checked and brought up to
-        date, or a one-line :class:`compgen.recordfile.RecordError`."""
-        try:
-            return cls.from_dict(recordfile.check(data, where, cls))
-        except (ValueError, TypeError) as e:
-            raise recordfile.error(where, cls, str(e)) from None
 
     def text(self) -> str:
         """The description as the store writes it."""

@@ -169,8 +169,9 @@ def _mismatch(meta: StoredRun, section, config, key: str) -> str | None:
     return None
 
 
-def _described(arrays: dict, entry: Path) -> StoredRun:
-    """The description an entry's ``arrays`` hold (popped from them), or a :class:`ValueError` saying why not."""
+def described(arrays: dict, entry: Path) -> StoredRun:
+    """The description an entry's ``arrays`` hold (popped from them), or a :class:`ValueError` saying why not (the
+    entry's path left out: the caller names it)."""
     try:
         return StoredRun.of(json.loads(arrays.pop("__meta__").tobytes().decode()), entry)
     except recordfile.RecordError as error:
@@ -274,7 +275,7 @@ class Store:
             return None
         try:
             arrays = storage.read_arrays(entry)
-            meta = _described(arrays, entry)
+            meta = described(arrays, entry)
         except (storage.CorruptFile, KeyError, UnicodeDecodeError, ValueError) as error:
             _move_aside([entry, sidecar], str(error).replace(f"{entry}: ", ""), log)
             return None
@@ -294,7 +295,7 @@ class Store:
             return False
         try:
             arrays = storage.read_arrays(old[0])
-            meta = _described(arrays, old[0])
+            meta = described(arrays, old[0])
         except (storage.CorruptFile, KeyError, UnicodeDecodeError, ValueError, OSError) as error:
             _move_aside(list(old), str(error), log)
             return False
@@ -364,7 +365,7 @@ class Store:
         """The description an entry holds (its ``__meta__``, read alone from the archive), or ``None`` where it does
         not read."""
         try:
-            return _described({"__meta__": storage.read_member(entry, "__meta__")}, entry)
+            return described({"__meta__": storage.read_member(entry, "__meta__")}, entry)
         except (OSError, ValueError, KeyError, UnicodeDecodeError, storage.CorruptFile):
             return None
 
