@@ -65,8 +65,14 @@ def test_the_committed_bridge_ledger_is_the_computed_plan():
     text = scale.plan_text(scale.plan(sets, book_time=book_time))
     assert (ROOT / "book" / "records" / "bridge" / "ledger.json").read_text() == text
     works = ledger.read(ROOT / "book" / "records" / "bridge" / "ledger.json")
-    assert works[0].name == "fig2c-x4" and {w.section for w in works} <= set(scale.unresolved(sets))
+    assert works[0].preset == "bridge-x4" and {w.section for w in works} <= set(scale.unresolved(sets))
     assert all(w.configs() for w in works)  # each names its configs, of one shape
+    for preset in dict.fromkeys(w.preset for w in works):  # within a point, the cheapest figure first, each together
+        figures = [w.figure for w in works if w.preset == preset]
+        order = list(dict.fromkeys(figures))
+        assert figures == sorted(figures, key=order.index)
+        costs = [sum(w.estimate_s for w in works if w.preset == preset and w.figure == f) for f in order]
+        assert costs == sorted(costs) and len(costs) > 1
 
 
 def test_a_bridge_point_is_judged_from_its_works_progress_records_once_complete(fake_bridge):

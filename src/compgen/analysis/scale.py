@@ -138,15 +138,16 @@ def plan(seed_sets, multiples=MULTIPLES, book_time=None) -> list:
     """The works of the scale bridge: for each point of ``multiples`` (in order), each chapter with
     :func:`unresolved` claims and each figure holding configs they read (:func:`needed`), one
     :class:`compgen.ledger.Work` per program shape of those configs at that point, each estimated from ``book_time``
-    (a book-time record of the quick book). The last point is planned only for the chapters whose points all fit in
+    (a book-time record of the quick book). Within a point, the figure whose works cost least comes first, so that
+    a lease judges the most claims soonest. The last point is planned only for the chapters whose points all fit in
     :data:`FAR_SECONDS` (one core's seconds: 8 hours of two cores) by those estimates."""
     seconds, todo = quick_seconds(book_time), needed(seed_sets)
-    works = [
-        w
-        for m in multiples
-        for (name, figure), (quick, claims) in todo.items()
-        for w in _point_works(name, figure, quick, claims, m, seconds)
-    ]
+    works = []
+    for m in multiples:
+        point = [
+            w for (name, figure), (q, claims) in todo.items() for w in _point_works(name, figure, q, claims, m, seconds)
+        ]
+        works += _cheapest_figure_first(point)
     if len(multiples) > 1:
         last = bridge.point_name(multiples[-1])
         cost = {}
@@ -154,6 +155,15 @@ def plan(seed_sets, multiples=MULTIPLES, book_time=None) -> list:
             cost[w.section] = cost.get(w.section, 0.0) + (w.estimate_s or math.inf)
         works = [w for w in works if w.preset != last or cost[w.section] <= FAR_SECONDS]
     return works
+
+
+def _cheapest_figure_first(works) -> list:
+    """One point's ``works`` with each figure's together, in order of the figure's estimated seconds in all (a work
+    without an estimate counting as endless), ties in their order."""
+    cost = {}
+    for w in works:
+        cost[w.figure] = cost.get(w.figure, 0.0) + (w.estimate_s or math.inf)
+    return sorted(works, key=lambda w: cost[w.figure])
 
 
 def _point_works(name, figure, quick, claims, multiple, seconds) -> list:
