@@ -40,8 +40,9 @@ def _json(path: Path, what: str) -> dict:
 
 
 def stored_runs(store: Path) -> list[dict]:
-    """Every run of ``store`` that recorded when it was stored: ``key`` (its file's stem), ``section``, ``config``,
-    ``date`` (naive UTC), ``commit``, ``gemm`` (GFLOP/s or ``None``) and its seconds per part of :data:`RUN_PARTS`."""
+    """Every run of ``store`` (its description, :class:`compgen.records.StoredRun`, which holds when it was stored):
+    ``key`` (its file's stem), ``section``, ``config``, ``date`` (naive UTC), ``commit``, ``gemm`` (GFLOP/s or
+    ``None``) and its seconds per part of :data:`RUN_PARTS`."""
     runs = []
     for sidecar in sorted(Path(store).glob("*/*.json")):
         described = records.StoredRun.load(sidecar)
