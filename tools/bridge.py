@@ -5,7 +5,8 @@ not hold clearly at quick (:mod:`compgen.analysis.scale`), and where they stand.
     python tools/bridge.py plan --check    # exit 1 where the committed ledger is not the computed one
     python tools/bridge.py status          # where each work stands, with its estimate and the seconds it took
     python tools/bridge.py prune           # remove the checkpoints of complete works (their progress stays)
-    python tools/gpu_lease.py --bridge --budget 10800 --cores 1    # a CPU lease of it, in the background
+    python tools/gpu_lease.py --bridge --budget 10800 --cores 1    # a CPU lease of it, in the background (--cores 2:
+                                                                   # two works at once, a core each)
 
 The plan reads the recorded seed sets (``book/search/*_set.json``) and the quick book's measured time
 (``book/records/book_time.json``) for each work's estimate; it trains nothing.

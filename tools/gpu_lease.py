@@ -25,11 +25,13 @@ It needs only the image's python3 with jax, flax, optax and numpy: compgen is us
 The developer then copies ``$OUT/paper/`` over ``book/records/paper/`` and commits it; the next lease, in any later
 session and on a fresh machine, resumes from there. ``--bridge`` is a CPU lease of the scale bridge
 (``book/records/bridge/ledger.json``, :mod:`compgen.analysis.scale`) that advances its state where it is committed
-(``--in-place``), at the works' own presets, in the background of other work: ``--cores`` bounds the cores its
-children run on. Every argument is checked before anything is copied or probed, each refusal one line naming the
-flag or file, exit status 2: budgets finite and positive, a known preset, a chunk that divides every work's
-``eval_every``, works that each name their configs, a ``--state`` that exists (else ``--fresh``), an ``--out`` no
-other lease holds (a lock), and a state of regular files only (no link is followed), each of bounded size. Exit
+(``--in-place``), at the works' own presets, in the background of other work. ``--cores N`` bounds the cores the
+children run on (the last N this process may use): on a GPU one child at a time takes them all; on the CPU up to N
+works advance at once, each child on a core of its own. Every argument is checked before anything is copied or
+probed, each refusal one line naming the flag or file, exit status 2: budgets finite and positive, a known preset, a
+chunk that divides every work's ``eval_every``, works that each name their configs, a ``--state`` that exists (else
+``--fresh``), an ``--out`` no other lease holds (a lock), and a state of regular files only (no link is followed),
+each of bounded size. Exit
 status: 0 when every step ended as planned (a budget that ends a work is planned), 1 when a choice or child failed.
 """
 
@@ -67,12 +69,13 @@ print("matmul precision", jax.config.jax_default_matmul_precision or "default", 
 
 
 def _advance(args) -> int:
-    """The child: continue one work until the time ``--until`` (seconds since the epoch), on the last
-    ``$COMPGEN_LEASE_CORES`` cores where that is set (before JAX starts, so that its threads keep to them)."""
-    cores = int(os.environ.get("COMPGEN_LEASE_CORES") or 0)
+    """The child: continue one work until the time ``--until`` (seconds since the epoch), on the cores
+    ``$COMPGEN_LEASE_CORES`` names (comma-separated) where that is set, pinned before JAX starts so that its threads
+    keep to them."""
+    cores = os.environ.get("COMPGEN_LEASE_CORES")
     if cores and hasattr(os, "sched_setaffinity"):
-        every = sorted(os.sched_getaffinity(0))
-        os.sched_setaffinity(0, every[-cores:])
+        os.sched_setaffinity(0, {int(c) for c in cores.split(",")})
+        print(f"[cores] {args.work} on core(s) {cores}", flush=True)
     from compgen import ledger, params
 
     works = {w.name: w for w in ledger.read(args.ledger)}
@@ -155,12 +158,14 @@ def run_child(lease, command, limit, compile_bound, env) -> str:
     return {0: "ok", OUT_OF_TIME: "out of time"}.get(child.returncode, f"failed ({child.returncode})")
 
 
-def advance_work(lease, work, args, state, choices, reserve, bound, preset, env) -> str:
-    """Advance ``work`` in a child process with the first of ``choices`` that compiles in time; the last status."""
+def advance_work(lease, work, args, state, chosen, env) -> str:
+    """Advance ``work`` in a child process with the first of the settings' choices (``chosen``, :func:`settings`)
+    that compiles in time; the last status."""
     from compgen import ledger
 
+    reserve, bound, preset = chosen["reserve"], chosen["bound"], chosen["preset"]
     before = ledger.status(work, state / work.name)
-    for knobs in choices:
+    for knobs in chosen["choices"]:
         began, left = time.monotonic(), lease.left() - reserve
         until = time.time() + min(left, args.work_budget)
         command = [sys.executable, "-u", str(Path(__file__).resolve()), "advance", "--work", work.name]
@@ -173,6 +178,35 @@ def advance_work(lease, work, args, state, choices, reserve, bound, preset, env)
         if not status.startswith("no compile"):
             return status
     return status
+
+
+def advance_ledger(lease, pending, args, state, chosen, env) -> bool:
+    """Advance the ``pending`` works in order, as many at once as :func:`core_slots` gives slots, each child on its
+    slot's cores; no work starts after one ended other than "ok" (its budget spent, or failed). Whether any failed."""
+    reserve, cpu = chosen["reserve"], chosen["kind"] == "cpu"
+    pending, guard, outcome = list(pending), threading.Lock(), {"failed": False, "stop": False}
+
+    def slot(cores):
+        mine = env if cores is None else {**env, "COMPGEN_LEASE_CORES": ",".join(map(str, cores))}
+        while True:
+            with guard:
+                if outcome["stop"] or not pending:
+                    return
+                work = pending.pop(0)
+            if lease.left() - reserve < (5 if cpu else 30):
+                lease.step(f"ledger {work.name}", "skipped (budget spent)", time.monotonic())
+                continue
+            status = advance_work(lease, work, args, state, chosen, mine)
+            with guard:
+                outcome["failed"] |= status not in ("ok", "out of time", "killed at its limit")
+                outcome["stop"] |= status != "ok"
+
+    threads = [threading.Thread(target=slot, args=(c,)) for c in core_slots(args.cores, cpu)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return outcome["failed"]
 
 
 class Refused(Exception):
@@ -304,7 +338,11 @@ def parse_args(argv):
     parser.add_argument("--choices", help="the device choices as JSON, e.g. '[{\"fused_inner\": false}]'")
     parser.add_argument("--fresh", action="store_true", help="start from no state (an earlier one is set aside)")
     parser.add_argument("--in-place", action="store_true", help="advance --state where it is ($OUT: logs only)")
-    parser.add_argument("--cores", type=int, help="the cores the works' processes may run on (default all)")
+    parser.add_argument(
+        "--cores",
+        type=int,
+        help="the last N cores the lease may take; on the CPU one work per core at once (default: one at a time)",
+    )
     sub = parser.add_subparsers(dest="command")
     child = sub.add_parser("advance", help="(the child) continue one work")
     for name in ("work", "state", "ledger", "knobs"):
@@ -341,6 +379,15 @@ def main(argv=None) -> int:
         return 2
 
 
+def core_slots(cores: int | None, cpu: bool) -> list:
+    """The cores each concurrent child runs on: the last ``cores`` of this process's, one slot each on the CPU, one
+    slot holding them all on a GPU; ``[None]`` (one child, no pinning) without ``cores``."""
+    if not cores or not hasattr(os, "sched_getaffinity"):
+        return [None]
+    mine = sorted(os.sched_getaffinity(0))[-cores:]
+    return [[c] for c in mine] if cpu else [mine]
+
+
 def lease_run(args, chosen, works, size) -> int:
     """The lease's steps (see module docstring) with checked ``args``, settings and works."""
     from compgen import ledger, records
@@ -348,8 +395,6 @@ def lease_run(args, chosen, works, size) -> int:
     lease = Lease(args.out, chosen["budget"])
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}".rstrip(":")}
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    if args.cores:
-        env["COMPGEN_LEASE_CORES"] = str(args.cores)
     failed = False
 
     began = time.monotonic()
@@ -373,17 +418,7 @@ def lease_run(args, chosen, works, size) -> int:
     failed |= status != "ok"
     lease.step("device", status, began, first_line=(text.splitlines() or [""])[0])
 
-    reserve, cpu = chosen["reserve"], chosen["kind"] == "cpu"
-    for work in ledger.next_unfinished(works, state):
-        if lease.left() - reserve < (5 if cpu else 30):
-            lease.step(f"ledger {work.name}", "skipped (budget spent)", time.monotonic())
-            continue
-        status = advance_work(
-            lease, work, args, state, chosen["choices"], reserve, chosen["bound"], chosen["preset"], env
-        )
-        failed |= status not in ("ok", "out of time", "killed at its limit")
-        if status != "ok":
-            break
+    failed |= advance_ledger(lease, ledger.next_unfinished(works, state), args, state, chosen, env)
 
     standing = [ledger.status(w, state / w.name) for w in works]
     records.Lease(

@@ -25,17 +25,14 @@ def _lease(*args, timeout=300):
     return done.returncode, done.stdout + done.stderr
 
 
-def _ledger(path):
-    col = next(c for c in support.TABLE_A9 if c.column == 1)
-    work = ledger.Work(
-        "fig2c",
-        "teacher_student",
-        "fig2c",
-        "paper",
-        ({"masks": col.spec, "distribution": col.distribution},),
-        ("column 1",),
-    )
-    path.write_text(ledger.dumps_ledger([work]))
+def _ledger(path, columns=(1,)):
+    works = []
+    for column in columns:
+        col = next(c for c in support.TABLE_A9 if c.column == column)
+        name = "fig2c" if column == 1 else f"fig2c-{column}"
+        select = ({"masks": col.spec, "distribution": col.distribution},)
+        works.append(ledger.Work(name, "teacher_student", "fig2c", "paper", select, (f"column {column}",)))
+    path.write_text(ledger.dumps_ledger(works))
     return path
 
 
@@ -66,6 +63,27 @@ def test_a_lease_resumes_from_the_previous_leases_out(tmp_path):
     assert [s["step"] for s in lease["steps"]] == ["state", "device", "ledger fig2c"]
     assert "fig2c: complete, 40 of 40 steps over 2 lease(s)" in (second / "summary.md").read_text()
     assert "backend cpu" in (second / "device.txt").read_text()
+
+
+@pytest.mark.skipif(len(getattr(os, "sched_getaffinity", lambda _: ())(0)) < 2, reason="needs two cores")
+def test_a_cpu_lease_of_two_cores_advances_two_works_at_once_each_on_a_core_of_its_own(tmp_path):
+    book_ledger = _ledger(tmp_path / "ledger.json", columns=(1, 2))
+    rc, text = _lease("--ledger", book_ledger, "--state", tmp_path / "none", "--out", tmp_path / "out", "--chunk", 10,
+                      "--cores", 2, "--fresh")  # fmt: skip
+    assert rc == 0, text
+    last = sorted(os.sched_getaffinity(0))[-2:]
+    assert sorted(int(line.rsplit(" ", 1)[1]) for line in text.splitlines() if "[cores] fig2c" in line) == last
+    for name in ("fig2c", "fig2c-2"):
+        assert ledger.read_progress(tmp_path / "out" / "paper" / name).complete
+    steps = {s["step"]: s["status"] for s in json.loads((tmp_path / "out" / "lease.json").read_text())["steps"]}
+    assert steps["ledger fig2c"] == steps["ledger fig2c-2"] == "ok"
+    lines = (tmp_path / "out" / "lease.log").read_text().splitlines()
+
+    def first(needle):
+        return next(i for i, line in enumerate(lines) if needle in line)
+
+    names = ("fig2c", "fig2c-2")  # the second started before the first ended
+    assert max(first(f"[cores] {n} ") for n in names) < min(first(f"[ledger {n}] ok") for n in names)
 
 
 def test_a_choice_that_does_not_compile_in_time_gives_way_and_all_failing_is_reported(tmp_path):
