@@ -180,3 +180,21 @@ def test_a_complete_work_keeps_its_progress_and_not_its_checkpoints(tmp_path):
     assert ledger.read_progress(tmp_path) == record and "complete, 40 of 40" in ledger.status(work, tmp_path)
     again = ledger.advance(work, tmp_path, preset="smoke", chunk=10, log=_quiet)  # nothing left to train
     assert again == record
+
+
+def test_what_is_left_is_the_unfinished_share_of_each_estimate_at_the_pace_of_the_complete_works(fake_bridge):
+    """A work complete in 1 s against an estimate of 0.5 s (pace 2), one half trained (estimate 100 s) and one not
+    started (30 s): 50 + 30 s left by the estimates, 160 s at that pace."""
+    folder, work = fake_bridge.folder, fake_bridge.work
+    total = fake_bridge(0)
+    fake_bridge(total // 2)
+    (folder / "half").mkdir()
+    shutil.copy(folder / work.name / ledger.PROGRESS, folder / "half" / ledger.PROGRESS)
+    fake_bridge(total)
+    works = [
+        dataclasses.replace(work, estimate_s=0.5),
+        dataclasses.replace(work, name="half", estimate_s=100.0),
+        dataclasses.replace(work, name="fresh", estimate_s=30.0),
+    ]
+    assert ledger.forecast(works, folder) == {"works": 2, "estimated_s": 80.0, "pace": 2.0, "paced_s": 160.0}
+    assert ledger.forecast(works[1:], folder)["pace"] is None

@@ -54,11 +54,18 @@ def main(argv=None) -> int:
         for work in ledger.read(path):
             ledger.prune(FOLDER / work.name)
         return 0
-    for work in ledger.read(path):
+    works = ledger.read(path)
+    for work in works:
         found = ledger.read_progress(FOLDER / work.name)
-        took = sum(lease["seconds"].get("wall", 0) for lease in found.leases) if found else 0
+        took = ledger.standing(found)["device_hours"] * 60 if found else 0
         estimate = f"{work.estimate_s / 60:.0f} min" if work.estimate_s else "no estimate"
-        print(f"{ledger.status(work, FOLDER / work.name)} (estimated {estimate}, took {took / 60:.0f} min)")
+        print(f"{ledger.status(work, FOLDER / work.name)} (estimated {estimate}, took {took:.0f} min)")
+    left = ledger.forecast(works, FOLDER)
+    line = f"left: {left['works']} work(s), estimated {left['estimated_s'] / 3600:.1f} h of one core"
+    if left["pace"] is not None:
+        line += f"; at the median pace of the complete works ({left['pace']:.2f} x their estimates)"
+        line += f", {left['paced_s'] / 3600:.1f} h"
+    print(line)
     return 0
 
 

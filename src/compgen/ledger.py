@@ -441,6 +441,27 @@ def status(work, folder) -> str:
     return f"{work.name}: {where['state']}, {done:,} of {total:,} steps over {where['leases']} lease(s)"
 
 
+def forecast(works, root) -> dict:
+    """What is left of ``works`` (their state folders under ``root``): ``works``, the number neither complete nor
+    diverged; ``estimated_s``, the share of each one's estimate that its steps still to train make up (a work without
+    an estimate counts none of it); ``pace``, the median over the complete works with an estimate of the seconds they
+    took over the seconds estimated (None before any is complete); ``paced_s``, ``estimated_s`` at that pace."""
+    left, paces, count = 0.0, [], 0
+    for work in works:
+        found = read_progress(Path(root) / work.name)
+        if found is not None and found.complete:
+            if work.estimate_s:
+                paces.append(standing(found)["device_hours"] * 3600 / work.estimate_s)
+            continue
+        if found is not None and found.diverged:
+            continue
+        count += 1
+        done = found.steps_done / found.outer_steps if found is not None else 0.0
+        left += (work.estimate_s or 0.0) * (1 - done)
+    pace = float(np.median(paces)) if paces else None
+    return {"works": count, "estimated_s": left, "pace": pace, "paced_s": None if pace is None else left * pace}
+
+
 def next_unfinished(works, root) -> list:
     """The works of ``works`` not yet complete (nor diverged) in the state folders under ``root``, in order."""
     out = []
