@@ -196,7 +196,10 @@ def advance_ledger(lease, pending, args, state, chosen, env) -> bool:
             if lease.left() - reserve < (5 if cpu else 30):
                 lease.step(f"ledger {work.name}", "skipped (budget spent)", time.monotonic())
                 continue
-            status = advance_work(lease, work, args, state, chosen, mine)
+            try:
+                status = advance_work(lease, work, args, state, chosen, mine)
+            except BaseException as error:  # raised again below, once every other child has ended
+                status = outcome["error"] = error
             with guard:
                 outcome["failed"] |= status not in ("ok", "out of time", "killed at its limit")
                 outcome["stop"] |= status != "ok"
@@ -206,6 +209,8 @@ def advance_ledger(lease, pending, args, state, chosen, env) -> bool:
         t.start()
     for t in threads:
         t.join()
+    if "error" in outcome:
+        raise outcome["error"]
     return outcome["failed"]
 
 

@@ -86,6 +86,29 @@ def test_a_cpu_lease_of_two_cores_advances_two_works_at_once_each_on_a_core_of_i
     assert max(first(f"[cores] {n} ") for n in names) < min(first(f"[ledger {n}] ok") for n in names)
 
 
+def test_an_error_advancing_a_work_starts_no_other_and_is_raised_once_the_others_end(monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
+    started = []
+
+    def advance_work(lease, work, *rest):
+        started.append(work)
+        if work == "first":
+            raise RuntimeError("boom")
+        return "ok"
+
+    monkeypatch.setattr(gpu_lease, "advance_work", advance_work)
+    lease, args = SimpleNamespace(left=lambda: 1e9), SimpleNamespace(cores=None)
+    with pytest.raises(RuntimeError, match="boom"):
+        gpu_lease.advance_ledger(lease, ["first", "second"], args, tmp_path, {"reserve": 10, "kind": "cpu"}, {})
+    assert started == ["first"]
+    assert (
+        gpu_lease.advance_ledger(lease, ["second", "third"], args, tmp_path, {"reserve": 10, "kind": "cpu"}, {})
+        is False
+    )
+    assert started == ["first", "second", "third"]
+
+
 def test_a_choice_that_does_not_compile_in_time_gives_way_and_all_failing_is_reported(tmp_path):
     rc, text = _lease(
         "--ledger",
