@@ -141,14 +141,9 @@ figures.show(glance.findings(runs, glance.SEED_SETS, "search"))
 # (bridge-preferences)=
 # ## Where the claims that fall short appear as the compute grows
 #
-# A claim that does not hold clearly at `quick`, pooled over the recorded seed sets, is trained again on the book's
-# seeds at points between `quick` and the paper's configuration, each named by its multiple of the quick training
-# compute. Every field in which the two presets differ moves by one rule, which the caption states; a point is the
-# paper's configuration only at the paper's end. These runs take hours, so they are a ledger
-# (`records/bridge/ledger.json`, computed by `tools/bridge.py plan`) that leases on the CPU continue in the
-# background of other work, committed under `records/bridge/` as the paper-scale state is. The figure reads what
-# has been committed; a point whose runs are still in progress gets no verdict, and a trend carried past the last
-# point is drawn as an extrapolation.
+# Each claim of this chapter that does not hold clearly at `quick` is trained again at larger multiples of the quick
+# training compute, on a path toward the paper's configuration; the caption says which fields move and how, and the
+# [results page](results) how these runs are made and how its column along the path words where each claim stands.
 
 # %%
 figures.show(bridge_figure.chapter("preferences", runs))

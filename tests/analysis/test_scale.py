@@ -2,6 +2,7 @@
 ledger is the computed plan, a claim's standing at each point is read from the works' progress records, and the
 words for its path follow the numbers."""
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -96,6 +97,17 @@ def test_a_bridge_point_is_judged_from_its_works_progress_records_once_complete(
     assert path[0].fraction == pytest.approx(1 / bridge.paper_multiple(sec, q))
 
 
+def test_works_by_point_counts_the_complete_works_of_each_point(fake_bridge):
+    """A work short of its last step is counted at its point but not as complete; a work of another preset (the
+    paper's ledger) is no point's."""
+    total = fake_bridge(100)
+    paper = dataclasses.replace(fake_bridge.work, name="fig2c", preset="paper")
+    works = [fake_bridge.work, paper]
+    assert scale.works_by_point(works, fake_bridge.folder) == {4: (0, 1)}
+    fake_bridge(total)
+    assert scale.works_by_point(works, fake_bridge.folder) == {4: (1, 1)}
+
+
 def test_the_authors_code_at_a_bridge_point_is_its_twin_record_judged_by_the_chapters_claims(tmp_path):
     """The committed twin record of Fig. 2C at ×4: each claim it holds the runs of is judged on every seed pooled,
     as the twin tables judge it, and sits at our ×4 point's fraction; a claim it does not read, and a record of a
@@ -131,5 +143,10 @@ def test_the_authors_points_are_drawn_and_tabled_beside_ours():
     assert header.endswith("| ×4, the authors' code | along the path |")
     assert sum(row.split(" | ")[-2] != "–" for row in rows) == 2  # the two claims of Fig. 2C
     assert "An open square is the claim judged on the authors' code" in result.caption
+    work = next(
+        w for w in ledger.read(ROOT / "book" / "records" / "bridge" / ledger.LEDGER) if w.section == "teacher_student"
+    )
+    trained = ", ".join(map(str, work.configs()[0].seeds))
+    assert f"the bridge's points train seeds {trained} (×4 complete" in result.caption
     labels = [t.get_text() for ax in result.figure.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
     assert labels.count("the authors' code") == 2

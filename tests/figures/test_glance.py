@@ -292,3 +292,13 @@ def test_the_bridge_column_words_where_each_claim_stands_from_the_records(fake_b
     cell = glance._bridge_cell("teacher_student", paths[discrete])
     assert cell == '<a class="path" href="teacher_student.html#bridge-teacher-student">holds from ×4</a>'
     assert ">–<" in glance._bridge_cell("teacher_student", None)
+
+
+def test_the_bridge_summary_says_how_far_its_ledger_has_come(fake_bridge):
+    """The page's paragraph on the column along the path counts the ledger's works by point, and says when all are
+    complete."""
+    total = fake_bridge(100)
+    text = glance._bridge_summary(fake_bridge.folder)
+    assert "**holds from ×N**" in text and "×4: 0 of 1 complete; 1 left." in text
+    fake_bridge(total)
+    assert "Every work of its ledger is complete (×4: 1 of 1 complete)." in glance._bridge_summary(fake_bridge.folder)

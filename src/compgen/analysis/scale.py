@@ -6,6 +6,7 @@ trains their figures at each point, and each claim's standing at the points trai
 * :func:`configs_read` - the configs whose runs a claim is judged from (those without which it is not run);
 * :func:`plan` - the ledger works (:class:`compgen.ledger.Work`) that train those figures at each point, one per
   program shape, each with its estimated seconds from the quick book's measured time;
+* :func:`works_by_point` - how many of the ledger's works at each point are complete;
 * :func:`chapter_paths` - each unresolved claim's :class:`Point` at ×1 and at every bridge point, and where the
   authors' code was run at a bridge point (a twin record, ``<chapter>_x<multiple>.json`` under :data:`TWINS`), the
   same claim judged on its runs (:func:`authors_points`).
@@ -259,6 +260,20 @@ def point_runs(name: str, multiple: int, works, folder):
             if cfg is not None and tuple(entry["seeds"]) == tuple(cfg.seeds):
                 outputs[cfg] = {f"eval/{k}": np.asarray(v, float) for k, v in entry["eval"].items()}
     return Runs(sec, preset, figures, outputs), states
+
+
+def works_by_point(works, folder) -> dict:
+    """``{multiple: (complete, total)}``: how many of the ledger ``works`` at each bridge point are complete in their
+    state folders under ``folder``, the points in the ledger's order."""
+    found = {}
+    for work in works:
+        multiple = bridge.parse(work.preset)
+        if multiple is None:
+            continue
+        record = ledger.read_progress(Path(folder) / work.name)
+        done, total = found.get(multiple, (0, 0))
+        found[multiple] = (done + bool(record is not None and record.complete), total + 1)
+    return found
 
 
 def claim_path(name: str, claim, start, works, folder, multiples=MULTIPLES, read=None) -> list:

@@ -203,6 +203,8 @@ def page(preset="quick", seeds=None, seed_sets=(), twins=None, paper_scale=None,
     paper_claims = _paper_scale_claims(paper_scale) if paper_scale else None
     if paper_scale:
         parts.append(_paper_scale_summary(paper_claims))
+    if bridge is not None:
+        parts.append(_bridge_summary(bridge))
     parts.append(STYLE)
     for name in CHAPTERS:
         found, book = sets[name], _book(runs[name])
@@ -237,6 +239,40 @@ def _bridge_paths(name: str, runs, seed_sets, folder) -> dict:
     works = ledger.read(ledger_path) if ledger_path.exists() else []
     quick_sets = load_seed_sets(seed_sets, "quick")
     return scale.chapter_paths(name, runs, quick_sets, works, folder)
+
+
+def _bridge_summary(folder) -> str:
+    """What the column along the path says, how its words are chosen, and how far the bridge's ledger in ``folder``
+    has come (:func:`compgen.analysis.scale.works_by_point`, :func:`compgen.ledger.forecast`)."""
+    ledger_path = Path(folder) / ledger.LEDGER
+    works = ledger.read(ledger_path) if ledger_path.exists() else []
+    counts = scale.works_by_point(works, folder)
+    points = "; ".join(f"×{m}: {done} of {total} complete" for m, (done, total) in counts.items())
+    left = ledger.forecast(works, folder)
+    if not works:
+        where = "Its ledger lists no work yet."
+    elif left["works"] == 0:
+        where = f"Every work of its ledger is complete ({points})."
+    else:
+        pace = (
+            f", about {left['paced_s'] / 3600:.0f} hours of one core at the pace the complete ones kept"
+            if left["paced_s"] is not None
+            else ""
+        )
+        where = f"Works of its ledger, by point: {points}; {left['works']} left{pace}."
+    return (
+        "**Along the path to the paper's scale.** A claim that does not hold clearly at `quick`, pooled over the "
+        "recorded seed sets, is trained again on the book's seeds at points between `quick` and the paper's "
+        "configuration, named by their multiple of the quick training compute; each chapter's figure shows them and "
+        "states which fields move, and by which rule. The column's words are chosen by the numbers: **holds from ×N** "
+        "where the claim holds clearly at ×N and at every later point judged; **grows** or **shrinks** with the fitted "
+        "slope, in criterion units per ×4 of compute, where the slope of the per-seed effects against the logarithm of "
+        f"the compute lies more than {scale.TREND_SE:g} standard errors from zero; **no trend** otherwise. A point "
+        "whose runs are not complete gets no verdict and is named with its state; – marks a claim that holds clearly "
+        "at `quick` and is not trained along the path. These runs take hours, so they are a ledger "
+        "(`records/bridge/ledger.json`, computed by `tools/bridge.py plan`) that leases on the CPU continue, committed "
+        f"under `records/bridge/`. {where}"
+    )
 
 
 def _bridge_cell(name: str, path) -> str:

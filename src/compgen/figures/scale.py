@@ -131,6 +131,8 @@ def caption(name: str, paths: dict, preset: str, seeds: tuple) -> str:
     some = next(iter(paths.values())).points
     states = ", ".join(f"{p.label} {p.state}" for p in some[1:])
     seeds_text = ", ".join(map(str, seeds)) if seeds else "none"
+    trained = sorted({s for path in paths.values() for p in path.points[1:] for s in p.seeds})
+    trained_text = f"seeds {', '.join(map(str, trained))}" if trained else "the book's seeds"
     authors = sorted({(p.label, p.seeds) for path in paths.values() for p in path.authors})
     authors_text = "".join(
         f" An open square is the claim judged on the authors' code (`run_theory.py` of smonsays/modular-hyperteacher) "
@@ -145,7 +147,7 @@ def caption(name: str, paths: dict, preset: str, seeds: tuple) -> str:
         f"standard errors (green: holds clearly, amber: at the criterion, red: clearly not reproduced), the paper's "
         f"own value where it reports one (★), and the fitted trend carried to the criterion as a dashed "
         f"extrapolation, never a result; a dotted line marks a point whose runs are not complete. ×1 is preset "
-        f"`{preset}` on seeds {seeds_text}; the bridge's points train the book's seeds ({states}).{authors_text} "
+        f"`{preset}` on seeds {seeds_text}; the bridge's points train {trained_text} ({states}).{authors_text} "
         f"{rules(name)}"
     )
 
