@@ -111,9 +111,11 @@ def test_the_command_line_and_a_sweep_file_train_a_learner_named_by_import_path(
 
 def test_a_worker_that_cannot_import_the_learner_fails_in_one_line_naming_it(store, learner_copy, monkeypatch):
     monkeypatch.delenv("PYTHONPATH", raising=False)  # the copy is importable here, not in the worker
-    cfg = make_config(S, "smoke", "copied_learner:gated_heads", **TINY)
+    # two configs, so that two workers run whatever cores this process may use (one config on one usable core would
+    # train here, where the copy imports)
+    cfgs = [make_config(S, "smoke", "copied_learner:gated_heads", **{**TINY, "seeds": [s]}) for s in (3, 4)]
     with pytest.raises(ParameterError, match="model 'copied_learner:gated_heads': cannot import copied_learner"):
-        dispatch.train_or_load(S, [cfg], results.Store(store), backend=backends.Workers(2), log=lambda line: None)
+        dispatch.train_or_load(S, cfgs, results.Store(store), backend=backends.Workers(2), log=lambda line: None)
 
 
 # ------------------------------------------------------------------------ a user's learner is keyed by what it computes
