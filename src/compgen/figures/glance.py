@@ -235,17 +235,20 @@ def _bridge_paths(name: str, runs, seed_sets, folder) -> dict:
     """``{claim id: ClaimPath}`` of chapter ``name``'s claims along the scale bridge whose ledger and
     state are in ``folder`` (:func:`compgen.analysis.scale.chapter_paths`), the claims chosen on the recorded seed
     sets at quick."""
-    ledger_path = Path(folder) / ledger.LEDGER
-    works = ledger.read(ledger_path) if ledger_path.exists() else []
     quick_sets = load_seed_sets(seed_sets, "quick")
-    return scale.chapter_paths(name, runs, quick_sets, works, folder)
+    return scale.chapter_paths(name, runs, quick_sets, _bridge_works(folder), folder)
+
+
+def _bridge_works(folder) -> list:
+    """The works of the bridge's ledger in ``folder``; none before it is planned."""
+    ledger_path = Path(folder) / ledger.LEDGER
+    return ledger.read(ledger_path) if ledger_path.exists() else []
 
 
 def _bridge_summary(folder) -> str:
     """What the column along the path says, how its words are chosen, and how far the bridge's ledger in ``folder``
     has come (:func:`compgen.analysis.scale.works_by_point`, :func:`compgen.ledger.forecast`)."""
-    ledger_path = Path(folder) / ledger.LEDGER
-    works = ledger.read(ledger_path) if ledger_path.exists() else []
+    works = _bridge_works(folder)
     counts = scale.works_by_point(works, folder)
     points = "; ".join(f"×{m}: {done} of {total} complete" for m, (done, total) in counts.items())
     left = ledger.forecast(works, folder)
